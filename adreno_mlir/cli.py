@@ -1,0 +1,59 @@
+"""`adreno-mlir`: import, compile and run ONNX models from the command line.
+
+Every user error prints `error: ...` (naming the node/op and what to do) and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from adreno_mlir.errors import CompileError
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from adreno_mlir.frontend import import_onnx
+    from adreno_mlir.printing import module_to_text
+    from adreno_mlir.weights import save_beside
+
+    module = import_onnx(args.model)
+    if args.output and args.output != "-":
+        out = Path(args.output)
+        save_beside(module, out)
+        out.write_text(module_to_text(module))
+    else:
+        sys.stdout.write(module_to_text(module))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adreno-mlir", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    imp = sub.add_parser("import", help="import an ONNX model as graph-dialect IR")
+    imp.add_argument("model", help="path of the .onnx file")
+    imp.add_argument("-o", "--output", help="output .mlir file (weights go to <name>.weights/); default stdout")
+    imp.set_defaults(func=_cmd_import)
+
+    from adreno_mlir import cli_run
+
+    cli_run.add_commands(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CompileError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Weights live beside the IR, not inside it.
+
+`graph.constant @name` and `opencl.weight @name` refer to arrays in a `WeightStore`.
+The module names its store with the attribute `graph.weights = "<key>"`: a directory
+of `.npy` files (one per weight, written by `adreno-mlir import -o`) or an in-memory
+key (`mem:N`) for pipelines that never touch the disk. This keeps ResNet-50's IR to a
+few hundred kB of text while it still round-trips through `adreno-opt`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+WEIGHTS_ATTR = "graph.weights"
+_memory_stores: dict[str, "WeightStore"] = {}
+_disk_stores: dict[str, "WeightStore"] = {}
+_counter = itertools.count()
+base_directory: Path | None = None
+"""Relative weight directories resolve against this (adreno-opt sets the input's folder)."""
+
+
+def symbol_name(name: str) -> str:
+    """A readable, symbol-safe version of an ONNX tensor name."""
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "w"
+    return s if not s[0].isdigit() else "w" + s
+
+
+class WeightStore:
+    """Named float arrays, loaded lazily from `directory` when there is one."""
+
+    def __init__(self, directory: Path | None = None):
+        self.directory = directory
+        self.arrays: dict[str, np.ndarray] = {}
+        self.key = f"mem:{next(_counter)}"
+        _memory_stores[self.key] = self
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.arrays or (
+            self.directory is not None and (self.directory / f"{name}.npy").exists()
+        )
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self.arrays:
+            path = None if self.directory is None else self.directory / f"{name}.npy"
+            if path is None or not path.exists():
+                where = f"in {self.directory}" if self.directory else "in memory"
+                raise KeyError(f"weight @{name} not found {where}")
+            self.arrays[name] = np.load(path, mmap_mode="r")
+        return self.arrays[name]
+
+    def add(self, hint: str, array: np.ndarray) -> str:
+        """Store `array` under a fresh name derived from `hint`; returns the name."""
+        base = symbol_name(hint)
+        name, n = base, 0
+        while name in self:
+            n += 1
+            name = f"{base}_{n}"
+        self.arrays[name] = np.ascontiguousarray(array)
+        return name
+
+    def save(self, directory: Path) -> None:
+        """Write every array as `<directory>/<name>.npy`."""
+        directory.mkdir(parents=True, exist_ok=True)
+        names = set(self.arrays)
+        if self.directory is not None and self.directory.exists():
+            names |= {p.stem for p in self.directory.glob("*.npy")}
+        for name in names:
+            target = directory / f"{name}.npy"
+            if self.directory is not None and self.directory.resolve() == directory.resolve() and target.exists():
+                continue
+            np.save(target, np.asarray(self[name]))
+
+
+def attach(module: ModuleOp, store: WeightStore) -> None:
+    module.attributes[WEIGHTS_ATTR] = StringAttr(store.key)
+
+
+def store_of(module: ModuleOp) -> WeightStore:
+    """The weight store a module refers to (an empty in-memory one if it names none)."""
+    attr = module.attributes.get(WEIGHTS_ATTR)
+    if attr is None:
+        store = WeightStore()
+        attach(module, store)
+        return store
+    assert isinstance(attr, StringAttr)
+    key = attr.data
+    if key in _memory_stores:
+        return _memory_stores[key]
+    path = Path(key)
+    if not path.is_absolute():
+        path = (base_directory or Path.cwd()) / path
+    resolved = str(path.resolve())
+    if resolved not in _disk_stores:
+        if not path.is_dir():
+            raise FileNotFoundError(
+                f"the module's weights directory '{key}' (resolved to {path}) does not exist"
+            )
+        store = WeightStore(path)
+        _disk_stores[resolved] = store
+    return _disk_stores[resolved]
+
+
+def save_beside(module: ModuleOp, ir_path: Path) -> Path:
+    """Save the module's weights as `<ir stem>.weights/` next to `ir_path` and point the module at it."""
+    store = store_of(module)
+    directory = ir_path.with_suffix(".weights")
+    store.save(directory)
+    module.attributes[WEIGHTS_ATTR] = StringAttr(os.path.relpath(directory, ir_path.parent))
+    return directory

@@ -1,0 +1,805 @@
+"""The `graph` dialect: tensor-level ops imported from ONNX.
+
+Every value is a statically shaped ranked tensor (`tensor<1x64x112x112xf32>`): the
+frontend folds shape subgraphs away, so each op can verify that its result shape is
+exactly what its operands and attributes imply. Verifiers name the offending
+attribute and the expected shape, so hand-edited IR fails with a usable message.
+
+Weights are kept out of line: `graph.constant @name` refers to an array held by the
+module's weight store (see `adreno_mlir.weights`); only small constants are inline
+`dense<...>` literals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    AnyFloat,
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    ParsePropInAttrDict,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    """Static shape of a tensor value or type."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"expected a ranked tensor, got {t}")
+    shape = tuple(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise VerifyException(f"expected a static shape, got {t}")
+    return shape
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
+    return () if attr is None else tuple(int(v) for v in attr.get_values())
+
+
+def f32_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f32)
+
+
+def _expect_shape(op: Operation, got: Sequence[int], want: Sequence[int]) -> None:
+    if tuple(got) != tuple(want):
+        raise VerifyException(
+            f"'{op.name}' result shape {list(got)} does not match the shape implied by "
+            f"its operands and attributes: {list(want)}"
+        )
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """Numpy (multidirectional) broadcasting, as ONNX defines it."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise VerifyException(
+                f"shapes {[list(s) for s in shapes]} are not broadcast-compatible"
+            )
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def pool_out_dim(size: int, k: int, s: int, p0: int, p1: int, d: int, ceil: bool) -> int:
+    eff = d * (k - 1) + 1
+    num = size + p0 + p1 - eff
+    if ceil:
+        out = -(-num // s) + 1
+        # ONNX/PyTorch: the last window must start inside the input or left padding
+        if (out - 1) * s >= size + p0:
+            out -= 1
+        return out
+    return num // s + 1
+
+
+def conv_out_shape(
+    x: Sequence[int],
+    w: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[int, ...]:
+    return (
+        x[0],
+        w[0],
+        *(
+            pool_out_dim(x[2 + i], w[2 + i], strides[i], pads[i], pads[i + 2], dilations[i], False)
+            for i in range(2)
+        ),
+    )
+
+
+F32Tensor = base(TensorType)
+
+
+class GraphOp(IRDLOperation):
+    """Base of graph ops: all results are static ranked tensors."""
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_(self) -> None:
+        for r in self.results:
+            shape_of(r)
+        for o in self.operands:
+            shape_of(o)
+        self.verify_shapes()
+
+    def verify_shapes(self) -> None:
+        """Check the result shape implied by operands and attributes."""
+
+
+# --------------------------------------------------------------------------- constants
+
+
+@irdl_op_definition
+class ConstantOp(GraphOp):
+    """A constant tensor: `@name` refers to the weight store; small ones are inline."""
+
+    name = "graph.constant"
+    ref = opt_prop_def(SymbolRefAttr)
+    value = opt_prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        result_type: TensorType,
+        ref: str | None = None,
+        value: DenseIntOrFPElementsAttr | None = None,
+    ):
+        props: dict[str, Attribute] = {}
+        if ref is not None:
+            props["ref"] = SymbolRefAttr(ref)
+        if value is not None:
+            props["value"] = value
+        super().__init__(properties=props, result_types=[result_type])
+
+    @property
+    def weight_name(self) -> str | None:
+        return None if self.ref is None else self.ref.root_reference.data
+
+    def verify_shapes(self) -> None:
+        if (self.ref is None) == (self.value is None):
+            raise VerifyException(
+                "'graph.constant' needs exactly one of a weight reference (@name) or an "
+                "inline dense<...> value"
+            )
+        if self.value is not None and self.value.type != self.result.type:
+            raise VerifyException(
+                f"'graph.constant' inline value has type {self.value.type}, result is "
+                f"{self.result.type}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        # `@name : tensor<...>` or `dense<...> : tensor<...>` (the literal carries its type)
+        ref = parser.parse_optional_symbol_name()
+        if ref is not None:
+            parser.parse_punctuation(":")
+            t = parser.parse_type()
+            if not isinstance(t, TensorType):
+                parser.raise_error(f"expected a tensor type, got {t}")
+            op = cls(t, ref=ref.data)
+        else:
+            value = parser.parse_attribute()
+            if not isinstance(value, DenseIntOrFPElementsAttr):
+                parser.raise_error("expected @weight_name or a dense<...> literal")
+            op = cls(value.type, value=value)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        if self.ref is not None:
+            printer.print_attribute(self.ref)
+            printer.print_string(" : ")
+            printer.print_attribute(self.result.type)
+        else:
+            assert self.value is not None
+            printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes)
+
+
+# --------------------------------------------------------------------------- element-wise
+
+_T = VarConstraint("T", base(TensorType))
+
+
+class UnaryOp(GraphOp):
+    """Element-wise op with one operand; result type equals operand type."""
+
+    input = operand_def(_T)
+    result = result_def(_T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, x: SSAValue | Operation, **props: Attribute):
+        super().__init__(
+            operands=[x], result_types=[SSAValue.get(x).type], properties=props
+        )
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    name = "graph.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    name = "graph.neg"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "graph.abs"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """x * max(0, min(1, x/6 + 1/2)), as ONNX HardSwish."""
+
+    name = "graph.hard_swish"
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    """max(0, min(1, alpha * x + beta))."""
+
+    name = "graph.hard_sigmoid"
+    alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.2))
+    beta = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.5))
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    name = "graph.leaky_relu"
+    alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.01))
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """min(max(x, min), max); ReLU6 is clip{min = 0, max = 6}."""
+
+    name = "graph.clip"
+    min = prop_def(FloatAttr[Float32Type], default_value=f32_attr(-math.inf))
+    max = prop_def(FloatAttr[Float32Type], default_value=f32_attr(math.inf))
+
+    def verify_shapes(self) -> None:
+        if self.min.value.data > self.max.value.data:
+            raise VerifyException(
+                f"'graph.clip' min ({self.min.value.data}) is greater than max "
+                f"({self.max.value.data})"
+            )
+
+
+class BinaryOp(GraphOp):
+    """Element-wise op with numpy broadcasting between its two operands."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[a, b], result_types=[result_type])
+
+    def verify_shapes(self) -> None:
+        _expect_shape(
+            self, shape_of(self.result), broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        )
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "graph.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    name = "graph.div"
+
+
+# --------------------------------------------------------------------------- convolution
+
+
+def _check_len(op: Operation, attr: str, values: Sequence[int], n: int) -> None:
+    if len(values) != n:
+        raise VerifyException(f"'{op.name}' {attr} must have {n} values, got {list(values)}")
+
+
+@irdl_op_definition
+class Conv2dOp(GraphOp):
+    """2-D convolution, NCHW input and OIHW weights (ONNX Conv)."""
+
+    name = "graph.conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
+    dilations = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    groups = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
+    irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        x: SSAValue,
+        w: SSAValue,
+        b: SSAValue | None,
+        result_type: Attribute,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ):
+        super().__init__(
+            operands=[x, w, [] if b is None else [b]],
+            result_types=[result_type],
+            properties={
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "groups": IntegerAttr(groups, 64),
+            },
+        )
+
+    def verify_shapes(self) -> None:
+        x, w = shape_of(self.input), shape_of(self.weight)
+        if len(x) != 4 or len(w) != 4:
+            raise VerifyException(
+                f"'graph.conv2d' expects a 4-D input and 4-D weights, got {list(x)} and {list(w)}"
+            )
+        strides, pads, dil = ints(self.strides), ints(self.pads), ints(self.dilations)
+        _check_len(self, "strides", strides, 2)
+        _check_len(self, "pads", pads, 4)
+        _check_len(self, "dilations", dil, 2)
+        if min(strides + dil) < 1 or min(pads) < 0:
+            raise VerifyException("'graph.conv2d' strides/dilations must be >= 1, pads >= 0")
+        g = self.groups.value.data
+        if g < 1 or x[1] % g or w[0] % g:
+            raise VerifyException(
+                f"'graph.conv2d' groups = {g} must divide input channels ({x[1]}) and "
+                f"output channels ({w[0]})"
+            )
+        if w[1] * g != x[1]:
+            raise VerifyException(
+                f"'graph.conv2d' weight has {w[1]} input channels per group but the input "
+                f"has {x[1]} channels in {g} group(s)"
+            )
+        if self.bias is not None and shape_of(self.bias) != (w[0],):
+            raise VerifyException(
+                f"'graph.conv2d' bias must have shape [{w[0]}], got {list(shape_of(self.bias))}"
+            )
+        _expect_shape(self, shape_of(self.result), conv_out_shape(x, w, strides, pads, dil))
+
+
+@irdl_op_definition
+class BatchNormOp(GraphOp):
+    """Inference-mode batch normalization over channel axis 1."""
+
+    name = "graph.batch_norm"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    result = result_def(TensorType)
+    epsilon = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1e-5))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        if len(x) < 2:
+            raise VerifyException("'graph.batch_norm' input must have a channel axis")
+        for n in ("scale", "bias", "mean", "var"):
+            s = shape_of(getattr(self, n))
+            if s != (x[1],):
+                raise VerifyException(
+                    f"'graph.batch_norm' {n} must have shape [{x[1]}], got {list(s)}"
+                )
+        _expect_shape(self, shape_of(self.result), x)
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+class PoolOp(GraphOp):
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
+    ceil_mode = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def dilation_values(self) -> tuple[int, int]:
+        return (1, 1)
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        if len(x) != 4:
+            raise VerifyException(f"'{self.name}' expects a 4-D NCHW input, got {list(x)}")
+        k, s, p, d = ints(self.kernel_shape), ints(self.strides), ints(self.pads), self.dilation_values()
+        _check_len(self, "kernel_shape", k, 2)
+        _check_len(self, "strides", s, 2)
+        _check_len(self, "pads", p, 4)
+        if min(k + s) < 1 or min(p) < 0:
+            raise VerifyException(f"'{self.name}' kernel/strides must be >= 1 and pads >= 0")
+        for i in range(2):
+            if p[i] >= k[i] * d[i] or p[i + 2] >= k[i] * d[i]:
+                raise VerifyException(f"'{self.name}' pads {list(p)} must be smaller than the window")
+        ceil = bool(self.ceil_mode.value.data)
+        want = (x[0], x[1], *(pool_out_dim(x[2 + i], k[i], s[i], p[i], p[i + 2], d[i], ceil) for i in range(2)))
+        _expect_shape(self, shape_of(self.result), want)
+
+
+@irdl_op_definition
+class MaxPoolOp(PoolOp):
+    name = "graph.max_pool"
+    dilations = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+
+    def dilation_values(self) -> tuple[int, int]:
+        d = ints(self.dilations)
+        _check_len(self, "dilations", d, 2)
+        return d  # type: ignore[return-value]
+
+
+@irdl_op_definition
+class AvgPoolOp(PoolOp):
+    name = "graph.avg_pool"
+    count_include_pad = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(GraphOp):
+    name = "graph.global_avg_pool"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        if len(x) < 3:
+            raise VerifyException("'graph.global_avg_pool' expects an N x C x spatial input")
+        _expect_shape(self, shape_of(self.result), (x[0], x[1]) + (1,) * (len(x) - 2))
+
+
+@irdl_op_definition
+class ReduceMeanOp(GraphOp):
+    name = "graph.reduce_mean"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    keepdims = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        axes = ints(self.axes)
+        if any(not 0 <= a < len(x) for a in axes) or len(set(axes)) != len(axes):
+            raise VerifyException(
+                f"'graph.reduce_mean' axes {list(axes)} must be distinct and in [0, {len(x)})"
+            )
+        keep = bool(self.keepdims.value.data)
+        want = tuple(
+            1 if i in axes else d for i, d in enumerate(x) if keep or i not in axes
+        )
+        _expect_shape(self, shape_of(self.result), want)
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+@irdl_op_definition
+class ReshapeOp(GraphOp):
+    """Reshape (also Flatten, Squeeze, Unsqueeze): the result type is the new shape."""
+
+    name = "graph.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        a, b = shape_of(self.input), shape_of(self.result)
+        if math.prod(a) != math.prod(b):
+            raise VerifyException(
+                f"'graph.reshape' cannot reshape {list(a)} ({math.prod(a)} elements) to "
+                f"{list(b)} ({math.prod(b)} elements)"
+            )
+
+
+@irdl_op_definition
+class TransposeOp(GraphOp):
+    name = "graph.transpose"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x, perm = shape_of(self.input), ints(self.perm)
+        if sorted(perm) != list(range(len(x))):
+            raise VerifyException(
+                f"'graph.transpose' perm {list(perm)} is not a permutation of 0..{len(x) - 1}"
+            )
+        _expect_shape(self, shape_of(self.result), tuple(x[p] for p in perm))
+
+
+@irdl_op_definition
+class ConcatOp(GraphOp):
+    name = "graph.concat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        shapes = [shape_of(v) for v in self.inputs]
+        if not shapes:
+            raise VerifyException("'graph.concat' needs at least one input")
+        axis = self.axis.value.data
+        rank = len(shapes[0])
+        if not 0 <= axis < rank:
+            raise VerifyException(f"'graph.concat' axis {axis} out of range for rank {rank}")
+        for s in shapes:
+            if len(s) != rank or any(s[i] != shapes[0][i] for i in range(rank) if i != axis):
+                raise VerifyException(
+                    f"'graph.concat' inputs {[list(s) for s in shapes]} differ outside axis {axis}"
+                )
+        want = list(shapes[0])
+        want[axis] = sum(s[axis] for s in shapes)
+        _expect_shape(self, shape_of(self.result), want)
+
+
+@irdl_op_definition
+class SliceOp(GraphOp):
+    """Static strided slice; starts/ends already clamped to [0, dim] by the frontend."""
+
+    name = "graph.slice"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    starts = prop_def(DenseArrayBase)
+    steps = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x, out = shape_of(self.input), shape_of(self.result)
+        starts, steps = ints(self.starts), ints(self.steps)
+        if not len(starts) == len(steps) == len(x) == len(out):
+            raise VerifyException(
+                "'graph.slice' starts/steps must have one value per input dimension"
+            )
+        for d in range(len(x)):
+            if steps[d] == 0:
+                raise VerifyException("'graph.slice' steps must be non-zero")
+            last = starts[d] + (out[d] - 1) * steps[d]
+            if out[d] > 0 and not (0 <= starts[d] < x[d] and 0 <= last < x[d]):
+                raise VerifyException(
+                    f"'graph.slice' dimension {d} reads outside the input (start {starts[d]}, "
+                    f"step {steps[d]}, {out[d]} elements, size {x[d]})"
+                )
+
+
+@irdl_op_definition
+class ResizeOp(GraphOp):
+    """ONNX Resize on the spatial axes of NCHW tensors (nearest / linear)."""
+
+    name = "graph.resize"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    mode = prop_def(StringAttr, default_value=StringAttr("nearest"))
+    coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
+    nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
+    scales = opt_prop_def(ArrayAttr[FloatAttr])
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    MODES: ClassVar = ("nearest", "linear")
+    COORDS: ClassVar = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+    NEAREST: ClassVar = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+    def verify_shapes(self) -> None:
+        x, y = shape_of(self.input), shape_of(self.result)
+        for attr, allowed in (
+            ("mode", self.MODES),
+            ("coordinate_transformation_mode", self.COORDS),
+            ("nearest_mode", self.NEAREST),
+        ):
+            v = getattr(self, attr).data
+            if v not in allowed:
+                raise VerifyException(f"'graph.resize' {attr} '{v}' is not one of {list(allowed)}")
+        if len(x) != len(y) or any(a != b for a, b in zip(x[:-2], y[:-2])):
+            raise VerifyException(
+                f"'graph.resize' only resizes the last two axes: {list(x)} -> {list(y)}"
+            )
+        if self.scales is not None and len(self.scales.data) != len(x):
+            raise VerifyException("'graph.resize' scales must have one value per axis")
+
+
+@irdl_op_definition
+class SoftmaxOp(GraphOp):
+    name = "graph.softmax"
+    input = operand_def(_T)
+    result = result_def(_T)
+    axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(-1, 64))
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def verify_shapes(self) -> None:
+        r = len(shape_of(self.input))
+        if not -r <= self.axis.value.data < r:
+            raise VerifyException(f"'graph.softmax' axis {self.axis.value.data} out of range")
+
+
+# --------------------------------------------------------------------------- matrix products
+
+
+@irdl_op_definition
+class GemmOp(GraphOp):
+    """alpha * op(A) @ op(B) + beta * C, ONNX Gemm on 2-D tensors."""
+
+    name = "graph.gemm"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    c = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1.0))
+    beta = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1.0))
+    trans_a = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+    trans_b = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+    irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$a `,` $b (`,` $c^)? attr-dict `:` type($a) `,` type($b) (`,` type($c)^)? "
+        "`->` type($result)"
+    )
+
+    def verify_shapes(self) -> None:
+        a, b = shape_of(self.a), shape_of(self.b)
+        if len(a) != 2 or len(b) != 2:
+            raise VerifyException(f"'graph.gemm' expects 2-D operands, got {list(a)} and {list(b)}")
+        m, k = a[::-1] if self.trans_a.value.data else a
+        k2, n = b[::-1] if self.trans_b.value.data else b
+        if k != k2:
+            raise VerifyException(
+                f"'graph.gemm' inner dimensions differ: A gives {k}, B gives {k2}"
+            )
+        if self.c is not None:
+            c = shape_of(self.c)
+            if broadcast_shapes(c, (m, n)) != (m, n):
+                raise VerifyException(
+                    f"'graph.gemm' C of shape {list(c)} does not broadcast to [{m}, {n}]"
+                )
+        _expect_shape(self, shape_of(self.result), (m, n))
+
+
+def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    if len(a) < 1 or len(b) < 1:
+        raise VerifyException("'graph.matmul' operands must have rank >= 1")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    if a2[-1] != b2[-2]:
+        raise VerifyException(
+            f"'graph.matmul' inner dimensions differ: {list(a)} @ {list(b)}"
+        )
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    out = (*batch, a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+@irdl_op_definition
+class MatMulOp(GraphOp):
+    name = "graph.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        _expect_shape(self, shape_of(self.result), matmul_shape(shape_of(self.lhs), shape_of(self.rhs)))
+
+
+UNARY_OPS = (
+    ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, HardSwishOp, HardSigmoidOp,
+    LeakyReluOp, ClipOp,
+)
+BINARY_OPS = (AddOp, SubOp, MulOp, DivOp)
+
+Graph = Dialect(
+    "graph",
+    [
+        ConstantOp,
+        *UNARY_OPS,
+        *BINARY_OPS,
+        Conv2dOp,
+        BatchNormOp,
+        MaxPoolOp,
+        AvgPoolOp,
+        GlobalAvgPoolOp,
+        ReduceMeanOp,
+        ReshapeOp,
+        TransposeOp,
+        ConcatOp,
+        SliceOp,
+        ResizeOp,
+        SoftmaxOp,
+        GemmOp,
+        MatMulOp,
+    ],
+    [],
+)

@@ -1,0 +1,1354 @@
+"""The `opencl` dialect: OpenCL C 1.2 kernels and a flat host program.
+
+Kernel side: `opencl.kernel` (a function-like op whose block arguments are the
+kernel arguments), work-item queries, pointer loads/stores, `vload4`/`vstore4`,
+image reads/writes, barriers, `__local` / private arrays and float4 helpers.
+Kernel bodies otherwise use `arith`, `math` and `scf`.
+
+Host side (inside a `func.func`): buffer / image allocation, weights identified by
+symbol, kernel launches and buffer copies. `lowering/opencl_printer.py` prints the
+kernels as OpenCL C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I32,
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    FunctionType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    VectorType,
+    f16,
+    f32,
+    i32,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    EqAttrConstraint,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoMemoryEffect,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+
+ADDRESS_SPACES = ("global", "local", "constant", "private")
+IMAGE_ACCESS = ("read", "write")
+IMAGE_FORMATS = ("rgba_f32", "rgba_f16")
+
+VEC4F32 = VectorType(f32, [4])
+VEC4F16 = VectorType(f16, [4])
+POINTEE_TYPES: tuple[Attribute, ...] = (f32, f16, i32, VEC4F32, VEC4F16)
+SCALAR_TYPES: tuple[Attribute, ...] = (f32, f16, i32)
+
+
+def _str(x: str | StringAttr) -> StringAttr:
+    return StringAttr(x) if isinstance(x, str) else x
+
+
+def _int(x: int | IntAttr) -> IntAttr:
+    return IntAttr(x) if isinstance(x, int) else x
+
+
+def _i64_array(
+    values: Sequence[int] | DenseArrayBase | ArrayAttr | None,
+) -> DenseArrayBase | None:
+    if values is None or isinstance(values, DenseArrayBase):
+        return values
+    if isinstance(values, ArrayAttr):
+        values = [_as_int(v) for v in values.data]
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _as_int(a: Attribute) -> int:
+    if isinstance(a, IntegerAttr):
+        return a.value.data
+    if isinstance(a, IntAttr):
+        return a.data
+    raise VerifyException(f"expected an integer, got {a}")
+
+
+def int_list(attr: DenseArrayBase | ArrayAttr | None) -> tuple[int, ...]:
+    """The integers of a DenseArrayBase or ArrayAttr of integers (empty if None)."""
+    if attr is None:
+        return ()
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(v) for v in attr.get_values())
+    return tuple(_as_int(v) for v in attr.data)
+
+
+# ---------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class PointerType(ParametrizedAttribute, TypeAttribute):
+    """`!opencl.ptr<global, f32>`: a pointer into an OpenCL address space."""
+
+    name = "opencl.ptr"
+
+    space: StringAttr
+    element: Attribute
+
+    def __init__(self, space: str | StringAttr, element: Attribute):
+        super().__init__(_str(space), element)
+
+    def verify(self) -> None:
+        if self.space.data not in ADDRESS_SPACES:
+            raise VerifyException(
+                f"invalid address space '{self.space.data}' in !opencl.ptr, expected "
+                f"one of {', '.join(ADDRESS_SPACES)}"
+            )
+        if self.element not in POINTEE_TYPES:
+            raise VerifyException(
+                f"invalid pointee type {self.element} in !opencl.ptr, expected f32, "
+                "f16, i32, vector<4xf32> or vector<4xf16>"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            space = parser.parse_identifier()
+            parser.parse_punctuation(",")
+            element = parser.parse_type()
+        return (StringAttr(space), element)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.space.data)
+            printer.print_string(", ")
+            printer.print_attribute(self.element)
+
+
+@irdl_attr_definition
+class Image2DType(ParametrizedAttribute, TypeAttribute):
+    """`!opencl.image2d<read>`: a kernel-side image2d_t argument."""
+
+    name = "opencl.image2d"
+
+    access: StringAttr
+
+    def __init__(self, access: str | StringAttr):
+        super().__init__(_str(access))
+
+    def verify(self) -> None:
+        if self.access.data not in IMAGE_ACCESS:
+            raise VerifyException(
+                f"invalid image access '{self.access.data}', expected read or write"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            access = parser.parse_identifier()
+        return (StringAttr(access),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.access.data)
+
+
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """`!opencl.buffer<1024xf32>`: a host-side cl_mem buffer of `size` elements."""
+
+    name = "opencl.buffer"
+
+    size: IntAttr
+    element: Attribute
+
+    def __init__(self, size: int | IntAttr, element: Attribute):
+        super().__init__(_int(size), element)
+
+    def verify(self) -> None:
+        if self.size.data <= 0:
+            raise VerifyException(
+                f"!opencl.buffer size must be positive, got {self.size.data}"
+            )
+        if self.element not in SCALAR_TYPES:
+            raise VerifyException(
+                f"invalid !opencl.buffer element type {self.element}, expected f32, "
+                "f16 or i32"
+            )
+
+    @property
+    def nbytes(self) -> int:
+        return self.size.data * (2 if self.element == f16 else 4)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            size = parser.parse_shape_dimension(allow_dynamic=False)
+            parser.parse_shape_delimiter()
+            element = parser.parse_type()
+        return (IntAttr(size), element)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"{self.size.data}x")
+            printer.print_attribute(self.element)
+
+
+@irdl_attr_definition
+class ImageType(ParametrizedAttribute, TypeAttribute):
+    """`!opencl.image<224x896, rgba_f32>`: a host-side 2D RGBA image."""
+
+    name = "opencl.image"
+
+    width: IntAttr
+    height: IntAttr
+    format: StringAttr
+
+    def __init__(
+        self, width: int | IntAttr, height: int | IntAttr, format: str | StringAttr
+    ):
+        super().__init__(_int(width), _int(height), _str(format))
+
+    def verify(self) -> None:
+        if self.width.data <= 0 or self.height.data <= 0:
+            raise VerifyException(
+                f"!opencl.image extent must be positive, got "
+                f"{self.width.data}x{self.height.data}"
+            )
+        if self.format.data not in IMAGE_FORMATS:
+            raise VerifyException(
+                f"invalid image format '{self.format.data}', expected rgba_f32 or "
+                "rgba_f16"
+            )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            width = parser.parse_shape_dimension(allow_dynamic=False)
+            parser.parse_shape_delimiter()
+            height = parser.parse_shape_dimension(allow_dynamic=False)
+            parser.parse_punctuation(",")
+            fmt = parser.parse_identifier()
+        return (IntAttr(width), IntAttr(height), StringAttr(fmt))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(
+                f"{self.width.data}x{self.height.data}, {self.format.data}"
+            )
+
+
+# ---------------------------------------------------------------------------
+# Kernel-side ops
+# ---------------------------------------------------------------------------
+
+
+def _check_kernel_arg_type(t: Attribute, idx: int) -> None:
+    if isinstance(t, PointerType):
+        if t.space.data not in ("global", "constant", "local"):
+            raise VerifyException(
+                f"kernel argument #{idx} has address space '{t.space.data}', expected "
+                "global, constant or local"
+            )
+        return
+    if isinstance(t, Image2DType) or t in (i32, f32):
+        return
+    raise VerifyException(
+        f"kernel argument #{idx} has unsupported type {t}, expected !opencl.ptr, "
+        "!opencl.image2d, i32 or f32"
+    )
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """`opencl.kernel @name(%a: T, ...) attributes {...} { ... }`: a __kernel function."""
+
+    name = "opencl.kernel"
+
+    body = region_def("single_block")
+    sym_name = prop_def(SymbolNameConstraint())
+    function_type = prop_def(FunctionType)
+    arg_names = prop_def(ArrayAttr[StringAttr])
+    reqd_work_group_size = opt_prop_def(base(DenseArrayBase) | base(ArrayAttr))
+
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[tuple[str, Attribute]],
+        body: Region | None = None,
+        reqd_work_group_size: Sequence[int] | DenseArrayBase | ArrayAttr | None = None,
+    ):
+        names = [n for n, _ in args]
+        types = [t for _, t in args]
+        if body is None:
+            body = Region(Block(arg_types=types))
+        if body.blocks:
+            for arg, n in zip(body.blocks[0].args, names):
+                if arg.name_hint is None and SSAValue.is_valid_name(n):
+                    arg.name_hint = n
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": FunctionType.from_lists(types, []),
+                "arg_names": ArrayAttr([StringAttr(n) for n in names]),
+                "reqd_work_group_size": _i64_array(reqd_work_group_size),
+            },
+            regions=[body],
+        )
+
+    @property
+    def args(self):
+        return self.body.block.args
+
+    def verify_(self) -> None:
+        block = self.body.block
+        inputs = self.function_type.inputs.data
+        if self.function_type.outputs.data:
+            raise VerifyException(
+                f"opencl.kernel @{self.sym_name.data} must not have results"
+            )
+        if tuple(block.arg_types) != tuple(inputs):
+            raise VerifyException(
+                "expected entry block arguments to have the same types as the kernel "
+                "function type inputs"
+            )
+        if len(self.arg_names.data) != len(inputs):
+            raise VerifyException(
+                f"arg_names has {len(self.arg_names.data)} entries but the kernel has "
+                f"{len(inputs)} arguments"
+            )
+        for idx, t in enumerate(inputs):
+            _check_kernel_arg_type(t, idx)
+        if self.reqd_work_group_size is not None:
+            sizes = int_list(self.reqd_work_group_size)
+            if len(sizes) != 3 or any(s <= 0 for s in sizes):
+                raise VerifyException(
+                    "reqd_work_group_size must have exactly 3 positive entries, got "
+                    f"{list(sizes)}"
+                )
+        last = block.last_op
+        if not isinstance(last, ReturnOp):
+            raise VerifyException(
+                f"opencl.kernel @{self.sym_name.data} body must end with opencl.return"
+            )
+
+    # Custom syntax -----------------------------------------------------------
+
+    def _names_match_hints(self) -> bool:
+        return [a.name_hint for a in self.body.block.args] == [
+            s.data for s in self.arg_names.data
+        ]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        attrs: dict[str, Attribute] = dict(self.attributes)
+        if not self._names_match_hints():
+            attrs["arg_names"] = self.arg_names
+        if self.reqd_work_group_size is not None:
+            attrs["reqd_work_group_size"] = self.reqd_work_group_size
+        printer.print_op_attributes(attrs, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+        pos = parser.pos
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_argument
+        )
+        if parser.parse_optional_punctuation("->") is not None:
+            parser.raise_error("opencl.kernel must not have results", pos)
+        extra = parser.parse_optional_attr_dict_with_keyword(
+            ("sym_name", "function_type")
+        )
+        attrs = dict(extra.data) if extra is not None else {}
+        region = parser.parse_region(args)
+        arg_names_attr = attrs.pop("arg_names", None)
+        wgs = attrs.pop("reqd_work_group_size", None)
+        if isinstance(arg_names_attr, ArrayAttr):
+            names = [
+                a.data if isinstance(a, StringAttr) else str(a)
+                for a in arg_names_attr.data
+            ]
+        else:
+            names = [
+                a.name_hint or f"arg{i}" for i, a in enumerate(region.blocks[0].args)
+            ]
+        op = KernelOp(
+            name,
+            list(zip(names, [a.type for a in args])),
+            region,
+            wgs,  # pyright: ignore[reportArgumentType]
+        )
+        if isinstance(arg_names_attr, ArrayAttr):
+            op.arg_names = arg_names_attr  # keep as written (verified later)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """`opencl.return`: the terminator of an opencl.kernel."""
+
+    name = "opencl.return"
+    assembly_format = "attr-dict"
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(KernelOp)))
+
+    def __init__(self):
+        super().__init__()
+
+
+class WorkItemQueryOp(IRDLOperation):
+    """Base of `opencl.global_id 0` and friends: an i32 work-item query on one dim."""
+
+    C_FUNCTION: ClassVar[str]
+
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(I32)
+
+    assembly_format = "$dim attr-dict"
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: int):
+        super().__init__(
+            properties={"dim": IntegerAttr(dim, i64)}, result_types=[i32]
+        )
+
+    def verify_(self) -> None:
+        if not 0 <= self.dim.value.data <= 2:
+            raise VerifyException(
+                f"{self.name} dimension must be 0, 1 or 2, got {self.dim.value.data}"
+            )
+
+
+@irdl_op_definition
+class GlobalIdOp(WorkItemQueryOp):
+    name = "opencl.global_id"
+    C_FUNCTION: ClassVar[str] = "get_global_id"
+
+
+@irdl_op_definition
+class LocalIdOp(WorkItemQueryOp):
+    name = "opencl.local_id"
+    C_FUNCTION: ClassVar[str] = "get_local_id"
+
+
+@irdl_op_definition
+class GroupIdOp(WorkItemQueryOp):
+    name = "opencl.group_id"
+    C_FUNCTION: ClassVar[str] = "get_group_id"
+
+
+@irdl_op_definition
+class GlobalSizeOp(WorkItemQueryOp):
+    name = "opencl.global_size"
+    C_FUNCTION: ClassVar[str] = "get_global_size"
+
+
+@irdl_op_definition
+class LocalSizeOp(WorkItemQueryOp):
+    name = "opencl.local_size"
+    C_FUNCTION: ClassVar[str] = "get_local_size"
+
+
+@irdl_op_definition
+class NumGroupsOp(WorkItemQueryOp):
+    name = "opencl.num_groups"
+    C_FUNCTION: ClassVar[str] = "get_num_groups"
+
+
+def _parse_ptr_index(
+    parser: Parser, nindices: int = 1
+) -> tuple[Parser.UnresolvedOperand, list[Parser.UnresolvedOperand]]:
+    ptr = parser.parse_unresolved_operand()
+    idx = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    if len(idx) != nindices:
+        parser.raise_error(f"expected {nindices} index operand(s), got {len(idx)}")
+    return ptr, idx
+
+
+def _print_ptr_index(printer: Printer, ptr: SSAValue, *idx: SSAValue) -> None:
+    printer.print_string(" ")
+    printer.print_ssa_value(ptr)
+    printer.print_string("[")
+    printer.print_list(idx, printer.print_ssa_value)
+    printer.print_string("]")
+
+
+def _parse_attrs_into(parser: Parser, op: Operation) -> None:
+    extra = parser.parse_optional_attr_dict()
+    op.attributes |= extra
+
+
+def _parse_ptr_type(parser: Parser) -> PointerType:
+    pos = parser.pos
+    t = parser.parse_type()
+    if not isinstance(t, PointerType):
+        parser.raise_error(f"expected !opencl.ptr type, got {t}", pos)
+    return t
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """`%v = opencl.load %ptr[%idx] : !opencl.ptr<global, f32>` → `ptr[idx]`."""
+
+    name = "opencl.load"
+
+    ptr = operand_def(PointerType)
+    index = operand_def(I32)
+    result = result_def()
+
+    def __init__(self, ptr: SSAValue | Operation, index: SSAValue | Operation):
+        ptr_t = SSAValue.get(ptr).type
+        assert isinstance(ptr_t, PointerType)
+        super().__init__(operands=[ptr, index], result_types=[ptr_t.element])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.result.type != self.ptr.type.element:
+            raise VerifyException(
+                f"opencl.load result type {self.result.type} does not match the "
+                f"pointee type {self.ptr.type.element}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        _print_ptr_index(printer, self.ptr, self.index)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        ptr, (idx,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        op = LoadOp(parser.resolve_operand(ptr, t), parser.resolve_operand(idx, i32))
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """`opencl.store %v, %ptr[%idx] : !opencl.ptr<global, f32>` → `ptr[idx] = v;`."""
+
+    name = "opencl.store"
+
+    value = operand_def()
+    ptr = operand_def(PointerType)
+    index = operand_def(I32)
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        ptr: SSAValue | Operation,
+        index: SSAValue | Operation,
+    ):
+        super().__init__(operands=[value, ptr, index])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.value.type != self.ptr.type.element:
+            raise VerifyException(
+                f"opencl.store value type {self.value.type} does not match the "
+                f"pointee type {self.ptr.type.element}"
+            )
+        if self.ptr.type.space.data == "constant":
+            raise VerifyException("opencl.store into a constant pointer")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(",")
+        _print_ptr_index(printer, self.ptr, self.index)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        ptr, (idx,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        op = StoreOp(
+            parser.resolve_operand(value, t.element),
+            parser.resolve_operand(ptr, t),
+            parser.resolve_operand(idx, i32),
+        )
+        op.attributes |= attrs
+        return op
+
+
+def _vec4_of(t: Attribute) -> VectorType:
+    return VectorType(t, [4])
+
+
+@irdl_op_definition
+class VLoad4Op(IRDLOperation):
+    """`%v = opencl.vload4 %ptr[%idx] : !opencl.ptr<global, f32>` → `vload4(idx, ptr)`.
+
+    `idx` counts groups of 4 elements, like C `vload4`."""
+
+    name = "opencl.vload4"
+
+    ptr = operand_def(PointerType)
+    index = operand_def(I32)
+    result = result_def(VectorType)
+
+    def __init__(self, ptr: SSAValue | Operation, index: SSAValue | Operation):
+        ptr_t = SSAValue.get(ptr).type
+        assert isinstance(ptr_t, PointerType)
+        super().__init__(operands=[ptr, index], result_types=[_vec4_of(ptr_t.element)])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element not in (f32, f16):
+            raise VerifyException(
+                f"opencl.vload4 needs a pointer to f32 or f16, got {self.ptr.type}"
+            )
+        if self.result.type != _vec4_of(self.ptr.type.element):
+            raise VerifyException(
+                f"opencl.vload4 result type {self.result.type} must be "
+                f"{_vec4_of(self.ptr.type.element)}"
+            )
+
+    print = LoadOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VLoad4Op:
+        ptr, (idx,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        op = VLoad4Op(parser.resolve_operand(ptr, t), parser.resolve_operand(idx, i32))
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class VStore4Op(IRDLOperation):
+    """`opencl.vstore4 %v, %ptr[%idx] : !opencl.ptr<global, f32>` → `vstore4(v, idx, ptr)`."""
+
+    name = "opencl.vstore4"
+
+    value = operand_def(VectorType)
+    ptr = operand_def(PointerType)
+    index = operand_def(I32)
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        ptr: SSAValue | Operation,
+        index: SSAValue | Operation,
+    ):
+        super().__init__(operands=[value, ptr, index])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element not in (f32, f16):
+            raise VerifyException(
+                f"opencl.vstore4 needs a pointer to f32 or f16, got {self.ptr.type}"
+            )
+        if self.value.type != _vec4_of(self.ptr.type.element):
+            raise VerifyException(
+                f"opencl.vstore4 value type {self.value.type} must be "
+                f"{_vec4_of(self.ptr.type.element)}"
+            )
+        if self.ptr.type.space.data == "constant":
+            raise VerifyException("opencl.vstore4 into a constant pointer")
+
+    print = StoreOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VStore4Op:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        ptr, (idx,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        op = VStore4Op(
+            parser.resolve_operand(value, _vec4_of(t.element)),
+            parser.resolve_operand(ptr, t),
+            parser.resolve_operand(idx, i32),
+        )
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class ReadImageOp(IRDLOperation):
+    """`%v = opencl.read_imagef %img[%x, %y] : vector<4xf32>`."""
+
+    name = "opencl.read_imagef"
+
+    image = operand_def(Image2DType)
+    x = operand_def(I32)
+    y = operand_def(I32)
+    result = result_def(VectorType)
+
+    def __init__(
+        self,
+        image: SSAValue | Operation,
+        x: SSAValue | Operation,
+        y: SSAValue | Operation,
+    ):
+        super().__init__(operands=[image, x, y], result_types=[VEC4F32])
+
+    def verify_(self) -> None:
+        assert isinstance(self.image.type, Image2DType)
+        if self.image.type.access.data != "read":
+            raise VerifyException(
+                "opencl.read_imagef needs an image with read access, got "
+                f"{self.image.type}"
+            )
+        if self.result.type != VEC4F32:
+            raise VerifyException(
+                f"opencl.read_imagef result must be vector<4xf32>, got {self.result.type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        _print_ptr_index(printer, self.image, self.x, self.y)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReadImageOp:
+        img, (x, y) = _parse_ptr_index(parser, 2)
+        attrs = parser.parse_optional_attr_dict()
+        if parser.parse_optional_punctuation(":") is not None:
+            parser.parse_type()
+        op = ReadImageOp(
+            parser.resolve_operand(img, Image2DType("read")),
+            parser.resolve_operand(x, i32),
+            parser.resolve_operand(y, i32),
+        )
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class WriteImageOp(IRDLOperation):
+    """`opencl.write_imagef %img[%x, %y], %v : vector<4xf32>`."""
+
+    name = "opencl.write_imagef"
+
+    image = operand_def(Image2DType)
+    x = operand_def(I32)
+    y = operand_def(I32)
+    value = operand_def(VectorType)
+
+    def __init__(
+        self,
+        image: SSAValue | Operation,
+        x: SSAValue | Operation,
+        y: SSAValue | Operation,
+        value: SSAValue | Operation,
+    ):
+        super().__init__(operands=[image, x, y, value])
+
+    def verify_(self) -> None:
+        assert isinstance(self.image.type, Image2DType)
+        if self.image.type.access.data != "write":
+            raise VerifyException(
+                "opencl.write_imagef needs an image with write access, got "
+                f"{self.image.type}"
+            )
+        if self.value.type != VEC4F32:
+            raise VerifyException(
+                f"opencl.write_imagef value must be vector<4xf32>, got {self.value.type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        _print_ptr_index(printer, self.image, self.x, self.y)
+        printer.print_string(", ")
+        printer.print_ssa_value(self.value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WriteImageOp:
+        img, (x, y) = _parse_ptr_index(parser, 2)
+        parser.parse_punctuation(",")
+        value = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        vt: Attribute = VEC4F32
+        if parser.parse_optional_punctuation(":") is not None:
+            vt = parser.parse_type()
+        op = WriteImageOp(
+            parser.resolve_operand(img, Image2DType("write")),
+            parser.resolve_operand(x, i32),
+            parser.resolve_operand(y, i32),
+            parser.resolve_operand(value, vt),
+        )
+        op.attributes |= attrs
+        return op
+
+
+BARRIER_FENCES = {
+    "local": "CLK_LOCAL_MEM_FENCE",
+    "global": "CLK_GLOBAL_MEM_FENCE",
+    "local_global": "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE",
+}
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """`opencl.barrier local` (or `global`, `local_global`) → `barrier(CLK_..._FENCE)`."""
+
+    name = "opencl.barrier"
+
+    fence = prop_def(StringAttr)
+
+    def __init__(self, fence: str = "local"):
+        super().__init__(properties={"fence": StringAttr(fence)})
+
+    def verify_(self) -> None:
+        if self.fence.data not in BARRIER_FENCES:
+            raise VerifyException(
+                f"invalid barrier fence '{self.fence.data}', expected local, global or "
+                "local_global"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.fence.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BarrierOp:
+        fence = parser.parse_identifier()
+        op = BarrierOp(fence)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+
+class _ArrayAllocOp(IRDLOperation):
+    SPACE: ClassVar[str]
+
+    size = prop_def(IntegerAttr[I64])
+    result = result_def(PointerType)
+
+    assembly_format = "attr-dict `:` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, size: int, element: Attribute = f32):
+        super().__init__(
+            properties={"size": IntegerAttr(size, i64)},
+            result_types=[PointerType(self.SPACE, element)],
+        )
+
+    def verify_(self) -> None:
+        assert isinstance(self.result.type, PointerType)
+        if self.result.type.space.data != self.SPACE:
+            raise VerifyException(
+                f"{self.name} must produce a pointer in the {self.SPACE} address "
+                f"space, got {self.result.type}"
+            )
+        if self.size.value.data <= 0:
+            raise VerifyException(
+                f"{self.name} size must be positive, got {self.size.value.data}"
+            )
+        if not isinstance(self.parent_op(), KernelOp):
+            raise VerifyException(
+                f"{self.name} must be directly inside an opencl.kernel body"
+            )
+
+
+@irdl_op_definition
+class LocalAllocOp(_ArrayAllocOp):
+    """`opencl.local_alloc {size = 256} : !opencl.ptr<local, f32>` → `__local float a[256];`."""
+
+    name = "opencl.local_alloc"
+    SPACE: ClassVar[str] = "local"
+
+
+@irdl_op_definition
+class PrivateAllocOp(_ArrayAllocOp):
+    """`opencl.private_alloc {size = 8} : !opencl.ptr<private, f32>` → `float a[8];`."""
+
+    name = "opencl.private_alloc"
+    SPACE: ClassVar[str] = "private"
+
+
+_VecT = VarConstraint("V", base(VectorType))
+
+
+@irdl_op_definition
+class VecSplatOp(IRDLOperation):
+    """`%v = opencl.vec_splat %s : vector<4xf32>` → `(float4)(s)`."""
+
+    name = "opencl.vec_splat"
+
+    scalar = operand_def()
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, scalar: SSAValue | Operation, vtype: Attribute | None = None):
+        if vtype is None:
+            vtype = _vec4_of(SSAValue.get(scalar).type)
+        super().__init__(operands=[scalar], result_types=[vtype])
+
+    def verify_(self) -> None:
+        assert isinstance(self.result.type, VectorType)
+        if self.result.type not in (VEC4F32, VEC4F16):
+            raise VerifyException(
+                f"{self.name} result must be vector<4xf32> or vector<4xf16>, got "
+                f"{self.result.type}"
+            )
+        if self.scalar.type != self.result.type.element_type:
+            raise VerifyException(
+                f"{self.name} operand type {self.scalar.type} does not match the "
+                f"element type of {self.result.type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_ssa_value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def _parse_vec(cls, parser: Parser) -> tuple[list[SSAValue], VectorType, dict]:
+        ops = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        vt = parser.parse_type()
+        if not isinstance(vt, VectorType):
+            parser.raise_error(f"expected a vector type, got {vt}", pos)
+        el = vt.element_type
+        return [parser.resolve_operand(o, el) for o in ops], vt, attrs
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VecSplatOp:
+        ops, vt, attrs = cls._parse_vec(parser)
+        if len(ops) != 1:
+            parser.raise_error("opencl.vec_splat takes exactly one operand")
+        op = VecSplatOp(ops[0], vt)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class VecMakeOp(IRDLOperation):
+    """`%v = opencl.vec_make %a, %b, %c, %d : vector<4xf32>` → `(float4)(a, b, c, d)`."""
+
+    name = "opencl.vec_make"
+
+    elements = var_operand_def()
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, elements: Sequence[SSAValue | Operation], vtype: Attribute | None = None
+    ):
+        if vtype is None:
+            vtype = _vec4_of(SSAValue.get(elements[0]).type)
+        super().__init__(operands=[elements], result_types=[vtype])
+
+    def verify_(self) -> None:
+        assert isinstance(self.result.type, VectorType)
+        if self.result.type not in (VEC4F32, VEC4F16):
+            raise VerifyException(
+                f"{self.name} result must be vector<4xf32> or vector<4xf16>, got "
+                f"{self.result.type}"
+            )
+        if len(self.elements) != 4:
+            raise VerifyException(
+                f"{self.name} needs exactly 4 operands, got {len(self.elements)}"
+            )
+        for e in self.elements:
+            if e.type != self.result.type.element_type:
+                raise VerifyException(
+                    f"{self.name} operand type {e.type} does not match the element "
+                    f"type of {self.result.type}"
+                )
+
+    print = VecSplatOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VecMakeOp:
+        ops, vt, attrs = VecSplatOp._parse_vec(parser)  # pyright: ignore
+        op = VecMakeOp(ops, vt)
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class VecExtractOp(IRDLOperation):
+    """`%s = opencl.vec_extract %v[2] : f32` → `v.s2`."""
+
+    name = "opencl.vec_extract"
+
+    vector = operand_def(VectorType)
+    lane = prop_def(IntegerAttr[I64])
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def __init__(self, vector: SSAValue | Operation, lane: int):
+        vt = SSAValue.get(vector).type
+        assert isinstance(vt, VectorType)
+        super().__init__(
+            operands=[vector],
+            properties={"lane": IntegerAttr(lane, i64)},
+            result_types=[vt.element_type],
+        )
+
+    def verify_(self) -> None:
+        assert isinstance(self.vector.type, VectorType)
+        if self.vector.type not in (VEC4F32, VEC4F16):
+            raise VerifyException(
+                f"{self.name} operand must be vector<4xf32> or vector<4xf16>, got "
+                f"{self.vector.type}"
+            )
+        if not 0 <= self.lane.value.data < 4:
+            raise VerifyException(
+                f"{self.name} lane must be in 0..3, got {self.lane.value.data}"
+            )
+        if self.result.type != self.vector.type.element_type:
+            raise VerifyException(
+                f"{self.name} result type {self.result.type} does not match the "
+                f"element type of {self.vector.type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.vector)
+        printer.print_string(f"[{self.lane.value.data}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VecExtractOp:
+        v = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        lane = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation("]")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        el = parser.parse_type()
+        op = VecExtractOp(parser.resolve_operand(v, _vec4_of(el)), lane)
+        op.attributes |= attrs
+        return op
+
+
+# ---------------------------------------------------------------------------
+# Host-side ops
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocBufferOp(IRDLOperation):
+    """`%b = opencl.alloc_buffer : !opencl.buffer<1024xf32>`."""
+
+    name = "opencl.alloc_buffer"
+    result = result_def(BufferType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: BufferType):
+        super().__init__(result_types=[type])
+
+
+@irdl_op_definition
+class WeightOp(IRDLOperation):
+    """`%w = opencl.weight @conv1_weight : !opencl.buffer<9408xf32>`: constant data."""
+
+    name = "opencl.weight"
+    symbol = prop_def(SymbolRefAttr)
+    result = result_def(BufferType | ImageType)
+    assembly_format = "$symbol attr-dict `:` type($result)"
+
+    def __init__(self, symbol: str | SymbolRefAttr, type: BufferType | ImageType):
+        if isinstance(symbol, str):
+            symbol = SymbolRefAttr(symbol)
+        super().__init__(properties={"symbol": symbol}, result_types=[type])
+
+
+@irdl_op_definition
+class AllocImageOp(IRDLOperation):
+    """`%i = opencl.alloc_image : !opencl.image<224x896, rgba_f32>`."""
+
+    name = "opencl.alloc_image"
+    result = result_def(ImageType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, type: ImageType):
+        super().__init__(result_types=[type])
+
+
+def _kernel_arg_kind(t: Attribute) -> str:
+    if isinstance(t, PointerType):
+        return "buffer"
+    if isinstance(t, Image2DType):
+        return "image"
+    return str(t)
+
+
+def _host_arg_kind(t: Attribute) -> str:
+    if isinstance(t, BufferType):
+        return "buffer"
+    if isinstance(t, ImageType):
+        return "image"
+    return str(t)
+
+
+def _find_kernel(op: Operation, ref: SymbolRefAttr) -> KernelOp | None | bool:
+    """The referenced kernel; None if missing; False if op is not inside a module."""
+    found = SymbolTable.lookup_symbol(op, ref)
+    if isinstance(found, KernelOp):
+        return found
+    top: Operation = op
+    while top.parent_op() is not None:
+        top = top.parent_op()  # pyright: ignore
+    if not isinstance(top, ModuleOp):
+        return False
+    name = ref.string_value()
+    leaf = ref.nested_references.data[-1].data if ref.nested_references.data else name
+    for o in top.walk():
+        if isinstance(o, KernelOp) and o.sym_name.data in (name, leaf):
+            return o
+    return None
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """`opencl.launch @k(%a, %b) global [112, 112, 16] local [16, 4, 4] : (T0, T1)`."""
+
+    name = "opencl.launch"
+
+    kernel = prop_def(SymbolRefAttr)
+    args = var_operand_def(base(BufferType) | base(ImageType) | EqAttrConstraint(i32) | EqAttrConstraint(f32))
+    global_size = prop_def(base(DenseArrayBase) | base(ArrayAttr))
+    local_size = opt_prop_def(base(DenseArrayBase) | base(ArrayAttr))
+
+    def __init__(
+        self,
+        kernel: str | SymbolRefAttr,
+        args: Sequence[SSAValue | Operation],
+        global_size: Sequence[int] | DenseArrayBase | ArrayAttr,
+        local_size: Sequence[int] | DenseArrayBase | ArrayAttr | None = None,
+    ):
+        if isinstance(kernel, str):
+            kernel = SymbolRefAttr(kernel)
+        super().__init__(
+            operands=[args],
+            properties={
+                "kernel": kernel,
+                "global_size": _i64_array(global_size),
+                "local_size": _i64_array(local_size),
+            },
+        )
+
+    @property
+    def global_sizes(self) -> tuple[int, ...]:
+        return int_list(self.global_size)
+
+    @property
+    def local_sizes(self) -> tuple[int, ...] | None:
+        return None if self.local_size is None else int_list(self.local_size)
+
+    def verify_(self) -> None:
+        gs = self.global_sizes
+        kname = self.kernel.string_value()
+        if not 1 <= len(gs) <= 3:
+            raise VerifyException(
+                f"opencl.launch @{kname}: global size must have 1 to 3 dimensions, "
+                f"got {len(gs)}"
+            )
+        if any(g <= 0 for g in gs):
+            raise VerifyException(
+                f"opencl.launch @{kname}: global size must be positive, got {list(gs)}"
+            )
+        ls = self.local_sizes
+        if ls is not None:
+            if len(ls) != len(gs):
+                raise VerifyException(
+                    f"opencl.launch @{kname}: local size rank {len(ls)} differs from "
+                    f"global size rank {len(gs)}"
+                )
+            for d, (g, l) in enumerate(zip(gs, ls)):
+                if l <= 0 or g % l != 0:
+                    raise VerifyException(
+                        f"opencl.launch @{kname}: global size {g} is not divisible by "
+                        f"local size {l} in dimension {d}"
+                    )
+        kernel = _find_kernel(self, self.kernel)
+        if kernel is False:
+            return
+        if kernel is None:
+            raise VerifyException(
+                f"opencl.launch refers to unknown kernel @{kname}"
+            )
+        assert isinstance(kernel, KernelOp)
+        kinputs = kernel.function_type.inputs.data
+        if len(kinputs) != len(self.args):
+            raise VerifyException(
+                f"opencl.launch @{kname} passes {len(self.args)} arguments but the "
+                f"kernel takes {len(kinputs)}"
+            )
+        for i, (a, kt) in enumerate(zip(self.args, kinputs)):
+            if _host_arg_kind(a.type) != _kernel_arg_kind(kt):
+                raise VerifyException(
+                    f"opencl.launch @{kname}: argument #{i} of type {a.type} does not "
+                    f"match kernel argument type {kt}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.kernel)
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_ssa_value)
+        printer.print_string(") global [")
+        printer.print_list(self.global_sizes, lambda v: printer.print_string(str(v)))
+        printer.print_string("]")
+        if self.local_sizes is not None:
+            printer.print_string(" local [")
+            printer.print_list(self.local_sizes, lambda v: printer.print_string(str(v)))
+            printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list((a.type for a in self.args), printer.print_attribute)
+        printer.print_string(")")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LaunchOp:
+        kernel = parser.parse_attribute()
+        if not isinstance(kernel, SymbolRefAttr):
+            parser.raise_error(f"expected a kernel symbol, got {kernel}")
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+
+        def int_list_p() -> list[int]:
+            return parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(False, False)
+            )
+
+        parser.parse_keyword("global")
+        gs = int_list_p()
+        ls = int_list_p() if parser.parse_optional_keyword("local") else None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_type
+        )
+        if len(types) != len(args):
+            parser.raise_error(
+                f"opencl.launch has {len(args)} operands but {len(types)} types"
+            )
+        op = LaunchOp(
+            kernel,
+            [parser.resolve_operand(a, t) for a, t in zip(args, types)],
+            gs,
+            ls,
+        )
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """`opencl.copy %src to %dst : !opencl.buffer<1024xf32>` (same-size buffer copy)."""
+
+    name = "opencl.copy"
+
+    T: ClassVar = VarConstraint("T", base(BufferType))
+    source = operand_def(T)
+    dest = operand_def(T)
+
+    assembly_format = "$source `to` $dest attr-dict `:` type($source)"
+
+    def __init__(self, source: SSAValue | Operation, dest: SSAValue | Operation):
+        super().__init__(operands=[source, dest])
+
+
+OpenCL = Dialect(
+    "opencl",
+    [
+        KernelOp,
+        ReturnOp,
+        GlobalIdOp,
+        LocalIdOp,
+        GroupIdOp,
+        GlobalSizeOp,
+        LocalSizeOp,
+        NumGroupsOp,
+        LoadOp,
+        StoreOp,
+        VLoad4Op,
+        VStore4Op,
+        ReadImageOp,
+        WriteImageOp,
+        BarrierOp,
+        LocalAllocOp,
+        PrivateAllocOp,
+        VecSplatOp,
+        VecMakeOp,
+        VecExtractOp,
+        AllocBufferOp,
+        WeightOp,
+        AllocImageOp,
+        LaunchOp,
+        CopyOp,
+    ],
+    [PointerType, Image2DType, BufferType, ImageType],
+)

@@ -1,0 +1,51 @@
+// RUN: adreno-opt %s -p graph-canonicalize | filecheck %s
+
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x2x2xf32>)
+func.func @identities(%x: tensor<1x4x2x2xf32>) -> tensor<1x16xf32> {
+  // Identity reshape, identity transpose, no-op clip and a dead relu all vanish;
+  // reshape(reshape(x)) becomes one reshape.
+  // CHECK-NEXT: %[[R:.*]] = graph.reshape %[[X]] : (tensor<1x4x2x2xf32>) -> tensor<1x16xf32>
+  // CHECK-NEXT: func.return %[[R]] : tensor<1x16xf32>
+  %a = graph.reshape %x : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %t = graph.transpose %a {perm = array<i64: 0, 1, 2, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %c = graph.clip %t : tensor<1x4x2x2xf32>
+  %dead = graph.relu %c : tensor<1x4x2x2xf32>
+  %r1 = graph.reshape %c : (tensor<1x4x2x2xf32>) -> tensor<4x4xf32>
+  %r2 = graph.reshape %r1 : (tensor<4x4xf32>) -> tensor<1x16xf32>
+  func.return %r2 : tensor<1x16xf32>
+}
+
+// CHECK-LABEL: func.func @transposes
+func.func @transposes(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  // CHECK-NEXT: graph.transpose %{{.*}} {perm = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  // CHECK-NEXT: func.return
+  %a = graph.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %b = graph.transpose %a {perm = array<i64: 2, 1, 0>} : (tensor<3x2x4xf32>) -> tensor<4x2x3xf32>
+  func.return %b : tensor<4x2x3xf32>
+}
+
+// CHECK-LABEL: func.func @fold_constants
+func.func @fold_constants(%x: tensor<1x2xf32>) -> tensor<1x2xf32> {
+  // (1 + 2) * -1, clipped at 0 and the sigmoid of 0: evaluated at compile time.
+  // CHECK-NEXT: %[[C:.*]] = graph.constant dense<[5.000000e-01, 2.500000e+00]> : tensor<2xf32>
+  // CHECK-NEXT: graph.add %{{.*}}, %[[C]]
+  %a = graph.constant dense<[1.0, -4.0]> : tensor<2xf32>
+  %b = graph.constant dense<[2.0, 2.0]> : tensor<2xf32>
+  %m = graph.constant dense<-1.0> : tensor<1xf32>
+  %s = graph.add %a, %b : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %n = graph.mul %s, %m : (tensor<2xf32>, tensor<1xf32>) -> tensor<2xf32>
+  %r = graph.relu %n : tensor<2xf32>
+  %z = graph.constant dense<[0.0, 0.0]> : tensor<2xf32>
+  %sg = graph.sigmoid %z : tensor<2xf32>
+  %mx = graph.add %r, %sg : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %y = graph.add %x, %mx : (tensor<1x2xf32>, tensor<2xf32>) -> tensor<1x2xf32>
+  func.return %y : tensor<1x2xf32>
+}
+
+// CHECK-LABEL: func.func @single_concat
+func.func @single_concat(%x: tensor<1x2xf32>) -> tensor<1x2xf32> {
+  // CHECK-NEXT: func.return %{{.*}} : tensor<1x2xf32>
+  %c = graph.concat %x {axis = 1 : i64} : (tensor<1x2xf32>) -> tensor<1x2xf32>
+  func.return %c : tensor<1x2xf32>
+}

@@ -1,0 +1,45 @@
+"""Shared fixtures: the ten torchvision graphs from ../shared, with seeded weights."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("ADRENO_SHARED", REPO.parent / "shared"))
+GRAPHS = SHARED / "models" / "graphs"
+MODEL_NAMES = sorted(p.stem for p in GRAPHS.glob("*.onnx"))
+CACHE = Path(os.environ.get("ADRENO_TEST_CACHE", Path.home() / ".cache" / "adreno-mlir-tests"))
+
+
+def _materialize_module():
+    spec = importlib.util.spec_from_file_location("materialize", SHARED / "models" / "materialize.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def materialized_model(name: str) -> Path:
+    """Path of `name` with weights filled by shared/models/materialize.py (seed 0), cached."""
+    import onnx
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    out = CACHE / f"{name}.onnx"
+    src = GRAPHS / f"{name}.onnx"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        model = _materialize_module().materialize(str(src), seed=0)
+        tmp = out.with_suffix(".tmp")
+        onnx.save(model, str(tmp))
+        tmp.replace(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def model_path():
+    if not MODEL_NAMES:
+        pytest.fail(f"no graphs found under {GRAPHS}; set ADRENO_SHARED to the shared/ folder")
+    return materialized_model
