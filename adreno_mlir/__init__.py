@@ -2,4 +2,12 @@
 
 from adreno_mlir.errors import CompileError
 
-__all__ = ["CompileError"]
+
+def compile(*args, **kwargs):
+    """See `adreno_mlir.api.compile`."""
+    from adreno_mlir.api import compile as _compile
+
+    return _compile(*args, **kwargs)
+
+
+__all__ = ["CompileError", "compile"]

@@ -15,12 +15,12 @@ from adreno_mlir.context import PROJECT_DIALECTS
 
 
 def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    from passes import ALL_PASSES
+    from passes import all_passes
 
     def factory(cls):
         return lambda: cls
 
-    return {cls.name: factory(cls) for cls in ALL_PASSES}
+    return {cls.name: factory(cls) for cls in all_passes()}
 
 
 def _opencl_target() -> type[Target]:

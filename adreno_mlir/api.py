@@ -1,0 +1,132 @@
+"""The Python API, modelled on onnxruntime's InferenceSession.
+
+    cm = adreno_mlir.compile("model.onnx")          # or an onnx.ModelProto
+    outputs = cm.run({"input": x})                   # {output_name: np.ndarray}
+    cm.input_names, cm.output_names, cm.source       # cm.source is the OpenCL C
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import ModuleOp
+
+from adreno_mlir.context import make_context
+from adreno_mlir.errors import CompileError
+from adreno_mlir.frontend import import_onnx
+from adreno_mlir.pipeline import STAGES, StageResult, run_stages
+from adreno_mlir.printing import module_to_text
+from adreno_mlir.weights import store_of
+
+
+@dataclass
+class CompiledModel:
+    """A model compiled for one OpenCL device; `run` executes it."""
+
+    module: ModuleOp
+    source: str
+    input_names: list[str]
+    output_names: list[str]
+    input_shapes: dict[str, tuple[int, ...]]
+    output_shapes: dict[str, tuple[int, ...]]
+    stages: list[StageResult]
+    stage_ir: dict[str, str] = field(default_factory=dict, repr=False)
+    executable: object = field(default=None, repr=False)
+    compile_seconds: float = 0.0
+
+    @property
+    def device_name(self) -> str:
+        from adreno_mlir.runtime import describe_device
+
+        return describe_device(self.executable.device)
+
+    def _check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        if not isinstance(feeds, Mapping):
+            raise ValueError(f"run() takes a dict of inputs {{name: array}}; expected names {self.input_names}")
+        unknown = sorted(set(feeds) - set(self.input_names))
+        missing = [n for n in self.input_names if n not in feeds]
+        if unknown or missing:
+            raise ValueError(
+                f"wrong input names: expected {self.input_names}"
+                + (f", missing {missing}" if missing else "")
+                + (f", unknown {unknown}" if unknown else "")
+            )
+        arrays = []
+        for name in self.input_names:
+            x = feeds[name]
+            if not isinstance(x, np.ndarray):
+                raise ValueError(f"input '{name}' must be a numpy array, got {type(x).__name__}")
+            if x.dtype != np.float32:
+                raise ValueError(f"input '{name}' has dtype {x.dtype}; expected float32")
+            if tuple(x.shape) != self.input_shapes[name]:
+                raise ValueError(
+                    f"input '{name}' has shape {list(x.shape)}; expected {list(self.input_shapes[name])}"
+                )
+            arrays.append(x)
+        return arrays
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        arrays = self._check_inputs(feeds)
+        outs = self.executable.run(arrays)
+        return {
+            name: out.reshape(self.output_shapes[name])
+            for name, out in zip(self.output_names, outs)
+        }
+
+
+def _shapes(module: ModuleOp) -> tuple[dict, dict]:
+    from xdsl.dialects import func
+
+    from dialects import graph
+
+    fn = next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+    ins = [a.data for a in fn.attributes["graph.inputs"].data]
+    outs = [a.data for a in fn.attributes["graph.outputs"].data]
+    in_shapes = {n: graph.shape_of(a.type) for n, a in zip(ins, fn.args)}
+    out_shapes = {n: graph.shape_of(t) for n, t in zip(outs, fn.function_type.outputs.data)}
+    return in_shapes, out_shapes
+
+
+def compile(
+    model: str | Path | onnx.ModelProto | ModuleOp,
+    target: str = "auto",
+    device: str | None = None,
+    *,
+    keep_ir: bool = False,
+) -> CompiledModel:
+    """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
+
+    `target` names a target profile (see `adreno_mlir.target`); `"auto"` reads the
+    device. `device` selects the OpenCL device (default: PYOPENCL_CTX, else PoCL).
+    """
+    from adreno_mlir.runtime import Executable, default_context
+    from lowering.opencl_printer import opencl_source
+
+    start = time.perf_counter()
+    module = model if isinstance(model, ModuleOp) else import_onnx(model)
+    in_shapes, out_shapes = _shapes(module)
+    ctx = make_context()
+    stage_ir: dict[str, str] = {}
+    if keep_ir:
+        stage_ir["graph"] = module_to_text(module)
+
+    def keep(name: str, m: ModuleOp) -> None:
+        if keep_ir:
+            stage_ir[name] = module_to_text(m)
+
+    stages = run_stages(ctx, module, STAGES["buffer"], keep)
+    source = opencl_source(module)
+    context = default_context(device)
+    executable = Executable(module, source, store_of(module), context)
+    return CompiledModel(
+        module=module, source=source,
+        input_names=list(in_shapes), output_names=list(out_shapes),
+        input_shapes=in_shapes, output_shapes=out_shapes,
+        stages=stages, stage_ir=stage_ir, executable=executable,
+        compile_seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,6 @@
+"""Runs lowered modules with pyopencl (PoCL on the CPU by default)."""
+
+from adreno_mlir.runtime.device import default_context, describe_device
+from adreno_mlir.runtime.executor import Executable
+
+__all__ = ["Executable", "default_context", "describe_device"]

@@ -1,0 +1,72 @@
+"""Choosing the OpenCL device.
+
+Default: PoCL's CPU device (installed by `pyopencl[pocl]`), so everything runs on a
+machine without a GPU. `PYOPENCL_CTX` or an explicit `device=` string selects another
+one: `"pocl"`, `"nvidia"`, `"gpu"`, a platform/device name fragment, or pyopencl's
+`"P:D"` index form.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import pyopencl as cl
+
+from adreno_mlir.errors import CompileError
+
+
+class DeviceError(CompileError):
+    pass
+
+
+def _all_devices() -> list[cl.Device]:
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        raise DeviceError(
+            f"no OpenCL platform found ({e}); install an OpenCL driver, e.g. pip install 'pyopencl[pocl]'"
+        ) from None
+    return [d for p in platforms for d in p.get_devices()]
+
+
+def find_device(spec: str | None = None) -> cl.Device:
+    devices = _all_devices()
+    if not devices:
+        raise DeviceError("no OpenCL devices found")
+    spec = spec if spec is not None else os.environ.get("PYOPENCL_CTX")
+    if not spec:
+        for d in devices:
+            if "portable computing language" in d.platform.name.lower():
+                return d
+        return devices[0]
+    if ":" in spec and spec.replace(":", "").isdigit():
+        p, _, d = spec.partition(":")
+        plats = cl.get_platforms()
+        return plats[int(p)].get_devices()[int(d or 0)]
+    key = spec.lower()
+    if key == "gpu":
+        for d in devices:
+            if d.type & cl.device_type.GPU:
+                return d
+    if key == "pocl":
+        key = "portable computing language"
+    name_part, _, index = key.partition(":")
+    matches = [d for d in devices if name_part in d.platform.name.lower() or name_part in d.name.lower()]
+    if matches:
+        return matches[int(index) if index.isdigit() else 0]
+    names = ", ".join(f"{d.platform.name} / {d.name}" for d in devices)
+    raise DeviceError(f"no OpenCL device matches '{spec}'; available: {names}")
+
+
+@lru_cache(maxsize=None)
+def _context_for(device: cl.Device) -> cl.Context:
+    return cl.Context([device])
+
+
+def default_context(spec: str | None = None) -> cl.Context:
+    return _context_for(find_device(spec))
+
+
+def describe_device(device: cl.Device) -> str:
+    return f"{device.platform.name} / {device.name} ({device.version.strip()})"

@@ -1,0 +1,105 @@
+"""What every kernel generator shares: specs, argument lists, fused epilogues.
+
+A kernel is described by a frozen, hashable *spec* (shapes, attributes, schedule,
+epilogue). The lowering keeps one `opencl.kernel` per distinct spec, so ResNet-50's
+repeated blocks share kernels. `build()` emits the kernel as IR; `global_size()` is
+the launch grid. Kernel arguments are always: the head op's inputs, then the
+epilogue's extra inputs, then the output buffer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.ir import SSAValue
+
+from dialects import opencl
+from lowering.expr import Expr, Src, describe, emit_expr, memo_loader
+from lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def broadcast_strides(in_shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
+    """Strides to read `in_shape` at coordinates of `out_shape` (numpy broadcasting)."""
+    cs = contiguous_strides(in_shape)
+    pad = len(out_shape) - len(in_shape)
+    return tuple(
+        0 if d < pad or in_shape[d - pad] == 1 else cs[d - pad] for d in range(len(out_shape))
+    )
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """Element-wise work fused after a kernel's main value, before the store."""
+
+    expr: Expr = Src()
+    strides: tuple[tuple[int, ...], ...] = ()
+    """One stride vector per extra input, over the kernel's output coordinates."""
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.strides)
+
+    def suffix(self) -> str:
+        d = describe(self.expr)
+        return f"_{d}" if d else ""
+
+    def apply(self, kb: KernelBuilder, value: SSAValue, coords: Sequence[SSAValue], ptrs: Sequence[SSAValue]) -> SSAValue:
+        if self.expr == Src():
+            return value
+
+        def load(k: int) -> SSAValue:
+            return kb.load(ptrs[k], kb.linear(coords, self.strides[k]))
+
+        return emit_expr(kb, self.expr, value, memo_loader(load))
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Base of kernel specs; subclasses are frozen dataclasses (hashable)."""
+
+    epilogue: Epilogue = field(default_factory=Epilogue, kw_only=True)
+
+    def base_name(self) -> str:
+        raise NotImplementedError
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("input",)
+
+    def arg_names(self) -> list[str]:
+        extras = [f"x{k}" for k in range(self.epilogue.n_inputs)]
+        return [*self.input_names(), *extras, "out"]
+
+    def global_size(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def body(self, kb: KernelBuilder, args: Sequence[SSAValue]) -> None:
+        raise NotImplementedError
+
+    def build(self, name: str) -> opencl.KernelOp:
+        kernel, kb = new_kernel(name, [(n, GLOBAL_F32) for n in self.arg_names()])
+        self.body(kb, list(kernel.args))
+        finish(kb)
+        return kernel
+
+    def split_args(self, args: Sequence[SSAValue]) -> tuple[list[SSAValue], list[SSAValue], SSAValue]:
+        n = len(self.input_names())
+        return list(args[:n]), list(args[n:-1]), args[-1]
+
+
+def grid_guard(kb: KernelBuilder, ids: Sequence[SSAValue], extents: Sequence[int]) -> list[SSAValue]:
+    """Bounds checks for ids whose global size may be rounded up."""
+    return [kb.cmp("slt", i, e) for i, e in zip(ids, extents)]
+
+
+def numel(shape: Sequence[int]) -> int:
+    return int(math.prod(shape))

@@ -1,0 +1,66 @@
+"""Element-wise and data-movement kernels: one work-item per element.
+
+`MapSpec` covers unary/binary ops with broadcasting, fused element-wise chains,
+transpose, slice and each input of a concat: every input (and the output) is read
+at `base + sum(coord * stride)` over an iteration shape. Where an operand's strides
+are the contiguous ones of the iteration space, the flat work-item id is used as
+its index directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from lowering.expr import Expr, emit_expr, memo_loader
+from lowering.kernel_builder import KernelBuilder
+from lowering.kernels.common import KernelSpec, contiguous_strides, numel
+
+
+@dataclass(frozen=True)
+class Access:
+    """Where an operand lives relative to the iteration space."""
+
+    base: int
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MapSpec(KernelSpec):
+    shape: tuple[int, ...]
+    inputs: tuple[Access, ...]
+    out: Access
+    expr: Expr
+    kind: str = "map"
+
+    def base_name(self) -> str:
+        from lowering.expr import describe
+
+        return describe(self.expr) or self.kind
+
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(f"in{k}" for k in range(len(self.inputs)))
+
+    def global_size(self) -> tuple[int, ...]:
+        return (numel(self.shape),)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, _, out = self.split_args(args)
+        gid = kb.global_id(0, "i")
+        dense = contiguous_strides(self.shape)
+        coords: list[SSAValue] | None = None
+
+        def index(acc: Access) -> SSAValue:
+            nonlocal coords
+            if acc.strides == dense or numel(self.shape) == 1 and not any(acc.strides):
+                return kb.add(gid, acc.base) if acc.strides == dense else kb.i(acc.base)
+            if coords is None:
+                coords = kb.unravel(gid, self.shape)
+            return kb.linear(coords, acc.strides, acc.base)
+
+        def load(k: int) -> SSAValue:
+            return kb.load(ins[k], index(self.inputs[k]))
+
+        value = emit_expr(kb, self.expr, None, memo_loader(load))
+        kb.store(value, out, index(self.out))

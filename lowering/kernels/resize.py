@@ -1,0 +1,84 @@
+"""ONNX Resize of the two spatial axes (nearest or bilinear), grid (OW, OH, N*C).
+
+Source coordinates follow ONNX's coordinate_transformation_mode; bilinear taps are
+clamped to the edge, which equals ONNX's edge padding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from lowering.kernel_builder import KernelBuilder
+from lowering.kernels.common import KernelSpec
+
+
+@dataclass(frozen=True)
+class ResizeSpec(KernelSpec):
+    x_shape: tuple[int, int, int, int]
+    out_shape: tuple[int, int, int, int]
+    mode: str
+    coord_mode: str
+    nearest_mode: str
+    scales: tuple[float, float]  # (h, w)
+
+    def base_name(self) -> str:
+        return f"resize_{self.mode}{self.epilogue.suffix()}"
+
+    def global_size(self) -> tuple[int, ...]:
+        n, c, oh, ow = self.out_shape
+        return (ow, oh, n * c)
+
+    def _source(self, kb: KernelBuilder, o: SSAValue, axis: int) -> SSAValue:
+        in_len, out_len = self.x_shape[2 + axis], self.out_shape[2 + axis]
+        scale = self.scales[axis]
+        of = kb.to_float(o)
+        mode = self.coord_mode
+        if mode == "align_corners":
+            return kb.f(0.0) if out_len == 1 else kb.fmul(of, (in_len - 1) / (out_len - 1))
+        if mode == "asymmetric":
+            return kb.fdiv(of, scale)
+        if mode == "pytorch_half_pixel" and out_len == 1:
+            return kb.f(0.0)
+        return kb.fsub(kb.fdiv(kb.fadd(of, 0.5), scale), 0.5)
+
+    def _nearest(self, kb: KernelBuilder, s: SSAValue, in_len: int) -> SSAValue:
+        if self.nearest_mode == "round_prefer_floor":
+            r = kb.ceil(kb.fsub(s, 0.5))
+        elif self.nearest_mode == "round_prefer_ceil":
+            r = kb.floor(kb.fadd(s, 0.5))
+        elif self.nearest_mode == "floor":
+            r = kb.floor(s)
+        else:
+            r = kb.ceil(s)
+        return kb.min_i(kb.max_i(kb.to_int(r), 0), in_len - 1)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x,), extras, out = self.split_args(args)
+        _, c, h, w = self.x_shape
+        _, _, oh, ow = self.out_shape
+        ox, oy, z = kb.global_id(0, "ox"), kb.global_id(1, "oy"), kb.global_id(2, "z")
+        base = kb.mul(z, h * w, "base")
+        sy, sx = self._source(kb, oy, 0), self._source(kb, ox, 1)
+
+        def at(iy, ix) -> SSAValue:
+            return kb.load(x, kb.add(base, kb.add(kb.mul(iy, w), ix)))
+
+        if self.mode == "nearest":
+            value = at(self._nearest(kb, sy, h), self._nearest(kb, sx, w))
+        else:
+            fy, fx = kb.floor(sy), kb.floor(sx)
+            ly, lx = kb.fsub(sy, fy), kb.fsub(sx, fx)
+            iy, ix = kb.to_int(fy), kb.to_int(fx)
+            y0, y1 = kb.min_i(kb.max_i(iy, 0), h - 1), kb.min_i(kb.max_i(kb.add(iy, 1), 0), h - 1)
+            x0, x1 = kb.min_i(kb.max_i(ix, 0), w - 1), kb.min_i(kb.max_i(kb.add(ix, 1), 0), w - 1)
+
+            def lerp(a, b, t):
+                return kb.fadd(a, kb.fmul(kb.fsub(b, a), t))
+
+            top = lerp(at(y0, x0), at(y0, x1), lx)
+            bottom = lerp(at(y1, x0), at(y1, x1), lx)
+            value = lerp(top, bottom, ly)
+        value = self.epilogue.apply(kb, value, [kb.div(z, c), kb.rem(z, c), oy, ox], extras)
+        kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, oh), oy), ow), ox))
