@@ -57,11 +57,15 @@ class WeightStore:
     def add(self, hint: str, array: np.ndarray) -> str:
         """Store `array` under a fresh name derived from `hint`; returns the name."""
         base = symbol_name(hint)
+        array = np.ascontiguousarray(array)
         name, n = base, 0
         while name in self:
+            existing = self[name]
+            if existing.shape == array.shape and existing.dtype == array.dtype and np.array_equal(existing, array):
+                return name  # same data under the same hint: reuse (keeps passes idempotent)
             n += 1
             name = f"{base}_{n}"
-        self.arrays[name] = np.ascontiguousarray(array)
+        self.arrays[name] = array
         return name
 
     def save(self, directory: Path) -> None:

@@ -32,7 +32,7 @@ from adreno_mlir.weights import store_of
 from dialects import graph, opencl
 from lowering.expr import Bin, Expr, In, Src, Un
 from lowering.kernels.common import Epilogue, KernelSpec, broadcast_strides, contiguous_strides
-from lowering.kernels.conv import ConvSpec
+from lowering.kernels.conv import Conv4Spec, ConvSpec
 from lowering.kernels.elementwise import Access, MapSpec
 from lowering.kernels.matmul import GemmSpec, MatMulSpec
 from lowering.kernels.pool import PoolSpec, ReduceSpec
@@ -55,8 +55,12 @@ def _where(op: Operation) -> str:
 class Schedule:
     """Tunables of the buffer path (exposed as pass options)."""
 
-    conv_co_block: int = 4
+    conv_co_block: int = 8
     """Output channels per work-item in convolutions (1, 2, 4 or 8)."""
+    conv_x_block: int = 4
+    """Adjacent output pixels per work-item in vectorised convolutions."""
+    vectorize: bool = True
+    """Use the float4 (OIHW4o) convolution schedule where it applies."""
     fuse: bool = True
     """Fuse element-wise chains and epilogues."""
 
@@ -272,17 +276,37 @@ def _epi_args(hb: HostBuilder, group: Group, out_shape):
 def _lower_conv(hb: HostBuilder, group: Group, loc) -> None:
     op: graph.Conv2dOp = group.head  # type: ignore[assignment]
     out_shape = graph.shape_of(op.result)
+    x_shape, w_shape = graph.shape_of(op.input), graph.shape_of(op.weight)
     epi, extras = _epi_args(hb, group, out_shape)
     co, groups = out_shape[1], op.groups.value.data
-    cog = co // groups
-    cb = next(b for b in (hb.schedule.conv_co_block, 4, 2, 1) if b <= max(1, cog) and cog % b == 0)
-    spec = ConvSpec(
-        x_shape=graph.shape_of(op.input), w_shape=graph.shape_of(op.weight), out_shape=out_shape,
+    depthwise = groups > 1 and groups == x_shape[1] == co
+    geometry = dict(
+        x_shape=x_shape, w_shape=w_shape, out_shape=out_shape,
         strides=graph.ints(op.strides), pads=graph.ints(op.pads), dilations=graph.ints(op.dilations),
-        groups=groups, has_bias=op.bias is not None, co_block=cb, epilogue=epi,
+        groups=groups, has_bias=op.bias is not None, epilogue=epi,
     )
-    ins = [hb.buffer(op.input), hb.buffer(op.weight)] + ([hb.buffer(op.bias)] if op.bias is not None else [])
+    sched = hb.schedule
+    w_const = op.weight.owner
+    if co % 4 == 0 and (groups == 1 or depthwise) and isinstance(w_const, graph.ConstantOp) and sched.vectorize:
+        cb = 8 if co % 8 == 0 and not depthwise and sched.conv_co_block >= 8 else 4
+        spec = Conv4Spec(co_block=cb, x_block=max(1, min(sched.conv_x_block, out_shape[3])), **geometry)
+        hint = (w_const.weight_name or "conv_weight") + "_oihw4o"
+        packed = Conv4Spec.pack_weights(_constant_array(hb, op.weight))
+        w_buf = hb.emit(opencl.WeightOp(hb.store.add(hint, packed),
+                                        opencl.BufferType(packed.size, f32))).results[0]
+    else:
+        cog = co // groups
+        cb = next(b for b in (sched.conv_co_block, 4, 2, 1) if b <= cog and cog % b == 0)
+        spec = ConvSpec(co_block=cb, **geometry)
+        w_buf = hb.buffer(op.weight)
+    ins = [hb.buffer(op.input), w_buf] + ([hb.buffer(op.bias)] if op.bias is not None else [])
     hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
+
+
+def _constant_array(hb: HostBuilder, value: SSAValue) -> np.ndarray:
+    from passes.graph_canonicalize import constant_value
+
+    return constant_value(value, hb.store)
 
 
 def _lower_gemm(hb: HostBuilder, group: Group, loc) -> None:
@@ -442,14 +466,17 @@ class ConvertGraphToOpenCL(ModulePass):
 
     name = "convert-graph-to-opencl"
 
-    conv_co_block: int = 4
+    conv_co_block: int = 8
+    conv_x_block: int = 4
+    vectorize: bool = True
     fuse: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
             raise CompileError("convert-graph-to-opencl: conv-co-block must be 1, 2, 4 or 8")
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
-        schedule = Schedule(conv_co_block=self.conv_co_block, fuse=self.fuse)
+        schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
+                            vectorize=self.vectorize, fuse=self.fuse)
         kernels: dict[KernelSpec, str] = {
             # kernels already in the module keep their names
         }

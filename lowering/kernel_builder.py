@@ -211,6 +211,21 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ memory and ids
 
+    # ------------------------------------------------------------------ float4
+
+    def splat(self, scalar: SSAValue) -> SSAValue:
+        return self.emit(opencl.VecSplatOp(self.f(scalar)))
+
+    def vec(self, lanes: Sequence[SSAValue]) -> SSAValue:
+        return self.emit(opencl.VecMakeOp([self.f(x) for x in lanes]))
+
+    def lane(self, vector: SSAValue, k: int) -> SSAValue:
+        return self.emit(opencl.VecExtractOp(vector, k))
+
+    def vload4(self, ptr: SSAValue, index, hint=None) -> SSAValue:
+        """Four floats at ptr[4*index .. 4*index+3]."""
+        return self.emit(opencl.VLoad4Op(ptr, self.i(index)), hint)
+
     def global_id(self, dim: int, hint=None) -> SSAValue:
         return self.emit(opencl.GlobalIdOp(dim), hint)
 

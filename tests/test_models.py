@@ -1,0 +1,37 @@
+"""Every shared torchvision graph compiles and matches onnxruntime on the default
+OpenCL device (PoCL's CPU device unless PYOPENCL_CTX says otherwise).
+
+Tolerance: max |ours - ort| / max |ort| <= 1e-4 per output (fp32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import adreno_mlir
+from tests.conftest import MODEL_NAMES
+
+RTOL = 1e-4
+
+
+def scaled_error(ours: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.abs(ours - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_model_matches_onnxruntime(name, model_path):
+    path = str(model_path(name))
+    cm = adreno_mlir.compile(path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}
+    ours = cm.run(feeds)
+    refs = sess.run(None, feeds)
+    assert list(ours) == [o.name for o in sess.get_outputs()]
+    for (out_name, got), ref in zip(ours.items(), refs):
+        assert got.shape == ref.shape
+        assert np.isfinite(got).all()
+        err = scaled_error(got, ref)
+        assert err <= RTOL, f"{name}:{out_name} scaled error {err:.2e} > {RTOL}"
