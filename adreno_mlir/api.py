@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from adreno_mlir.context import make_context
 from adreno_mlir.errors import CompileError
 from adreno_mlir.frontend import import_onnx
-from adreno_mlir.pipeline import STAGES, StageResult, run_stages
+from adreno_mlir.pipeline import StageResult, run_stages, stages_for
 from adreno_mlir.printing import module_to_text
 from adreno_mlir.weights import store_of
 
@@ -92,22 +92,70 @@ def _shapes(module: ModuleOp) -> tuple[dict, dict]:
     return in_shapes, out_shapes
 
 
+PRECISIONS = {"fp32": "f32", "fp16-acc32": "f16"}
+
+
+def _resolve_target(target: str, context) -> str:
+    """Name of the profile to compile for; `auto` registers the live device's profile."""
+    from adreno_mlir.target import get_profile, profile_from_device, register_profile
+
+    if target != "auto":
+        get_profile(target)  # unknown names fail here, listing the known ones
+        return target
+    import dataclasses
+
+    live = profile_from_device(context.devices[0])
+    name = "device-" + "".join(ch if ch.isalnum() else "-" for ch in live.name[5:]).strip("-").lower()
+    register_profile(dataclasses.replace(live, name=name))
+    return name
+
+
 def compile(
     model: str | Path | onnx.ModelProto | ModuleOp,
     target: str = "auto",
     device: str | None = None,
     *,
+    textures: bool | None = None,
+    precision: str = "fp32",
+    layout: str | None = None,
     keep_ir: bool = False,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
-    `target` names a target profile (see `adreno_mlir.target`); `"auto"` reads the
-    device. `device` selects the OpenCL device (default: PYOPENCL_CTX, else PoCL).
+    target:    a target profile (see `adreno_mlir.target`); `"auto"` reads the device.
+    device:    the OpenCL device (default: PYOPENCL_CTX, else PoCL's CPU device).
+    textures:  True puts NCHW4c activations in images wherever legal, False forces the
+               buffer plan; None (default) uses images on GPU targets with image support.
+    precision: "fp32", or "fp16-acc32" (fp16 storage in half images/buffers, fp32
+               arithmetic; needs no cl_khr_fp16). "fp16" (half arithmetic) is refused
+               with an explanation: it is not implemented.
+    layout:    "nchw4c" (texture-level pipeline) or "nchw" (plain buffers, fp32 only);
+               default nchw4c when textures or fp16 storage are used, else nchw.
     """
     from adreno_mlir.runtime import Executable, default_context
+    from adreno_mlir.runtime.executor import ImageLimitError
+    from adreno_mlir.target import get_profile
     from lowering.opencl_printer import opencl_source
 
+    if precision == "fp16":
+        raise CompileError(
+            "precision='fp16' (half arithmetic) is not implemented; use 'fp16-acc32' for fp16 "
+            "storage with fp32 accumulation"
+        )
+    if precision not in PRECISIONS:
+        raise CompileError(f"unknown precision '{precision}'; choose one of fp32, fp16-acc32")
     start = time.perf_counter()
+    context = default_context(device)
+    target_name = _resolve_target(target, context)
+    profile = get_profile(target_name)
+    if textures is None:
+        textures = profile.is_gpu and profile.supports_images
+    if layout is None:
+        layout = "nchw4c" if textures or precision != "fp32" else "nchw"
+    if layout not in ("nchw", "nchw4c"):
+        raise CompileError(f"unknown layout '{layout}'; choose nchw or nchw4c")
+    if layout == "nchw" and (textures or precision != "fp32"):
+        raise CompileError("layout='nchw' is the fp32 buffer path: textures and fp16 storage need nchw4c")
     module = model if isinstance(model, ModuleOp) else import_onnx(model)
     in_shapes, out_shapes = _shapes(module)
     ctx = make_context()
@@ -119,10 +167,22 @@ def compile(
         if keep_ir:
             stage_ir[name] = module_to_text(m)
 
-    stages = run_stages(ctx, module, STAGES["buffer"], keep)
+    graph_text = module_to_text(module) if textures else None
+    plan = stages_for(layout, textures, PRECISIONS[precision], target_name)
+    stages = run_stages(ctx, module, plan, keep)
     source = opencl_source(module)
-    context = default_context(device)
-    executable = Executable(module, source, store_of(module), context)
+    try:
+        executable = Executable(module, source, store_of(module), context)
+    except ImageLimitError:
+        if not textures:
+            raise
+        # The device cannot hold the texture plan: fall back to the buffer plan.
+        from adreno_mlir.printing import parse_module
+
+        module = parse_module(make_context(), graph_text)
+        stages = run_stages(ctx, module, stages_for(layout, False, PRECISIONS[precision], target_name), keep)
+        source = opencl_source(module)
+        executable = Executable(module, source, store_of(module), context)
     return CompiledModel(
         module=module, source=source,
         input_names=list(in_shapes), output_names=list(out_shapes),

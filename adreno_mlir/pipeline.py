@@ -13,12 +13,24 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
-STAGES: dict[str, list[tuple[str, str]]] = {
-    "buffer": [
-        ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize"),
+GRAPH_OPT = ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize")
+
+
+def stages_for(layout: str, textures: bool, storage: str, target: str) -> list[tuple[str, str]]:
+    """The stage list of a compile: graph cleanups, then (for NCHW4c) the layout and
+    memory-scope passes, then the lowering."""
+    if layout == "nchw":
+        return [GRAPH_OPT, ("opencl", "convert-graph-to-opencl")]
+    images = "true" if textures else "false"
+    return [
+        GRAPH_OPT,
+        ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
+        ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),
         ("opencl", "convert-graph-to-opencl"),
-    ],
-}
+    ]
+
+
+STAGES: dict[str, list[tuple[str, str]]] = {"buffer": stages_for("nchw", False, "f32", "")}
 
 
 @dataclass

@@ -52,13 +52,24 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.texture import TextureTensorType
+
 
 # --------------------------------------------------------------------------- helpers
 
 
 def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
-    """Static shape of a tensor value or type."""
+    """Static logical shape of a tensor value or type.
+
+    A `!texture.tensor` in NCHW4c layout has the logical shape [N, 4*C4, H, W]: after
+    the layout pass, channels are padded to a multiple of 4 (the padding is zeros
+    where it matters: weights of padded input channels are zero)."""
     t = value.type if isinstance(value, SSAValue) else value
+    if isinstance(t, TextureTensorType):
+        if t.layout_name != "nchw4c":
+            raise VerifyException(f"graph ops read NCHW4c texture tensors only, got {t}")
+        n, c4, h, w, _ = t.shape
+        return (n, 4 * c4, h, w)
     if not isinstance(t, TensorType):
         raise VerifyException(f"expected a ranked tensor, got {t}")
     shape = tuple(t.get_shape())
@@ -131,7 +142,18 @@ def conv_out_shape(
     )
 
 
-F32Tensor = base(TensorType)
+AnyTensor = base(TensorType) | base(TextureTensorType)
+"""Graph ops take plain tensors, or NCHW4c texture tensors after convert-layout-nchw4c."""
+
+
+def weight_shape(value: SSAValue) -> tuple[int, ...]:
+    """OIHW shape of conv weights; 5-D weights are OIHW4o-packed ([O/4, I, KH, KW, 4])."""
+    s = shape_of(value)
+    if len(s) == 5:
+        if s[4] != 4:
+            raise VerifyException(f"packed OIHW4o weights must end in 4, got {list(s)}")
+        return (s[0] * 4, s[1], s[2], s[3])
+    return s
 
 
 class GraphOp(IRDLOperation):
@@ -160,7 +182,7 @@ class ConstantOp(GraphOp):
     name = "graph.constant"
     ref = opt_prop_def(SymbolRefAttr)
     value = opt_prop_def(DenseIntOrFPElementsAttr)
-    result = result_def(TensorType)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure())
 
     def __init__(
@@ -224,21 +246,61 @@ class ConstantOp(GraphOp):
 
 # --------------------------------------------------------------------------- element-wise
 
-_T = VarConstraint("T", base(TensorType))
+_T = VarConstraint("T", AnyTensor)
 
 
 class UnaryOp(GraphOp):
-    """Element-wise op with one operand; result type equals operand type."""
+    """Element-wise op with one operand; the result has the operand's shape.
 
-    input = operand_def(_T)
-    result = result_def(_T)
+    `graph.relu %x : tensor<...>` when the result type equals the operand type, else
+    `: T -> U` (packed tensors may change memory scope or storage element type).
+    """
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input)"
 
-    def __init__(self, x: SSAValue | Operation, **props: Attribute):
+    def __init__(self, x: SSAValue | Operation, result_type: Attribute | None = None, **props: Attribute):
         super().__init__(
-            operands=[x], result_types=[SSAValue.get(x).type], properties=props
+            operands=[x],
+            result_types=[result_type or SSAValue.get(x).type],
+            properties=props,
         )
+
+    def verify_shapes(self) -> None:
+        _expect_shape(self, shape_of(self.result), shape_of(self.input))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> UnaryOp:
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_type = parser.parse_type()
+        out_type = parser.parse_type() if parser.parse_optional_punctuation("->") else in_type
+        (operand,) = parser.resolve_operands([x], [in_type], parser.pos)
+        op = cls.create(operands=[operand], result_types=[out_type])
+        for k, v in attrs.items():
+            if k in cls.get_irdl_definition().properties:
+                op.properties[k] = v
+            else:
+                op.attributes[k] = v
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_op_attributes({**self.properties, **self.attributes},
+                                    reserved_attr_names=self._default_props())
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        if self.result.type != self.input.type:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.result.type)
+
+    def _default_props(self) -> list[str]:
+        """Properties at their default value are not printed."""
+        defs = self.get_irdl_definition().properties
+        return [k for k, v in self.properties.items() if getattr(defs[k], "default_value", None) == v]
 
 
 @irdl_op_definition
@@ -307,6 +369,7 @@ class ClipOp(UnaryOp):
     max = prop_def(FloatAttr[Float32Type], default_value=f32_attr(math.inf))
 
     def verify_shapes(self) -> None:
+        super().verify_shapes()
         if self.min.value.data > self.max.value.data:
             raise VerifyException(
                 f"'graph.clip' min ({self.min.value.data}) is greater than max "
@@ -317,9 +380,9 @@ class ClipOp(UnaryOp):
 class BinaryOp(GraphOp):
     """Element-wise op with numpy broadcasting between its two operands."""
 
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
+    lhs = operand_def(AnyTensor)
+    rhs = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
@@ -365,10 +428,10 @@ class Conv2dOp(GraphOp):
     """2-D convolution, NCHW input and OIHW weights (ONNX Conv)."""
 
     name = "graph.conv2d"
-    input = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    weight = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
     pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
     dilations = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
@@ -403,7 +466,7 @@ class Conv2dOp(GraphOp):
         )
 
     def verify_shapes(self) -> None:
-        x, w = shape_of(self.input), shape_of(self.weight)
+        x, w = shape_of(self.input), weight_shape(self.weight)
         if len(x) != 4 or len(w) != 4:
             raise VerifyException(
                 f"'graph.conv2d' expects a 4-D input and 4-D weights, got {list(x)} and {list(w)}"
@@ -437,12 +500,12 @@ class BatchNormOp(GraphOp):
     """Inference-mode batch normalization over channel axis 1."""
 
     name = "graph.batch_norm"
-    input = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    bias = operand_def(TensorType)
-    mean = operand_def(TensorType)
-    var = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    scale = operand_def(AnyTensor)
+    bias = operand_def(AnyTensor)
+    mean = operand_def(AnyTensor)
+    var = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     epsilon = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1e-5))
     traits = traits_def(Pure())
     assembly_format = (
@@ -467,8 +530,8 @@ class BatchNormOp(GraphOp):
 
 
 class PoolOp(GraphOp):
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     kernel_shape = prop_def(DenseArrayBase)
     strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
     pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
@@ -517,8 +580,8 @@ class AvgPoolOp(PoolOp):
 @irdl_op_definition
 class GlobalAvgPoolOp(GraphOp):
     name = "graph.global_avg_pool"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -532,8 +595,8 @@ class GlobalAvgPoolOp(GraphOp):
 @irdl_op_definition
 class ReduceMeanOp(GraphOp):
     name = "graph.reduce_mean"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     axes = prop_def(DenseArrayBase)
     keepdims = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
     traits = traits_def(Pure())
@@ -561,8 +624,8 @@ class ReshapeOp(GraphOp):
     """Reshape (also Flatten, Squeeze, Unsqueeze): the result type is the new shape."""
 
     name = "graph.reshape"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -578,8 +641,8 @@ class ReshapeOp(GraphOp):
 @irdl_op_definition
 class TransposeOp(GraphOp):
     name = "graph.transpose"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     perm = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
@@ -596,8 +659,8 @@ class TransposeOp(GraphOp):
 @irdl_op_definition
 class ConcatOp(GraphOp):
     name = "graph.concat"
-    inputs = var_operand_def(TensorType)
-    result = result_def(TensorType)
+    inputs = var_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     axis = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
@@ -625,8 +688,8 @@ class SliceOp(GraphOp):
     """Static strided slice; starts/ends already clamped to [0, dim] by the frontend."""
 
     name = "graph.slice"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     starts = prop_def(DenseArrayBase)
     steps = prop_def(DenseArrayBase)
     traits = traits_def(Pure())
@@ -655,8 +718,8 @@ class ResizeOp(GraphOp):
     """ONNX Resize on the spatial axes of NCHW tensors (nearest / linear)."""
 
     name = "graph.resize"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     mode = prop_def(StringAttr, default_value=StringAttr("nearest"))
     coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
     nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
@@ -665,7 +728,8 @@ class ResizeOp(GraphOp):
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     MODES: ClassVar = ("nearest", "linear")
-    COORDS: ClassVar = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+    COORDS: ClassVar = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                        "half_pixel_symmetric")
     NEAREST: ClassVar = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
     def verify_shapes(self) -> None:
@@ -709,10 +773,10 @@ class GemmOp(GraphOp):
     """alpha * op(A) @ op(B) + beta * C, ONNX Gemm on 2-D tensors."""
 
     name = "graph.gemm"
-    a = operand_def(TensorType)
-    b = operand_def(TensorType)
-    c = opt_operand_def(TensorType)
-    result = result_def(TensorType)
+    a = operand_def(AnyTensor)
+    b = operand_def(AnyTensor)
+    c = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1.0))
     beta = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1.0))
     trans_a = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
@@ -764,9 +828,9 @@ def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
 @irdl_op_definition
 class MatMulOp(GraphOp):
     name = "graph.matmul"
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
+    lhs = operand_def(AnyTensor)
+    rhs = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 

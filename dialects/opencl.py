@@ -730,6 +730,78 @@ class VStore4Op(IRDLOperation):
 
 
 @irdl_op_definition
+class VLoadHalf4Op(IRDLOperation):
+    """`%v = opencl.vload_half4 %ptr[%idx] : !opencl.ptr<global, f16>` → `vload_half4(idx, ptr)`.
+
+    Four halves widened to a float4: fp16 storage with fp32 arithmetic, part of OpenCL
+    1.2 core (no cl_khr_fp16 needed)."""
+
+    name = "opencl.vload_half4"
+
+    ptr = operand_def(PointerType)
+    index = operand_def(I32)
+    result = result_def(VectorType)
+
+    def __init__(self, ptr: SSAValue | Operation, index: SSAValue | Operation):
+        super().__init__(operands=[ptr, index], result_types=[_vec4_of(f32)])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element != f16 or self.result.type != _vec4_of(f32):
+            raise VerifyException(
+                f"opencl.vload_half4 reads a pointer to f16 into vector<4xf32>, got {self.ptr.type}"
+            )
+
+    print = LoadOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VLoadHalf4Op:
+        ptr, (idx,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        op = cls(parser.resolve_operand(ptr, t), parser.resolve_operand(idx, i32))
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class VStoreHalf4Op(IRDLOperation):
+    """`opencl.vstore_half4 %v, %ptr[%idx] : !opencl.ptr<global, f16>`: float4 rounded to halves."""
+
+    name = "opencl.vstore_half4"
+
+    value = operand_def(VectorType)
+    ptr = operand_def(PointerType)
+    index = operand_def(I32)
+
+    def __init__(self, value: SSAValue | Operation, ptr: SSAValue | Operation, index: SSAValue | Operation):
+        super().__init__(operands=[value, ptr, index])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element != f16 or self.value.type != _vec4_of(f32):
+            raise VerifyException(
+                f"opencl.vstore_half4 writes a vector<4xf32> through a pointer to f16, got {self.ptr.type}"
+            )
+
+    print = StoreOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VStoreHalf4Op:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        ptr, (idx,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        op = cls(parser.resolve_operand(value, _vec4_of(f32)), parser.resolve_operand(ptr, t),
+                 parser.resolve_operand(idx, i32))
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
 class ReadImageOp(IRDLOperation):
     """`%v = opencl.read_imagef %img[%x, %y] : vector<4xf32>`."""
 
@@ -1324,6 +1396,8 @@ class CopyOp(IRDLOperation):
 OpenCL = Dialect(
     "opencl",
     [
+        VLoadHalf4Op,
+        VStoreHalf4Op,
         KernelOp,
         ReturnOp,
         GlobalIdOp,

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, f32
+from xdsl.dialects.builtin import ModuleOp, f16, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import store_of
-from dialects import graph, opencl
+from dialects import graph, opencl, texture
 from lowering.expr import Bin, Expr, In, Src, Un
 from lowering.kernels.common import Epilogue, KernelSpec, broadcast_strides, contiguous_strides
 from lowering.kernels.conv import Conv4Spec, ConvSpec
@@ -109,7 +109,9 @@ def plan_groups(block: Block, fuse: bool) -> list[Group]:
     for op in block.ops:
         if op in claimed or isinstance(op, (graph.ConstantOp, graph.ReshapeOp, func.ReturnOp)):
             continue
-        if not op.name.startswith("graph."):
+        if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
+            continue  # packed at compile time
+        if not op.name.startswith(("graph.", "texture.pack", "texture.unpack")):
             raise LoweringError(f"{_where(op)}: cannot lower this op to OpenCL")
         group = Group(op, [op])
         claimed.add(op)
@@ -163,6 +165,8 @@ class HostBuilder:
         owner = value.owner
         if isinstance(owner, graph.ReshapeOp):
             buf = self.buffer(owner.input)
+        elif isinstance(owner, texture.PackOp) and isinstance(owner.input.owner, graph.ConstantOp):
+            buf = self.packed_constant(owner)
         elif isinstance(owner, graph.ConstantOp):
             name = owner.weight_name
             if name is None:
@@ -175,8 +179,30 @@ class HostBuilder:
         self.buffers[value] = buf
         return buf
 
+    def packed_constant(self, op: texture.PackOp) -> SSAValue:
+        """A packed constant operand: NCHW4c data computed now, uploaded as a weight."""
+        arr = _constant_array(self, op.input)
+        n, c, h, w = arr.shape
+        t = op.result.type
+        data = np.zeros(t.shape, np.float32)
+        data.reshape(n, -1, h, w)[:, :c] = arr
+        data = data.reshape(n, t.shape[1], 4, h, w).transpose(0, 1, 3, 4, 2)
+        half = t.element == f16
+        name = self.store.add((op.input.name_hint or "const") + "_nchw4c" + ("_f16" if half else ""),
+                              np.ascontiguousarray(data.astype(np.float16 if half else np.float32)))
+        return self.emit(opencl.WeightOp(name, opencl.BufferType(data.size, t.element))).results[0]
+
     def alloc(self, value: SSAValue) -> SSAValue:
-        buf = self.emit(opencl.AllocBufferOp(opencl.BufferType(_numel(value.type), f32))).results[0]
+        t = value.type
+        if isinstance(t, texture.TextureTensorType) and t.is_image:
+            w, h = t.image_extent
+            fmt = "rgba_f16" if t.element == f16 else "rgba_f32"
+            op = opencl.AllocImageOp(opencl.ImageType(w, h, fmt))
+        elif isinstance(t, texture.TextureTensorType):
+            op = opencl.AllocBufferOp(opencl.BufferType(t.num_elements, t.element))
+        else:
+            op = opencl.AllocBufferOp(opencl.BufferType(_numel(t), f32))
+        buf = self.emit(op).results[0]
         buf.name_hint = value.name_hint
         self.buffers[value] = buf
         return buf
@@ -228,6 +254,12 @@ class HostBuilder:
     def lower(self, group: Group) -> None:
         head = group.head
         loc = group.ops[-1].location
+        if isinstance(head, (texture.PackOp, texture.UnpackOp)) or isinstance(
+                group.result.type, texture.TextureTensorType):
+            from lowering.packed_lowering import lower_packed
+
+            lower_packed(self, group, loc)
+            return
         out_shape = graph.shape_of(group.result)
         if _is_elementwise(head):
             epi, extras = self.epilogue(group, out_shape)

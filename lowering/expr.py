@@ -98,8 +98,8 @@ def emit_unary(kb: KernelBuilder, kind: str, x: SSAValue, params: tuple[float, .
     if kind == "sqrt":
         return kb.sqrt(x)
     if kind == "leaky_relu":
-        (a,) = params
-        return kb.select(kb.fcmp("oge", x, 0.0), x, kb.fmul(x, a))
+        (a,) = params  # max(x, 0) + a * min(x, 0): no compare, so it works on float4 too
+        return kb.fadd(kb.fmax(x, 0.0), kb.fmul(kb.fmin(x, 0.0), a))
     if kind == "scale":
         (s,) = params
         return x if s == 1.0 else kb.fmul(x, s)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f32, i1, i32
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, VectorType, f32, i1, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dialects import opencl
@@ -22,8 +22,10 @@ Value = SSAValue
 class KernelBuilder:
     """Appends ops to a block; nested regions get their own builder."""
 
-    def __init__(self, block: Block):
+    def __init__(self, block: Block, width: int = 1):
         self.block = block
+        self.width = width
+        """Float width: 1, or 4 when float constants should be float4 splats."""
         self._consts: dict[tuple[str, object], SSAValue] = {}
 
     # ------------------------------------------------------------------ plumbing
@@ -37,8 +39,15 @@ class KernelBuilder:
         return None  # type: ignore[return-value]
 
     def child(self, block: Block) -> "KernelBuilder":
-        kb = KernelBuilder(block)
+        kb = KernelBuilder(block, self.width)
         kb._consts = dict(self._consts)  # constants dominate nested blocks
+        return kb
+
+    def vector(self) -> "KernelBuilder":
+        """A builder on the same block whose float constants are float4 splats
+        (for element-wise expressions over NCHW4c pixels)."""
+        kb = KernelBuilder(self.block, 4)
+        kb._consts = self._consts
         return kb
 
     # ------------------------------------------------------------------ constants
@@ -54,9 +63,13 @@ class KernelBuilder:
     def f(self, v: float | SSAValue) -> SSAValue:
         if isinstance(v, SSAValue):
             return v
-        key = ("f", float(v))
+        key = ("f", float(v), self.width)
         if key not in self._consts:
-            self._consts[key] = self.emit(arith.ConstantOp(FloatAttr(float(v), f32)))
+            if self.width == 1:
+                attr = FloatAttr(float(v), f32)
+            else:
+                attr = DenseIntOrFPElementsAttr.from_list(VectorType(f32, [self.width]), [float(v)])
+            self._consts[key] = self.emit(arith.ConstantOp(attr))
         return self._consts[key]
 
     # ------------------------------------------------------------------ integer math

@@ -122,9 +122,7 @@ def _uses_half(attr: Attribute) -> bool:
         return True
     if isinstance(attr, VectorType):
         return _uses_half(attr.element_type)
-    if isinstance(attr, opencl.PointerType):
-        return _uses_half(attr.element)
-    return False
+    return False  # a `half*` only read by vload_half/vstore_half needs no cl_khr_fp16
 
 
 # ---------------------------------------------------------------------------
@@ -503,7 +501,7 @@ class OpenCLCPrinter:
             ct = c_type(t)
             if isinstance(t, opencl.PointerType) and t.space.data == "global":
                 written = any(
-                    isinstance(u.operation, opencl.StoreOp | opencl.VStore4Op)
+                    isinstance(u.operation, opencl.StoreOp | opencl.VStore4Op | opencl.VStoreHalf4Op)
                     and u.index == 1
                     for u in arg.uses
                 )
@@ -578,6 +576,12 @@ class OpenCLCPrinter:
             f"vstore4({self.plain(op.value)}, {self.plain(op.index)}, "
             f"{self.plain(op.ptr)});"
         )
+
+    def print_vload_half4(self, op: opencl.VLoadHalf4Op) -> None:
+        self.declare(op.result, f"vload_half4({self.plain(op.index)}, {self.plain(op.ptr)})")
+
+    def print_vstore_half4(self, op: opencl.VStoreHalf4Op) -> None:
+        self.line(f"vstore_half4({self.plain(op.value)}, {self.plain(op.index)}, {self.plain(op.ptr)});")
 
     def print_read_image(self, op: opencl.ReadImageOp) -> None:
         self.declare(
@@ -672,6 +676,8 @@ STATEMENTS: dict[type[Operation], Callable[[OpenCLCPrinter, Operation], None]] =
     opencl.StoreOp: OpenCLCPrinter.print_store,  # pyright: ignore
     opencl.VLoad4Op: OpenCLCPrinter.print_vload4,  # pyright: ignore
     opencl.VStore4Op: OpenCLCPrinter.print_vstore4,  # pyright: ignore
+    opencl.VLoadHalf4Op: OpenCLCPrinter.print_vload_half4,  # pyright: ignore
+    opencl.VStoreHalf4Op: OpenCLCPrinter.print_vstore_half4,  # pyright: ignore
     opencl.ReadImageOp: OpenCLCPrinter.print_read_image,  # pyright: ignore
     opencl.WriteImageOp: OpenCLCPrinter.print_write_image,  # pyright: ignore
     opencl.BarrierOp: OpenCLCPrinter.print_barrier,  # pyright: ignore

@@ -8,7 +8,10 @@ from passes.graph_canonicalize import GraphCanonicalize
 def all_passes():
     from lowering.convert_graph_to_opencl import ConvertGraphToOpenCL
 
-    return [GraphCanonicalize, FoldBatchNorm, ConvertGraphToOpenCL]
+    from passes.annotate_texture_scope import AnnotateTextureScope
+    from passes.convert_layout_nchw4c import ConvertLayoutNCHW4c
+
+    return [GraphCanonicalize, FoldBatchNorm, ConvertLayoutNCHW4c, AnnotateTextureScope, ConvertGraphToOpenCL]
 
 
 __all__ = ["FoldBatchNorm", "GraphCanonicalize", "all_passes"]

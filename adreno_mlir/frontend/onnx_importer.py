@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import WeightStore, attach
@@ -135,6 +135,11 @@ class OnnxImporter:
                     "supported (cast the input in the model or export it as float32)"
                 )
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            if all(d is not None for d in dims) and 0 in dims:
+                raise FrontendError(
+                    f"model input '{vi.name}' has shape {dims} with no elements; empty tensors "
+                    "are not supported"
+                )
             if any(d is None or d <= 0 for d in dims):
                 shown = [d.dim_param if not d.HasField("dim_value") else d.dim_value for d in tt.shape.dim]
                 raise FrontendError(
@@ -247,6 +252,10 @@ class OnnxImporter:
             raise FrontendError(
                 f"{where}: output '{name}' has no static shape after shape inference"
             )
+        if 0 in shape:
+            where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
+            raise FrontendError(f"{where}: tensor '{name}' has shape {shape} with no elements; "
+                                "empty tensors are not supported")
         if tt.elem_type != onnx.TensorProto.FLOAT:
             where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
             dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
@@ -330,6 +339,17 @@ class OnnxImporter:
                 outs.append(self.value(o.name))
             else:
                 raise FrontendError(f"model output '{o.name}' is not produced by any node")
+        for i, (o, v) in enumerate(zip(g.output, outs)):
+            if isinstance(v, BlockArgument):
+                # An output that is an input (Identity, no-op Transpose/Clip/Slice ...)
+                # gets its own buffer: a full-range slice is a plain copy.
+                rank = len(graph.shape_of(v))
+                copy = graph.SliceOp(operands=[v], result_types=[v.type], properties={
+                    "starts": graph.i64_array([0] * rank), "steps": graph.i64_array([1] * rank)})
+                copy.location = NameLoc(StringAttr(o.name), NoneAttr())
+                self.builder.insert(copy)
+                copy.result.name_hint = _hint(o.name)
+                outs[i] = copy.result
         self.builder.insert(func.ReturnOp(*outs))
         fn = func.FuncOp(
             "main",
@@ -405,10 +425,16 @@ def _leaky(n: _Node):
 @importer("Clip")
 def _clip(n: _Node):
     lo, hi = -math.inf, math.inf
+    if _opset(n) < 11:  # Clip-1/6: bounds are attributes
+        lo, hi = float(n.attr("min", -math.inf)), float(n.attr("max", math.inf))
     if n.has_input(1):
         lo = float(n.const_input(1, "Clip min"))
     if n.has_input(2):
         hi = float(n.const_input(2, "Clip max"))
+    if lo == -math.inf and hi == math.inf:
+        return n.input(0)
+    # ONNX: with min > max every output is max (min(max(x, lo), hi) with lo := hi).
+    lo = min(lo, hi)
     return _emit(n, graph.ClipOp(n.input(0), min=graph.f32_attr(lo), max=graph.f32_attr(hi)))
 
 
@@ -421,22 +447,24 @@ def _binary(n: _Node):
 
 
 def _explicit_pads(n: _Node, in_hw, kernel, strides, dilations) -> list[int]:
+    """ONNX pads [begin..., end...] for the spatial dims `in_hw`, resolving auto_pad."""
+    rank = len(in_hw)
     auto_pad = n.attr("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
     if auto_pad in ("NOTSET", ""):
-        pads = list(n.attr("pads", [0, 0, 0, 0]))
-        if len(pads) != 4:
-            n.fail(f"only 2-D spatial ops are supported (pads {pads})")
+        pads = list(n.attr("pads", [0] * (2 * rank)))
+        if len(pads) != 2 * rank:
+            n.fail(f"pads {pads} must have {2 * rank} values for {rank} spatial dimension(s)")
         return pads
     if auto_pad == "VALID":
-        return [0, 0, 0, 0]
+        return [0] * (2 * rank)
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        pads = [0] * 4
-        for i in range(2):
+        pads = [0] * (2 * rank)
+        for i in range(rank):
             out = -(-in_hw[i] // strides[i])
             total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_hw[i])
             small, big = total // 2, total - total // 2
-            pads[i], pads[i + 2] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+            pads[i], pads[i + rank] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
         return pads
     n.fail(f"auto_pad '{auto_pad}' is not supported")
 
@@ -462,30 +490,82 @@ def _bn(n: _Node):
         n.fail("training-mode batch normalization is not supported; export the model in eval mode")
     if len([o for o in n.proto.output if o]) > 1:
         n.fail("batch normalization with running-statistics outputs is not supported")
+    params = [n.proto.input[i] if n.has_input(i) else "" for i in range(1, 5)]
+    if not all(p in n.imp.consts for p in params):
+        return _bn_runtime_params(n)
     ops = [n.input(i) for i in range(5)]
     return _emit(n, graph.BatchNormOp(
         operands=ops, result_types=[n.out_type()],
         properties={"epsilon": graph.f32_attr(n.attr("epsilon", 1e-5))}))
 
 
+def _bn_runtime_params(n: _Node):
+    """Batch norm whose scale/bias/mean/var are computed at run time (so fold-batchnorm
+    cannot fold them): y = scale * (x - mean) / sqrt(var + eps) + bias, in the order
+    ONNX's reference computes it, with the per-channel vectors shaped to broadcast
+    over axis 1."""
+    x = n.input(0)
+    xs = graph.shape_of(x)
+    if len(xs) < 2:
+        n.fail(f"the input must have a channel axis, got shape {list(xs)}")
+    c, t = xs[1], n.out_type()
+    pshape = [c] + [1] * (len(xs) - 2)
+    ptype = TensorType(f32, pshape)
+
+    def per_channel(i: int) -> SSAValue:
+        v = n.input(i)
+        if graph.shape_of(v) != (c,):
+            n.fail(f"input {i} must have shape [{c}], got {list(graph.shape_of(v))}")
+        if len(pshape) == 1:
+            return v
+        return _emit(n, graph.ReshapeOp(operands=[v], result_types=[ptype]))
+
+    scale, bias, mean, var = (per_channel(i) for i in range(1, 5))
+    eps = np.full([1] * len(pshape), n.attr("epsilon", 1e-5), np.float32)
+    eps_v = n.imp.constant(f"{n.name}_epsilon", eps, n)
+    std = _emit(n, graph.SqrtOp(_emit(n, graph.AddOp(var, eps_v, ptype))))
+    centered = _emit(n, graph.SubOp(x, mean, t))
+    scaled = _emit(n, graph.MulOp(centered, scale, t))
+    return _emit(n, graph.AddOp(_emit(n, graph.DivOp(scaled, std, t)), bias, t))
+
+
 def _pool_props(n: _Node, with_dilations: bool) -> dict:
+    """Properties of a 2-D pool; a 1-D pool (N x C x L input) is imported as a 2-D one
+    over N x C x 1 x L (see `_pool`)."""
     xs = graph.shape_of(n.input(0))
-    if len(xs) != 4:
-        n.fail(f"only 2-D pooling (4-D NCHW inputs) is supported, got {list(xs)}")
+    if len(xs) not in (3, 4):
+        n.fail(f"only 1-D and 2-D pooling (3-D NCL / 4-D NCHW inputs) is supported, got {list(xs)}")
+    rank = len(xs) - 2
     k = list(n.attr("kernel_shape"))
-    s = list(n.attr("strides", [1, 1]))
-    d = list(n.attr("dilations", [1, 1]))
-    if not with_dilations and d != [1, 1]:
+    s = list(n.attr("strides", [1] * rank))
+    d = list(n.attr("dilations", [1] * rank))
+    if not len(k) == len(s) == len(d) == rank:
+        n.fail(f"kernel_shape {k}, strides {s} and dilations {d} must have {rank} values")
+    if not with_dilations and d != [1] * rank:
         n.fail("dilated average pooling is not supported")
+    pads = _explicit_pads(n, xs[2:], k, s, d)
+    if rank == 1:
+        k, s, d, pads = [1] + k, [1] + s, [1] + d, [0, pads[0], 0, pads[1]]
     props = {
         "kernel_shape": graph.i64_array(k),
         "strides": graph.i64_array(s),
-        "pads": graph.i64_array(_explicit_pads(n, xs[2:], k, s, d)),
+        "pads": graph.i64_array(pads),
         "ceil_mode": graph.IntegerAttr(n.attr("ceil_mode", 0), 64),
     }
     if with_dilations:
         props["dilations"] = graph.i64_array(d)
     return props
+
+
+def _pool(n: _Node, op_type, props: dict):
+    x, t = n.input(0), n.out_type()
+    xs, ts = graph.shape_of(x), graph.shape_of(t)
+    if len(xs) == 4:
+        return _emit(n, op_type(operands=[x], result_types=[t], properties=props))
+    x4 = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, [*xs[:2], 1, xs[2]])]))
+    y4 = _emit(n, op_type(operands=[x4], result_types=[TensorType(f32, [*ts[:2], 1, ts[2]])],
+                          properties=props))
+    return _emit(n, graph.ReshapeOp(operands=[y4], result_types=[t]))
 
 
 @importer("MaxPool")
@@ -494,15 +574,14 @@ def _maxpool(n: _Node):
         n.fail("MaxPool with an Indices output is not supported")
     if n.attr("storage_order", 0):
         n.fail("MaxPool storage_order = 1 is not supported")
-    return _emit(n, graph.MaxPoolOp(operands=[n.input(0)], result_types=[n.out_type()],
-                                    properties=_pool_props(n, True)))
+    return _pool(n, graph.MaxPoolOp, _pool_props(n, True))
 
 
 @importer("AveragePool")
 def _avgpool(n: _Node):
     props = _pool_props(n, False)
     props["count_include_pad"] = graph.IntegerAttr(n.attr("count_include_pad", 0), 64)
-    return _emit(n, graph.AvgPoolOp(operands=[n.input(0)], result_types=[n.out_type()], properties=props))
+    return _pool(n, graph.AvgPoolOp, props)
 
 
 @importer("GlobalAveragePool")
@@ -516,7 +595,7 @@ def _reduce_mean(n: _Node):
     rank = len(graph.shape_of(x))
     axes = n.attr("axes")
     if axes is None and n.has_input(1):
-        axes = n.const_input(1, "ReduceMean axes").tolist()
+        axes = n.const_input(1, "ReduceMean axes").reshape(-1).tolist() or None  # [] = none given
     if axes is None:
         if n.attr("noop_with_empty_axes", 0):
             return x
@@ -526,10 +605,48 @@ def _reduce_mean(n: _Node):
         "axes": graph.i64_array(axes), "keepdims": graph.IntegerAttr(n.attr("keepdims", 1), 64)}))
 
 
+def _reshaped_shape(n: _Node, xs: tuple[int, ...]) -> list[int]:
+    """The result shape Flatten/Reshape/Squeeze/Unsqueeze compute from their
+    (constant) parameters, independent of the shape the model declares."""
+    op, rank = n.proto.op_type, len(xs)
+    if op == "Flatten":
+        axis = n.attr("axis", 1)
+        axis = axis + rank if axis < 0 else axis
+        return [math.prod(xs[:axis]), math.prod(xs[axis:])]
+    if op == "Reshape":
+        if _opset(n) < 5:
+            shape = list(n.attr("shape"))
+        else:
+            shape = n.const_input(1, "Reshape shape").reshape(-1).tolist()
+        allowzero = n.attr("allowzero", 0)
+        out = [xs[i] if d == 0 and not allowzero else d for i, d in enumerate(shape)]
+        if out.count(-1) == 1:
+            known = math.prod(d for d in out if d != -1)
+            out[out.index(-1)] = math.prod(xs) // known if known else 0
+        return out
+    if _opset(n) < 13:
+        axes = n.attr("axes")
+    else:
+        axes = n.const_input(1, f"{op} axes").reshape(-1).tolist() if n.has_input(1) else None
+    if op == "Squeeze":
+        if axes is None:
+            return [d for d in xs if d != 1]
+        drop = {a % rank for a in axes}
+        return [d for i, d in enumerate(xs) if i not in drop]
+    out_rank = rank + len(axes)
+    ones = {a % out_rank for a in axes}
+    it = iter(xs)
+    return [1 if i in ones else next(it) for i in range(out_rank)]
+
+
 @importer("Flatten", "Reshape", "Squeeze", "Unsqueeze")
 def _reshape(n: _Node):
     x = n.input(0)
     t = n.out_type()
+    want = _reshaped_shape(n, graph.shape_of(x))
+    if list(graph.shape_of(t)) != want:
+        n.fail(f"the model declares shape {list(graph.shape_of(t))} for '{n.proto.output[0]}', "
+               f"but the node computes {want}")
     if x.type == t:
         return x
     return _emit(n, graph.ReshapeOp(operands=[x], result_types=[t]))
@@ -545,6 +662,8 @@ def _transpose(n: _Node):
     x = n.input(0)
     rank = len(graph.shape_of(x))
     perm = list(n.attr("perm", list(range(rank))[::-1]))
+    if perm == list(range(rank)):
+        return x
     return _emit(n, graph.TransposeOp(operands=[x], result_types=[n.out_type()],
                                       properties={"perm": graph.i64_array(perm)}))
 
@@ -565,10 +684,15 @@ def _concat(n: _Node):
 def _slice(n: _Node):
     x = n.input(0)
     shape = graph.shape_of(x)
-    starts = n.const_input(1, "Slice starts").tolist()
-    ends = n.const_input(2, "Slice ends").tolist()
-    axes = n.const_input(3, "Slice axes").tolist() if n.has_input(3) else list(range(len(starts)))
-    steps = n.const_input(4, "Slice steps").tolist() if n.has_input(4) else [1] * len(starts)
+    if _opset(n) < 10:  # Slice-1: starts/ends/axes are attributes, no steps
+        starts, ends = list(n.attr("starts")), list(n.attr("ends"))
+        axes = list(n.attr("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = n.const_input(1, "Slice starts").tolist()
+        ends = n.const_input(2, "Slice ends").tolist()
+        axes = n.const_input(3, "Slice axes").tolist() if n.has_input(3) else list(range(len(starts)))
+        steps = n.const_input(4, "Slice steps").tolist() if n.has_input(4) else [1] * len(starts)
     full_starts, full_steps = [0] * len(shape), [1] * len(shape)
     for s, e, a, st in zip(starts, ends, axes, steps):
         a %= len(shape)
@@ -586,34 +710,72 @@ def _str_attr(n: _Node, key: str, default: str) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
+def _opset(n: _Node) -> int:
+    for o in n.imp.model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return o.version
+    return onnx.defs.onnx_opset_version()
+
+
 @importer("Resize")
 def _resize(n: _Node):
     x = n.input(0)
     xs = graph.shape_of(x)
+    if _opset(n) < 11:
+        n.fail(f"Resize from opset {_opset(n)} (before 11, inputs X and scales) is not supported; "
+               "export the model with opset 11 or later")
     mode = _str_attr(n, "mode", "nearest")
     coord = _str_attr(n, "coordinate_transformation_mode", "half_pixel")
     nearest = _str_attr(n, "nearest_mode", "round_prefer_floor")
+    policy = _str_attr(n, "keep_aspect_ratio_policy", "stretch")
     if mode not in graph.ResizeOp.MODES:
-        n.fail(f"mode '{mode}' is not supported (supported: nearest, linear)")
+        n.fail(f"mode '{mode}' is not supported (supported: {', '.join(graph.ResizeOp.MODES)})")
     if coord not in graph.ResizeOp.COORDS:
         n.fail(f"coordinate_transformation_mode '{coord}' is not supported "
                f"(supported: {', '.join(graph.ResizeOp.COORDS)})")
-    if n.attr("antialias", 0) or n.attr("axes") is not None or _str_attr(n, "keep_aspect_ratio_policy", "stretch") != "stretch":
-        n.fail("antialias, axes and keep_aspect_ratio_policy are not supported")
+    if mode == "nearest" and nearest not in graph.ResizeOp.NEAREST:
+        n.fail(f"nearest_mode '{nearest}' is not supported "
+               f"(supported: {', '.join(graph.ResizeOp.NEAREST)})")
+    if n.attr("antialias", 0):
+        n.fail("antialias = 1 is not supported")
+    if n.attr("exclude_outside", 0) and mode != "linear":
+        # (for linear taps, excluding outside pixels equals the edge clamp we do)
+        n.fail(f"exclude_outside = 1 is not supported with mode '{mode}'")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        n.fail(f"keep_aspect_ratio_policy '{policy}' is not supported")
     if len(xs) != 4:
         n.fail(f"only 4-D NCHW inputs are supported, got {list(xs)}")
-    if n.has_input(1) and n.const_input(1, "Resize roi").size and coord == "tf_crop_and_resize":
-        n.fail("roi is not supported")
+    rank = len(xs)
+    axes = n.attr("axes")
+    axes = list(range(rank)) if axes is None else [a % rank for a in axes]
+    scales = n.const_input(2, "Resize scales").astype(float).reshape(-1).tolist() if n.has_input(2) else []
+    sizes = n.const_input(3, "Resize sizes").astype(int).reshape(-1).tolist() if n.has_input(3) else []
+    full_scales: list[float] | None = None
+    if scales:
+        if len(scales) != len(axes):
+            n.fail(f"scales {scales} must have one value per axis {axes}")
+        full_scales = [1.0] * rank
+        for a, sc in zip(axes, scales):
+            full_scales[a] = sc
+    elif sizes:
+        if len(sizes) != len(axes):
+            n.fail(f"sizes {sizes} must have one value per axis {axes}")
+        if policy != "stretch":
+            ratios = [sz / xs[a] for a, sz in zip(axes, sizes)]
+            sc = min(ratios) if policy == "not_larger" else max(ratios)
+            full_scales = [sc if a in axes else 1.0 for a in range(rank)]
+    else:
+        n.fail("needs constant scales or sizes")
+    out = graph.shape_of(n.out_type())
+    if out[:2] != xs[:2] or (full_scales is not None and full_scales[:2] != [1.0, 1.0]):
+        n.fail(f"only the spatial axes (2 and 3) of an NCHW tensor can be resized: {list(xs)} -> {list(out)}")
     props = {
         "mode": StringAttr(mode),
         "coordinate_transformation_mode": StringAttr(coord),
         "nearest_mode": StringAttr(nearest),
     }
-    if n.has_input(2) and n.const_input(2, "Resize scales").size:
-        scales = n.const_input(2, "Resize scales").astype(float).tolist()
-        props["scales"] = ArrayAttr([FloatAttr(s, f32) for s in scales])
-    elif n.has_input(3):
-        n.const_input(3, "Resize sizes")
+    if full_scales is not None:
+        props["scales"] = ArrayAttr([FloatAttr(sc, f32) for sc in full_scales])
     return _emit(n, graph.ResizeOp(operands=[x], result_types=[n.out_type()], properties=props))
 
 
@@ -621,6 +783,20 @@ def _resize(n: _Node):
 def _softmax(n: _Node):
     x = n.input(0)
     rank = len(graph.shape_of(x))
+    if _opset(n) < 13:
+        # Softmax-1/11: the input is coerced to 2-D [prod(dims[:axis]), prod(dims[axis:])]
+        # and normalised over the second dimension; default axis 1.
+        xs = graph.shape_of(x)
+        axis = n.attr("axis", 1) % rank if rank else 0
+        inner = math.prod(xs[axis:])
+        if inner == xs[-1]:  # dims after the last axis are all 1: same as axis = -1
+            return _emit(n, graph.SoftmaxOp(operands=[x], result_types=[x.type],
+                                            properties={"axis": graph.IntegerAttr(rank - 1, 64)}))
+        t2 = TensorType(f32, [math.prod(xs[:axis]), inner])
+        x2 = _emit(n, graph.ReshapeOp(operands=[x], result_types=[t2]))
+        y2 = _emit(n, graph.SoftmaxOp(operands=[x2], result_types=[t2],
+                                      properties={"axis": graph.IntegerAttr(1, 64)}))
+        return _emit(n, graph.ReshapeOp(operands=[y2], result_types=[x.type]))
     axis = n.attr("axis", -1) % rank
     return _emit(n, graph.SoftmaxOp(operands=[x], result_types=[x.type],
                                     properties={"axis": graph.IntegerAttr(axis, 64)}))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, f16
 from xdsl.ir import SSAValue
 
 from adreno_mlir.errors import CompileError
@@ -45,6 +45,27 @@ def _host_function(module: ModuleOp) -> func.FuncOp:
     raise RuntimeError_("the module has no host function (run convert-graph-to-opencl first)")
 
 
+def check_device_limits(fn: func.FuncOp, device: cl.Device) -> None:
+    """Refuse a plan whose images the device cannot hold (before any CL call fails)."""
+    images = [op.results[0].type for op in fn.body.block.ops if isinstance(op, opencl.AllocImageOp)]
+    if not images:
+        return
+    if not device.image_support:
+        raise ImageLimitError(f"{device.name} has no image support; compile with textures=False")
+    too_big = [t for t in images if t.width.data > device.image2d_max_width or t.height.data > device.image2d_max_height]
+    if too_big:
+        t = max(too_big, key=lambda t: t.width.data * t.height.data)
+        raise ImageLimitError(
+            f"the plan needs {len(too_big)} image(s) larger than {device.name} allows "
+            f"({device.image2d_max_width}x{device.image2d_max_height}), e.g. {t.width.data}x{t.height.data}; "
+            "compile for this device's profile (target='auto') or with textures=False"
+        )
+
+
+class ImageLimitError(CompileError):
+    """The compiled texture plan does not fit the device's image limits."""
+
+
 class Executable:
     def __init__(self, module: ModuleOp, source: str, store: WeightStore, context: cl.Context,
                  options: tuple[str, ...] = ("-cl-std=CL1.2",)):
@@ -56,6 +77,7 @@ class Executable:
         except cl.RuntimeError as e:
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
         fn = _host_function(module)
+        check_device_limits(fn, self.device)
         self.input_names = [a.data for a in fn.attributes["graph.inputs"].data]
         self.output_names = [a.data for a in fn.attributes["graph.outputs"].data]
         self.input_shapes: list[tuple[int, ...]] = []
@@ -85,7 +107,8 @@ class Executable:
         for i, op in enumerate(ops):
             if isinstance(op, opencl.WeightOp):
                 name = op.symbol.root_reference.data
-                arr = np.ascontiguousarray(np.asarray(store[name], dtype=np.float32).reshape(-1))
+                dtype = np.float16 if op.results[0].type.element == f16 else np.float32
+                arr = np.ascontiguousarray(np.asarray(store[name], dtype=dtype).reshape(-1))
                 if arr.size != op.results[0].type.size.data:
                     raise RuntimeError_(f"weight @{name} has {arr.size} elements, the IR expects "
                                         f"{op.results[0].type.size.data}")
@@ -97,6 +120,12 @@ class Executable:
                 pool = free.get(nbytes)
                 value = op.results[0]
                 buffers[value] = pool.pop() if pool and value not in pinned else cl.Buffer(self.context, MF.READ_WRITE, nbytes)
+            elif isinstance(op, opencl.AllocImageOp):
+                t = op.results[0].type
+                key = ("image", t.width.data, t.height.data, t.format.data)
+                pool = free.get(key)
+                value = op.results[0]
+                buffers[value] = pool.pop() if pool and value not in pinned else self._image(t)
             elif isinstance(op, opencl.LaunchOp):
                 kname = op.kernel.root_reference.data
                 kernel = cl.Kernel(self.program, kname)
@@ -109,11 +138,21 @@ class Executable:
                 raise RuntimeError_(f"cannot execute host op '{op.name}'")
             # release intermediates whose last use is this op
             for v in op.operands:
-                if last_use.get(v) == i and v not in pinned and isinstance(v.owner, opencl.AllocBufferOp):
+                if last_use.get(v) != i or v in pinned:
+                    continue
+                if isinstance(v.owner, opencl.AllocBufferOp):
                     free.setdefault(max(4, v.type.nbytes), []).append(buffers[v])
+                elif isinstance(v.owner, opencl.AllocImageOp):
+                    t = v.type
+                    free.setdefault(("image", t.width.data, t.height.data, t.format.data), []).append(buffers[v])
         self.outputs = [(buffers[v], v.type.size.data) for v in ret.operands]
         # Kernel arguments do not keep buffers alive: hold every one for our lifetime.
         self.buffers = list({id(b): b for b in buffers.values()}.values())
+
+    def _image(self, t: opencl.ImageType) -> cl.Image:
+        fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.HALF_FLOAT if t.format.data == "rgba_f16"
+                             else cl.channel_type.FLOAT)
+        return cl.Image(self.context, MF.READ_WRITE, fmt, shape=(t.width.data, t.height.data))
 
     # ------------------------------------------------------------------ running
 

@@ -1,11 +1,13 @@
 """ONNX Resize of the two spatial axes (nearest or bilinear), grid (OW, OH, N*C).
 
-Source coordinates follow ONNX's coordinate_transformation_mode; bilinear taps are
+Source coordinates follow ONNX's coordinate_transformation_mode (as its reference
+implementation computes them, with length_resized = scale * input length); bilinear taps are
 clamped to the edge, which equals ONNX's edge padding.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -33,15 +35,24 @@ class ResizeSpec(KernelSpec):
     def _source(self, kb: KernelBuilder, o: SSAValue, axis: int) -> SSAValue:
         in_len, out_len = self.x_shape[2 + axis], self.out_shape[2 + axis]
         scale = self.scales[axis]
+        # ONNX's length_resized is scale * length_original, which differs from the
+        # (integer) output length when the scale does not divide evenly.
+        resized = in_len * scale
+        if math.isclose(resized, out_len, rel_tol=1e-6):
+            resized = float(out_len)
         of = kb.to_float(o)
         mode = self.coord_mode
         if mode == "align_corners":
-            return kb.f(0.0) if out_len == 1 else kb.fmul(of, (in_len - 1) / (out_len - 1))
+            return kb.f(0.0) if resized == 1 else kb.fmul(of, (in_len - 1) / (resized - 1))
         if mode == "asymmetric":
             return kb.fdiv(of, scale)
-        if mode == "pytorch_half_pixel" and out_len == 1:
+        if mode == "pytorch_half_pixel" and resized == 1:
             return kb.f(0.0)
-        return kb.fsub(kb.fdiv(kb.fadd(of, 0.5), scale), 0.5)
+        half = kb.fsub(kb.fdiv(kb.fadd(of, 0.5), scale), 0.5)
+        if mode == "half_pixel_symmetric":
+            offset = in_len / 2 * (1 - out_len / resized)
+            return half if offset == 0 else kb.fadd(half, offset)
+        return half
 
     def _nearest(self, kb: KernelBuilder, s: SSAValue, in_len: int) -> SSAValue:
         if self.nearest_mode == "round_prefer_floor":

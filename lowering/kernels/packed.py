@@ -1,0 +1,463 @@
+"""NCHW4c kernels: every work-item handles whole pixels of four channels (a float4).
+
+A packed tensor lives in a global buffer (float4 per pixel, or half4 read with
+`vload_half4` for fp16 storage) or in a 2-D image (`read_imagef`/`write_imagef`,
+RGBA = the 4 channels; half-float images give fp16 storage with fp32 arithmetic).
+`Packed` hides which: kernels address pixels as (n, c4, h, w).
+
+Kernels: pack / unpack at the NCHW boundary, convolution (groups 1: OIHW4o weights,
+4 float4 multiply-adds per input pixel; depthwise: one), max/avg pool, spatial mean,
+resize, and element-wise maps (which also do channel concat through an output
+channel offset). Fused epilogues are float4 expressions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import f16, f32
+from xdsl.ir import Attribute, SSAValue
+
+from dialects import opencl
+from lowering.expr import Expr, Src, describe, emit_expr, memo_loader
+from lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+from lowering.kernels.common import KernelSpec
+
+
+@dataclass(frozen=True)
+class Packed:
+    """How a kernel reaches an NCHW4c tensor of shape (N, C4, H, W)."""
+
+    shape: tuple[int, int, int, int]
+    kind: str = "buf"  # "buf" | "img"
+    mapping: str = "texture"  # image mapping: "texture" | "texture-nhwc"
+    element: str = "f32"  # storage: "f32" | "f16"
+
+    def arg_type(self, write: bool) -> Attribute:
+        if self.kind == "img":
+            return opencl.Image2DType("write" if write else "read")
+        return opencl.PointerType("global", f16 if self.element == "f16" else f32)
+
+    def pixel(self, kb: KernelBuilder, n, c4, h, w):
+        """Image coordinates (x, y) of a pixel."""
+        _, C4, H, W = self.shape
+        if self.mapping == "texture-nhwc":
+            return kb.add(kb.mul(h, W), w), kb.add(kb.mul(n, C4), c4)
+        return w, kb.add(kb.mul(kb.add(kb.mul(n, C4), c4), H), h)
+
+    def index(self, kb: KernelBuilder, n, c4, h, w):
+        _, C4, H, W = self.shape
+        return kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, C4), c4), H), h), W), w)
+
+    def read(self, kb: KernelBuilder, ptr: SSAValue, n, c4, h, w) -> SSAValue:
+        if self.kind == "img":
+            x, y = self.pixel(kb, n, c4, h, w)
+            return kb.emit(opencl.ReadImageOp(ptr, kb.i(x), kb.i(y)))
+        idx = kb.i(self.index(kb, n, c4, h, w))
+        if self.element == "f16":
+            return kb.emit(opencl.VLoadHalf4Op(ptr, idx))
+        return kb.emit(opencl.VLoad4Op(ptr, idx))
+
+    def write(self, kb: KernelBuilder, ptr: SSAValue, value: SSAValue, n, c4, h, w) -> None:
+        if self.kind == "img":
+            x, y = self.pixel(kb, n, c4, h, w)
+            kb.emit(opencl.WriteImageOp(ptr, kb.i(x), kb.i(y), value))
+            return
+        idx = kb.i(self.index(kb, n, c4, h, w))
+        if self.element == "f16":
+            kb.emit(opencl.VStoreHalf4Op(value, ptr, idx))
+        else:
+            kb.emit(opencl.VStore4Op(value, ptr, idx))
+
+    def read_masked(self, kb: KernelBuilder, ptr, n, c4, h, w, valid) -> SSAValue:
+        """The pixel, or zeros where `valid` is false (address clamped in bounds)."""
+        if valid is None:
+            return self.read(kb, ptr, n, c4, h, w)
+        zero = kb.vector().f(0.0)
+        v = self.read(kb, ptr, n, c4, kb.select(valid, kb.i(h), kb.i(0)), kb.select(valid, kb.i(w), kb.i(0)))
+        return kb.select(valid, v, zero)
+
+
+@dataclass(frozen=True)
+class PackedEpilogue:
+    """Float4 element-wise tail; extra input k is read at the output pixel, with
+    coordinate 0 on the axes (n, h, w) where it broadcasts."""
+
+    expr: Expr = Src()
+    extras: tuple[tuple[Packed, tuple[bool, bool, bool]], ...] = ()
+
+    def suffix(self) -> str:
+        d = describe(self.expr)
+        return f"_{d}" if d else ""
+
+    def apply(self, kb: KernelBuilder, value: SSAValue | None, ptrs, n, c4, h, w) -> SSAValue:
+        if self.expr == Src():
+            return value
+
+        def load(k: int) -> SSAValue:
+            acc, (bn, bh, bw) = self.extras[k]
+            return acc.read(kb, ptrs[k], 0 if bn else n, c4, 0 if bh else h, 0 if bw else w)
+
+        return emit_expr(kb.vector(), self.expr, value, memo_loader(load))
+
+
+@dataclass(frozen=True)
+class PackedSpec(KernelSpec):
+    """Base: head inputs, then epilogue extras, then the output."""
+
+    out: Packed
+    pepi: PackedEpilogue = field(default_factory=PackedEpilogue)
+
+    def head_args(self) -> list[tuple[str, Attribute]]:
+        raise NotImplementedError
+
+    def out_arg(self) -> tuple[str, Attribute]:
+        return ("out", self.out.arg_type(True))
+
+    def build(self, name: str) -> opencl.KernelOp:
+        args = [*self.head_args(), *[(f"x{k}", p.arg_type(False)) for k, (p, _) in enumerate(self.pepi.extras)],
+                self.out_arg()]
+        kernel, kb = new_kernel(name, args)
+        self.body(kb, list(kernel.args))
+        finish(kb)
+        return kernel
+
+    def split(self, args: list[SSAValue]) -> tuple[list[SSAValue], list[SSAValue], SSAValue]:
+        n = len(self.head_args())
+        return args[:n], args[n:-1], args[-1]
+
+    def grid(self) -> tuple[int, int, int]:
+        n, c4, h, w = self.out.shape
+        return (w, h, n * c4)
+
+    def global_size(self) -> tuple[int, ...]:
+        return self.grid()
+
+    def pixel_ids(self, kb: KernelBuilder):
+        """(n, c4, h, w) of this work-item for the default grid (W, H, N*C4)."""
+        _, c4n, _, _ = self.out.shape
+        w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
+        return kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4"), h, w
+
+    def finish_pixel(self, kb: KernelBuilder, extras, out, value, n, c4, h, w) -> None:
+        value = self.pepi.apply(kb, value, extras, n, c4, h, w)
+        self.out.write(kb, out, value, n, c4, h, w)
+
+
+# --------------------------------------------------------------------------- boundaries
+
+
+@dataclass(frozen=True)
+class PackSpec(PackedSpec):
+    """NCHW float buffer -> NCHW4c (channels past C read as zero)."""
+
+    channels: int = 0
+
+    def base_name(self) -> str:
+        return "pack_nchw4c"
+
+    def head_args(self):
+        return [("input", GLOBAL_F32)]
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x,), _, out = self.split(args)
+        n, c4, h, w = self.pixel_ids(kb)
+        _, _, H, W = self.out.shape
+        lanes = []
+        for k in range(4):
+            c = kb.add(kb.mul(c4, 4), k)
+            valid = kb.cmp("slt", c, self.channels)
+            idx = kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, self.channels), c), H), h), W), w)
+            lanes.append(kb.masked_load(x, idx, valid))
+        self.out.write(kb, out, kb.vec(lanes), n, c4, h, w)
+
+
+@dataclass(frozen=True)
+class UnpackSpec(PackedSpec):
+    """NCHW4c -> NCHW float buffer of `channels` channels (padding dropped)."""
+
+    src: Packed = None  # type: ignore[assignment]
+    channels: int = 0
+
+    def base_name(self) -> str:
+        return "unpack_nchw4c"
+
+    def grid(self):
+        n, c4, h, w = self.src.shape
+        return (w, h, n * c4)
+
+    def head_args(self):
+        return [("input", self.src.arg_type(False))]
+
+    def out_arg(self):
+        return ("out", GLOBAL_F32)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x,), _, out = self.split(args)
+        _, c4n, H, W = self.src.shape
+        w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
+        n, c4 = kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4")
+        v = self.src.read(kb, x, n, c4, h, w)
+        for k in range(4):
+            c = kb.add(kb.mul(c4, 4), k)
+            idx = kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, self.channels), c), H), h), W), w)
+            if self.channels % 4 == 0:
+                kb.store(kb.lane(v, k), out, idx)
+            else:
+                kb.guard([kb.cmp("slt", c, self.channels)], lambda k2, k=k, idx=idx: k2.store(k2.lane(v, k), out, idx))
+
+
+# --------------------------------------------------------------------------- convolution
+
+
+@dataclass(frozen=True)
+class PackedConvSpec(PackedSpec):
+    src: Packed = None  # type: ignore[assignment]
+    kernel: tuple[int, int] = (1, 1)
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+    depthwise: bool = False
+    has_bias: bool = False
+    x_block: int = 1
+
+    def base_name(self) -> str:
+        kh, kw = self.kernel
+        kind = "dwconv" if self.depthwise else "conv"
+        s = f"_s{self.strides[0]}" if self.strides != (1, 1) else ""
+        return f"{kind}{kh}x{kw}{s}_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        args = [("input", self.src.arg_type(False)), ("weight", GLOBAL_F32)]
+        return args + ([("bias", GLOBAL_F32)] if self.has_bias else [])
+
+    def grid(self):
+        n, c4, h, w = self.out.shape
+        return (-(-w // self.x_block), h, n * c4)
+
+    def needs_check(self, axis: int) -> bool:
+        size = self.src.shape[2 + axis]
+        out = self.out.shape[2 + axis]
+        last = (out - 1) * self.strides[axis] - self.pads[axis] + (self.kernel[axis] - 1) * self.dilations[axis]
+        return self.pads[axis] > 0 or last >= size
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split(args)
+        x, wt = ins[0], ins[1]
+        n_, ci4n, H, W = self.src.shape
+        _, co4n, OH, OW = self.out.shape
+        kh_n, kw_n = self.kernel
+        taps = kh_n * kw_n
+        xb = self.x_block
+        gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
+        n, co4 = kb.div(z, co4n, "n"), kb.rem(z, co4n, "co4")
+        ox0 = kb.mul(gx, xb, "ox")
+        iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
+        ixs = [kb.sub(kb.mul(kb.min_i(kb.add(ox0, t), OW - 1) if OW % xb else kb.add(ox0, t), self.strides[1]),
+                      self.pads[1]) for t in range(xb)]
+        vk = kb.vector()
+
+        def read_tap(k: KernelBuilder, ci4, kh, kw, t):
+            iy = k.add(iy0, k.mul(kh, self.dilations[0]))
+            ix = k.add(ixs[t], k.mul(kw, self.dilations[1]))
+            conds = (k.in_bounds(iy, 0, H) if self.needs_check(0) else []) + (
+                k.in_bounds(ix, 0, W) if self.needs_check(1) else [])
+            return self.src.read_masked(k, x, n, ci4, iy, ix, k.all_of(conds))
+
+        def tap(k: KernelBuilder, ci4, kh, kw, accs):
+            if self.depthwise:
+                wv = k.vload4(wt, k.add(k.mul(co4, taps), k.add(k.mul(kh, kw_n), kw)))
+                return [k.fma(read_tap(k, ci4, kh, kw, t), wv, accs[t]) for t in range(xb)]
+            # OIHW4o: weights of input channel ci for the 4 outputs of block co4
+            ci_n = ci4n * 4
+            base = k.add(k.mul(k.add(k.mul(co4, ci_n), k.mul(ci4, 4)), taps), k.add(k.mul(kh, kw_n), kw))
+            wv = [k.vload4(wt, k.add(base, lane * taps)) for lane in range(4)]
+            res = list(accs)
+            for t in range(xb):
+                v = read_tap(k, ci4, kh, kw, t)
+                for lane in range(4):
+                    res[t] = k.fma(k.splat(k.lane(v, lane)), wv[lane], res[t])
+            return res
+
+        def over_taps(k: KernelBuilder, ci4, accs):
+            if taps <= 9:
+                for a in range(kh_n):
+                    for b in range(kw_n):
+                        accs = tap(k, ci4, a, b, accs)
+                return accs
+            return k.for_(0, kh_n, 1, accs, lambda k1, a, a1: k1.for_(
+                0, kw_n, 1, a1, lambda k2, b, a2: tap(k2, ci4, a, b, a2), "kw"), "kh")
+
+        init = kb.vload4(ins[2], co4, "bias") if self.has_bias else vk.f(0.0)
+        accs = [init] * xb
+        if self.depthwise:
+            accs = over_taps(kb, co4, accs)
+        else:
+            accs = kb.for_(0, ci4n, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+        for t in range(xb):
+            ox = kb.add(ox0, t)
+            if OW % xb and t > 0:
+                kb.guard([kb.cmp("slt", ox, OW)],
+                         lambda k, t=t, ox=ox: self.finish_pixel(k, extras, out, accs[t], n, co4, oy, ox))
+            else:
+                self.finish_pixel(kb, extras, out, accs[t], n, co4, oy, ox)
+
+    @staticmethod
+    def weights_for_depthwise(w_packed: np.ndarray) -> np.ndarray:
+        """[C4, 1, KH, KW, 4] OIHW4o of a depthwise conv is already C4-HW-4c."""
+        return w_packed
+
+
+# --------------------------------------------------------------------------- pools, reductions, resize
+
+
+@dataclass(frozen=True)
+class PackedPoolSpec(PackedSpec):
+    src: Packed = None  # type: ignore[assignment]
+    kind: str = "max"
+    kernel: tuple[int, int] = (1, 1)
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+    count_include_pad: bool = False
+
+    def base_name(self) -> str:
+        return f"{self.kind}pool{self.kernel[0]}x{self.kernel[1]}_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        return [("input", self.src.arg_type(False))]
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x,), extras, out = self.split(args)
+        n, c4, oy, ox = self.pixel_ids(kb)
+        _, _, H, W = self.src.shape
+        y0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "y0")
+        x0 = kb.sub(kb.mul(ox, self.strides[1]), self.pads[1], "x0")
+        is_max = self.kind == "max"
+        vk = kb.vector()
+        acc = vk.f(float("-inf") if is_max else 0.0)
+        for a in range(self.kernel[0]):
+            for b in range(self.kernel[1]):
+                iy = kb.add(y0, a * self.dilations[0])
+                ix = kb.add(x0, b * self.dilations[1])
+                valid = kb.all_of(kb.in_bounds(iy, 0, H) + kb.in_bounds(ix, 0, W))
+                v = self.src.read(kb, x, n, c4, kb.select(valid, kb.i(iy), kb.i(0)), kb.select(valid, kb.i(ix), kb.i(0)))
+                acc = kb.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)
+        if not is_max:
+            kh, kw = self.kernel
+            if self.count_include_pad:
+                y1 = kb.min_i(kb.add(y0, kh), H + self.pads[2])
+                x1 = kb.min_i(kb.add(x0, kw), W + self.pads[3])
+                count = kb.mul(kb.sub(y1, y0), kb.sub(x1, x0))
+            else:
+                y1, x1 = kb.min_i(kb.add(y0, kh), H), kb.min_i(kb.add(x0, kw), W)
+                count = kb.mul(kb.sub(y1, kb.max_i(y0, 0)), kb.sub(x1, kb.max_i(x0, 0)))
+            acc = vk.fdiv(acc, kb.splat(kb.to_float(count)))
+        self.finish_pixel(kb, extras, out, acc, n, c4, oy, ox)
+
+
+@dataclass(frozen=True)
+class PackedMeanSpec(PackedSpec):
+    """Mean over H and W (global average pool, ReduceMean over axes 2, 3)."""
+
+    src: Packed = None  # type: ignore[assignment]
+
+    def base_name(self) -> str:
+        return f"global_avgpool_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        return [("input", self.src.arg_type(False))]
+
+    def grid(self):
+        n, c4, _, _ = self.out.shape
+        return (1, 1, n * c4)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x,), extras, out = self.split(args)
+        n, c4, _, _ = self.pixel_ids(kb)
+        _, _, H, W = self.src.shape
+        vk = kb.vector()
+
+        def row(k: KernelBuilder, h, acc):
+            return k.for_(0, W, 1, acc, lambda k2, w, a: [k2.vector().fadd(a[0], self.src.read(k2, x, n, c4, h, w))], "w")
+
+        (total,) = kb.for_(0, H, 1, [vk.f(0.0)], row, "h")
+        self.finish_pixel(kb, extras, out, vk.fmul(total, 1.0 / (H * W)), n, c4, 0, 0)
+
+
+@dataclass(frozen=True)
+class PackedResizeSpec(PackedSpec):
+    src: Packed = None  # type: ignore[assignment]
+    mode: str = "nearest"
+    coord_mode: str = "half_pixel"
+    nearest_mode: str = "round_prefer_floor"
+    scales: tuple[float, float] = (1.0, 1.0)
+
+    def base_name(self) -> str:
+        return f"resize_{self.mode}_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        return [("input", self.src.arg_type(False))]
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        from lowering.kernels.resize import ResizeSpec
+
+        (x,), extras, out = self.split(args)
+        n, c4, oy, ox = self.pixel_ids(kb)
+        N, C4, H, W = self.src.shape
+        _, _, OH, OW = self.out.shape
+        # The NCHW resize kernel's coordinate arithmetic, shared.
+        geometry = ResizeSpec(x_shape=(N, 4 * C4, H, W), out_shape=(N, 4 * C4, OH, OW), mode=self.mode,
+                              coord_mode=self.coord_mode, nearest_mode=self.nearest_mode, scales=self.scales)
+        sy, sx = geometry._source(kb, oy, 0), geometry._source(kb, ox, 1)
+        if self.mode == "nearest":
+            value = self.src.read(kb, x, n, c4, geometry._nearest(kb, sy, H), geometry._nearest(kb, sx, W))
+        else:
+            vk = kb.vector()
+            fy, fx = kb.floor(sy), kb.floor(sx)
+            ly, lx = kb.splat(kb.fsub(sy, fy)), kb.splat(kb.fsub(sx, fx))
+            iy, ix = kb.to_int(fy), kb.to_int(fx)
+            y0, y1 = kb.min_i(kb.max_i(iy, 0), H - 1), kb.min_i(kb.max_i(kb.add(iy, 1), 0), H - 1)
+            x0, x1 = kb.min_i(kb.max_i(ix, 0), W - 1), kb.min_i(kb.max_i(kb.add(ix, 1), 0), W - 1)
+
+            def at(a, b):
+                return self.src.read(kb, x, n, c4, a, b)
+
+            def lerp(a, b, t):
+                return vk.fadd(a, vk.fmul(vk.fsub(b, a), t))
+
+            value = lerp(lerp(at(y0, x0), at(y0, x1), lx), lerp(at(y1, x0), at(y1, x1), lx), ly)
+        self.finish_pixel(kb, extras, out, value, n, c4, oy, ox)
+
+
+# --------------------------------------------------------------------------- element-wise
+
+
+@dataclass(frozen=True)
+class PackedMapSpec(PackedSpec):
+    """out[n, c4 + c4_offset, h, w] = expr(inputs at (n, c4, h, w), broadcasting).
+
+    Grid is over `shape` (the inputs' space); with a channel offset it copies one
+    concat input into its slice of the output."""
+
+    shape: tuple[int, int, int, int] = (1, 1, 1, 1)
+    c4_offset: int = 0
+
+    def base_name(self) -> str:
+        return f"{describe(self.pepi.expr) or 'copy'}_4c"
+
+    def head_args(self):
+        return []
+
+    def grid(self):
+        n, c4, h, w = self.shape
+        return (w, h, n * c4)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        _, extras, out = self.split(args)
+        c4n = self.shape[1]
+        w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
+        n, c4 = kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4")
+        value = self.pepi.apply(kb, None, extras, n, c4, h, w)
+        self.out.write(kb, out, value, n, kb.add(c4, self.c4_offset), h, w)

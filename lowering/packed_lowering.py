@@ -1,0 +1,134 @@
+"""Lowering of the NCHW4c (texture) level: graph ops on `!texture.tensor` values and
+`texture.pack`/`unpack` become the kernels of `lowering/kernels/packed.py`.
+
+The memory a value was given by annotate-texture-scope (global buffer or image, its
+mapping, f32/f16 storage) becomes its kernels' `Packed` accessor, so one generator
+serves buffers and images, and a kernel is shared by launches whose operands live in
+the same kind of memory.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import f16
+from xdsl.ir import SSAValue
+
+from dialects import graph, texture
+from lowering.expr import Bin, Expr, In, Src, Un
+from lowering.kernels.packed import (
+    Packed,
+    PackedConvSpec,
+    PackedEpilogue,
+    PackedMapSpec,
+    PackedMeanSpec,
+    PackedPoolSpec,
+    PackedResizeSpec,
+    PackSpec,
+    UnpackSpec,
+)
+
+
+def packed(value: SSAValue) -> Packed:
+    t = value.type
+    assert isinstance(t, texture.TextureTensorType), t
+    n, c4, h, w, _ = t.shape
+    element = "f16" if t.element == f16 else "f32"
+    if t.is_image:
+        return Packed((n, c4, h, w), "img", t.scope_name, element)
+    return Packed((n, c4, h, w), "buf", "texture", element)
+
+
+def _broadcast(value: SSAValue, out: Packed) -> tuple[bool, bool, bool]:
+    n, c4, h, w = packed(value).shape
+    on, oc4, oh, ow = out.shape
+    if c4 != oc4:
+        raise ValueError(f"packed operand with {c4} channel blocks cannot broadcast to {oc4}")
+    return (n == 1 and on > 1, h == 1 and oh > 1, w == 1 and ow > 1)
+
+
+def epilogue(hb, group, out: Packed) -> tuple[PackedEpilogue, list[SSAValue]]:
+    """The group's element-wise tail as a float4 expression (see HostBuilder.epilogue)."""
+    from lowering.convert_graph_to_opencl import _BINARY_KIND, _UNARY_KIND, _is_elementwise, _unary_params
+
+    elementwise_head = _is_elementwise(group.head)
+    if len(group.ops) == 1 and not elementwise_head:
+        return PackedEpilogue(), []
+    members = set(group.ops) if elementwise_head else set(group.ops[1:])
+    head_value = None if elementwise_head else group.head.results[0]
+    extras: list[SSAValue] = []
+
+    def expr(v: SSAValue) -> Expr:
+        if head_value is not None and v is head_value:
+            return Src()
+        owner = v.owner
+        if owner in members:
+            if type(owner) in _UNARY_KIND:
+                return Un(_UNARY_KIND[type(owner)], expr(owner.operands[0]), _unary_params(owner))
+            return Bin(_BINARY_KIND[type(owner)], expr(owner.operands[0]), expr(owner.operands[1]))
+        if v not in extras:
+            extras.append(v)
+        return In(extras.index(v))
+
+    e = expr(group.result)
+    pepi = PackedEpilogue(e, tuple((packed(v), _broadcast(v, out)) for v in extras))
+    return pepi, [hb.buffer(v) for v in extras]
+
+
+def lower_packed(hb, group, loc) -> None:
+    head = group.head
+    if isinstance(head, texture.PackOp):
+        out = packed(head.result)
+        spec = PackSpec(out=out, channels=graph.shape_of(head.input)[1])
+        hb.launch(spec, [hb.buffer(head.input), hb.alloc(head.result)], loc)
+        return
+    if isinstance(head, texture.UnpackOp):
+        src = packed(head.input)
+        spec = UnpackSpec(out=src, src=src, channels=graph.shape_of(head.result)[1])
+        hb.launch(spec, [hb.buffer(head.input), hb.alloc(head.result)], loc)
+        return
+    out = packed(group.result)
+    if isinstance(head, graph.ConcatOp):
+        offset = 0
+        dst = hb.alloc(head.result)
+        for v in head.inputs:
+            src = packed(v)
+            spec = PackedMapSpec(out=out, pepi=PackedEpilogue(In(0), ((src, (False, False, False)),)),
+                                 shape=src.shape, c4_offset=offset)
+            hb.launch(spec, [hb.buffer(v), dst], loc)
+            offset += src.shape[1]
+        return
+    pepi, extras = epilogue(hb, group, out)
+    if isinstance(head, graph.Conv2dOp):
+        k = graph.weight_shape(head.weight)[2:]
+        spec = PackedConvSpec(
+            out=out, pepi=pepi, src=packed(head.input), kernel=tuple(k), strides=graph.ints(head.strides),
+            pads=graph.ints(head.pads), dilations=graph.ints(head.dilations),
+            depthwise=head.groups.value.data > 1, has_bias=head.bias is not None,
+            x_block=max(1, min(hb.schedule.conv_x_block, out.shape[3])),
+        )
+        ins = [hb.buffer(head.input), hb.buffer(head.weight)] + ([hb.buffer(head.bias)] if head.bias is not None else [])
+    elif isinstance(head, (graph.MaxPoolOp, graph.AvgPoolOp)):
+        is_max = isinstance(head, graph.MaxPoolOp)
+        spec = PackedPoolSpec(
+            out=out, pepi=pepi, src=packed(head.input), kind="max" if is_max else "avg",
+            kernel=graph.ints(head.kernel_shape), strides=graph.ints(head.strides), pads=graph.ints(head.pads),
+            dilations=graph.ints(head.dilations) if is_max else (1, 1),
+            count_include_pad=bool(not is_max and head.count_include_pad.value.data),
+        )
+        ins = [hb.buffer(head.input)]
+    elif isinstance(head, (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)):
+        spec = PackedMeanSpec(out=out, pepi=pepi, src=packed(head.input))
+        ins = [hb.buffer(head.input)]
+    elif isinstance(head, graph.ResizeOp):
+        x_shape, out_shape = graph.shape_of(head.input), graph.shape_of(head.result)
+        if head.scales is not None:
+            scales = tuple(float(s.value.data) for s in head.scales.data[2:])
+        else:
+            scales = (out_shape[2] / x_shape[2], out_shape[3] / x_shape[3])
+        spec = PackedResizeSpec(out=out, pepi=pepi, src=packed(head.input), mode=head.mode.data,
+                                coord_mode=head.coordinate_transformation_mode.data,
+                                nearest_mode=head.nearest_mode.data, scales=scales)
+        ins = [hb.buffer(head.input)]
+    else:  # an element-wise chain
+        spec = PackedMapSpec(out=out, pepi=pepi, shape=out.shape)
+        ins = []
+    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)

@@ -1,0 +1,87 @@
+"""`annotate-texture-scope`: choose where each NCHW4c tensor lives.
+
+A packed activation goes to a 2-D image when its producer can write images, every
+consumer can read them, and an image mapping fits the target's image limits; of the
+mappings that fit (`texture`: height N*C4*H, width W; `texture-nhwc`: height N*C4,
+width H*W) the most balanced is chosen. Everything else stays a global buffer (TVM's
+annotate_texture_storage makes the same decision). Packed constants stay buffers.
+The choice is written into the `!texture.tensor` type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from adreno_mlir.errors import CompileError
+from adreno_mlir.target import TargetProfile, get_profile, list_profiles
+from dialects import graph, texture
+
+_IMAGE_OPS = (graph.Conv2dOp, graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp,
+              graph.ReduceMeanOp, graph.ResizeOp, graph.ConcatOp, *graph.UNARY_OPS, *graph.BINARY_OPS)
+MAPPINGS = ("texture", "texture-nhwc")
+
+
+def reads_images(op: Operation, value: SSAValue) -> bool:
+    if isinstance(op, texture.UnpackOp):
+        return True
+    if isinstance(op, graph.Conv2dOp):
+        return value is op.input  # weights and bias stay buffers
+    return isinstance(op, _IMAGE_OPS)
+
+
+def writes_images(op: Operation) -> bool:
+    if isinstance(op, texture.PackOp):
+        return not isinstance(op.input.owner, graph.ConstantOp)
+    return isinstance(op, _IMAGE_OPS)
+
+
+def choose_mapping(shape: tuple[int, ...], profile: TargetProfile) -> str | None:
+    best, best_ratio = None, None
+    for scope in MAPPINGS:
+        w, h = texture.image_extent(scope, shape)
+        if w > profile.max_image_width or h > profile.max_image_height:
+            continue
+        ratio = max(w, h) / max(1, min(w, h))
+        if best_ratio is None or ratio < best_ratio:
+            best, best_ratio = scope, ratio
+    return best
+
+
+@dataclass(frozen=True)
+class AnnotateTextureScope(ModulePass):
+    name = "annotate-texture-scope"
+
+    target: str = "adreno-740"
+    """Target profile whose image limits apply (see adreno_mlir.target)."""
+    images: bool = True
+    """False forces the buffer plan: every tensor stays in a global buffer."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            profile = get_profile(self.target)
+        except ValueError:
+            raise CompileError(
+                f"annotate-texture-scope: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
+            ) from None
+        if not self.images:
+            return
+        for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
+            for o in list(fn.body.block.ops):
+                for r in list(o.results):
+                    t = r.type
+                    if not isinstance(t, texture.TextureTensorType) or t.is_image:
+                        continue
+                    if not (profile.supports_images and writes_images(o)):
+                        continue
+                    if not r.uses or not all(reads_images(u.operation, r) for u in r.uses):
+                        continue
+                    scope = choose_mapping(t.shape, profile)
+                    if scope is not None:
+                        Rewriter.replace_value_with_new_type(r, t.with_memory(scope))

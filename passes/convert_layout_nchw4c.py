@@ -1,0 +1,209 @@
+"""`convert-layout-nchw4c`: activations move to NCHW4c, weights to OIHW4o.
+
+NCHW4c splits channels into blocks of four, the block being the RGBA of one image
+pixel (TVM's Adreno layout). Ops that have an NCHW4c kernel (convolutions with
+groups 1 or depthwise, pools, global average pool, spatial mean, resize, element-wise
+ops, channel concat of multiple-of-4 inputs) are rebuilt on `!texture.tensor` values:
+
+- channels are zero-padded to a multiple of 4; conv weights are padded (O and I) and
+  packed OIHW4o at compile time, biases padded, per-channel constants packed;
+- `texture.pack` is inserted where a plain tensor enters the NCHW4c region (model
+  inputs, results of ops that stay NCHW) and `texture.unpack` where a packed value
+  leaves it (model outputs, NCHW-only consumers);
+- a pack of an unpack's result is the packed value itself, so back-to-back
+  unpack/pack pairs cancel as the pass goes; unused unpacks are erased.
+
+Every tensor starts in the `global` scope; `annotate-texture-scope` picks images.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f16, f32
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from adreno_mlir.weights import store_of
+from dialects import graph, texture
+from passes.fold_batchnorm import FoldBatchNorm
+from passes.graph_canonicalize import constant_value
+
+_ELEMENTWISE = (*graph.UNARY_OPS, *graph.BINARY_OPS)
+
+
+def packed_type(logical: tuple[int, ...], element=f32) -> texture.TextureTensorType:
+    return texture.TextureTensorType.make(texture.packed_shape("nchw4c", logical), element, "nchw4c", "global")
+
+
+def _pad_to(arr: np.ndarray, axis: int, size: int) -> np.ndarray:
+    pad = [(0, 0)] * arr.ndim
+    pad[axis] = (0, size - arr.shape[axis])
+    return np.pad(arr, pad)
+
+
+def _c4(c: int) -> int:
+    return -(-c // 4) * 4
+
+
+class LayoutConverter:
+    def __init__(self, module: ModuleOp, fn: func.FuncOp, element):
+        self.store = store_of(module)
+        self.fn = fn
+        self.element = element
+        self.rewriter = Rewriter()
+        self.packs: dict[SSAValue, SSAValue] = {}
+
+    # ------------------------------------------------------------------ values
+
+    def insert_after_def(self, value: SSAValue, op: Operation) -> None:
+        if isinstance(value, BlockArgument):
+            block = value.block
+            self.rewriter.insert_op(op, InsertPoint.at_start(block))
+        else:
+            self.rewriter.insert_op(op, InsertPoint.after(value.owner))
+
+    def constant(self, arr: np.ndarray, hint: str, before: Operation) -> SSAValue:
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
+        t = TensorType(f32, list(arr.shape))
+        if arr.size <= 8:
+            op = graph.ConstantOp(t, value=DenseIntOrFPElementsAttr.from_list(t, arr.reshape(-1).tolist()))
+        else:
+            op = graph.ConstantOp(t, ref=self.store.add(hint, arr))
+        self.rewriter.insert_op(op, InsertPoint.before(before))
+        return op.result
+
+    def packed(self, value: SSAValue) -> SSAValue:
+        """The NCHW4c version of a 4-D value (cancelling an unpack, else a new pack)."""
+        if isinstance(value.type, texture.TextureTensorType):
+            return value
+        if isinstance(value.owner, texture.UnpackOp):
+            return value.owner.input
+        if value not in self.packs:
+            shape = graph.shape_of(value)
+            op = texture.PackOp(value, packed_type(shape, self.element))
+            self.insert_after_def(value, op)
+            self.packs[value] = op.result
+        return self.packs[value]
+
+    # ------------------------------------------------------------------ legality
+
+    def can_convert(self, op: Operation) -> bool:
+        if isinstance(op, graph.Conv2dOp):
+            x, w = graph.shape_of(op.input), graph.shape_of(op.weight)
+            g = op.groups.value.data
+            depthwise = g > 1 and g == x[1] == w[0]
+            consts = isinstance(op.weight.owner, graph.ConstantOp) and (
+                op.bias is None or isinstance(op.bias.owner, graph.ConstantOp))
+            return len(w) == 4 and (g == 1 or depthwise) and consts
+        if isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp, graph.ResizeOp)):
+            return len(graph.shape_of(op.results[0])) == 4
+        if isinstance(op, graph.ReduceMeanOp):
+            return (len(graph.shape_of(op.input)) == 4 and graph.ints(op.axes) == (2, 3)
+                    and bool(op.keepdims.value.data))
+        if isinstance(op, graph.ConcatOp):
+            return (op.axis.value.data == 1 and len(graph.shape_of(op.result)) == 4
+                    and all(graph.shape_of(v)[1] % 4 == 0 for v in op.inputs))
+        if isinstance(op, _ELEMENTWISE):
+            out = graph.shape_of(op.results[0])
+            return len(out) == 4 and all(self.operand_ok(v, out) for v in op.operands)
+        return False
+
+    def operand_ok(self, v: SSAValue, out: tuple[int, ...]) -> bool:
+        """Element-wise operands: packed values, 4-D values with all the output's
+        channels (other axes may broadcast), or constants that broadcast to the output
+        (expanded over channels and packed at compile time)."""
+        if isinstance(v.type, texture.TextureTensorType):
+            return True
+        s = graph.shape_of(v)
+        if len(s) == 4 and s[1] == out[1]:
+            return True
+        return isinstance(v.owner, graph.ConstantOp) and graph.broadcast_shapes(s, out) == tuple(out)
+
+    def operand(self, v: SSAValue, out: tuple[int, ...], op: Operation) -> SSAValue:
+        s = graph.shape_of(v)
+        if isinstance(v.type, texture.TextureTensorType) or (len(s) == 4 and s[1] == out[1]):
+            return self.packed(v)
+        arr = constant_value(v, self.store)
+        arr4 = arr.reshape((1,) * (4 - arr.ndim) + arr.shape)
+        full = np.broadcast_to(arr4, (arr4.shape[0], out[1], arr4.shape[2], arr4.shape[3]))
+        return self.packed(self.constant(np.array(full), (v.name_hint or "const") + "_c", op))
+
+    def convert(self, op: Operation) -> None:
+        out_shape = graph.shape_of(op.results[0])
+        out_padded = (out_shape[0], _c4(out_shape[1]), *out_shape[2:])
+        if isinstance(op, graph.Conv2dOp):
+            new = self.convert_conv(op)
+        elif isinstance(op, graph.ConcatOp):
+            new = graph.ConcatOp(operands=[[self.packed(v) for v in op.inputs]],
+                                 result_types=[packed_type(out_shape, self.element)],
+                                 properties=dict(op.properties))
+        elif isinstance(op, _ELEMENTWISE):
+            operands = [self.operand(v, out_shape, op) for v in op.operands]
+            new = type(op).create(operands=operands, result_types=[packed_type(out_padded, self.element)],
+                                  properties=dict(op.properties))
+        else:
+            new = type(op).create(operands=[self.packed(op.operands[0])],
+                                  result_types=[packed_type(out_padded, self.element)],
+                                  properties=dict(op.properties), attributes=dict(op.attributes))
+        new.location = op.location
+        self.rewriter.insert_op(new, InsertPoint.before(op))
+        unpack = texture.UnpackOp(new.results[0], op.results[0].type)
+        self.rewriter.insert_op(unpack, InsertPoint.after(new))
+        unpack.result.name_hint = op.results[0].name_hint
+        op.results[0].replace_all_uses_with(unpack.result)
+        self.rewriter.erase_op(op)
+
+    def convert_conv(self, op: graph.Conv2dOp) -> Operation:
+        w = constant_value(op.weight, self.store)
+        co, ci = w.shape[0], graph.shape_of(op.input)[1]
+        g = op.groups.value.data
+        co_p = _c4(co)
+        w = _pad_to(w, 0, co_p)
+        if g == 1:
+            w = _pad_to(w, 1, _c4(ci))
+        packed = w.reshape(co_p // 4, 4, *w.shape[1:]).transpose(0, 2, 3, 4, 1)
+        name = (op.weight.owner.weight_name or "conv_weight") + "_oihw4o"
+        w_val = self.constant(packed, name, op)
+        b_val = None
+        if op.bias is not None:
+            b = _pad_to(constant_value(op.bias, self.store), 0, co_p)
+            b_val = self.constant(b, (op.bias.owner.weight_name or "conv_bias") + "_c4", op)
+        out = graph.shape_of(op.result)
+        groups = co_p if g > 1 else 1
+        return graph.Conv2dOp(
+            self.packed(op.input), w_val, b_val, packed_type((out[0], co_p, out[2], out[3]), self.element),
+            graph.ints(op.strides), graph.ints(op.pads), graph.ints(op.dilations), groups,
+        )
+
+    def run(self) -> None:
+        for op in list(self.fn.body.block.ops):
+            if op.name.startswith("graph.") and self.can_convert(op):
+                self.convert(op)
+        # Unpacks nobody reads (the pack/unpack pairs that cancelled) go away.
+        for op in reversed(list(self.fn.body.block.ops)):
+            if isinstance(op, (texture.UnpackOp, texture.PackOp)) and not op.results[0].uses:
+                self.rewriter.erase_op(op)
+
+
+@dataclass(frozen=True)
+class ConvertLayoutNCHW4c(ModulePass):
+    name = "convert-layout-nchw4c"
+
+    storage: str = "f32"
+    """Element type of packed activations: f32, or f16 (half storage, fp32 arithmetic)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.storage not in ("f32", "f16"):
+            from adreno_mlir.errors import CompileError
+
+            raise CompileError(f"convert-layout-nchw4c: storage must be f32 or f16, got '{self.storage}'")
+        FoldBatchNorm().apply(ctx, op)
+        element = f32 if self.storage == "f32" else f16
+        for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
+            LayoutConverter(op, fn, element).run()
