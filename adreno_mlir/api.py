@@ -38,6 +38,8 @@ class CompiledModel:
     stage_ir: dict[str, str] = field(default_factory=dict, repr=False)
     executable: object = field(default=None, repr=False)
     compile_seconds: float = 0.0
+    plan: str = ""
+    """Layout, memory (textures or buffers), precision and target profile actually used."""
 
     @property
     def device_name(self) -> str:
@@ -110,6 +112,32 @@ def _resolve_target(target: str, context) -> str:
     return name
 
 
+def plan_options(target: str, device: str | None, textures: bool | None, precision: str,
+                 layout: str | None) -> tuple[str, bool, str, str]:
+    """Resolve (layout, textures, storage element, target profile name) for a compile."""
+    from adreno_mlir.runtime import default_context
+    from adreno_mlir.target import get_profile
+
+    if precision == "fp16":
+        raise CompileError(
+            "precision='fp16' (half arithmetic) is not implemented; use 'fp16-acc32' for fp16 "
+            "storage with fp32 accumulation"
+        )
+    if precision not in PRECISIONS:
+        raise CompileError(f"unknown precision '{precision}'; choose one of fp32, fp16-acc32")
+    target_name = _resolve_target(target, default_context(device))
+    profile = get_profile(target_name)
+    if textures is None:
+        textures = profile.is_gpu and profile.supports_images
+    if layout is None:
+        layout = "nchw4c" if textures or precision != "fp32" else "nchw"
+    if layout not in ("nchw", "nchw4c"):
+        raise CompileError(f"unknown layout '{layout}'; choose nchw or nchw4c")
+    if layout == "nchw" and (textures or precision != "fp32"):
+        raise CompileError("layout='nchw' is the fp32 buffer path: textures and fp16 storage need nchw4c")
+    return layout, bool(textures), PRECISIONS[precision], target_name
+
+
 def compile(
     model: str | Path | onnx.ModelProto | ModuleOp,
     target: str = "auto",
@@ -134,29 +162,13 @@ def compile(
     """
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError
-    from adreno_mlir.target import get_profile
     from lowering.opencl_printer import opencl_source
 
-    if precision == "fp16":
-        raise CompileError(
-            "precision='fp16' (half arithmetic) is not implemented; use 'fp16-acc32' for fp16 "
-            "storage with fp32 accumulation"
-        )
-    if precision not in PRECISIONS:
-        raise CompileError(f"unknown precision '{precision}'; choose one of fp32, fp16-acc32")
     start = time.perf_counter()
+    layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
     context = default_context(device)
-    target_name = _resolve_target(target, context)
-    profile = get_profile(target_name)
-    if textures is None:
-        textures = profile.is_gpu and profile.supports_images
-    if layout is None:
-        layout = "nchw4c" if textures or precision != "fp32" else "nchw"
-    if layout not in ("nchw", "nchw4c"):
-        raise CompileError(f"unknown layout '{layout}'; choose nchw or nchw4c")
-    if layout == "nchw" and (textures or precision != "fp32"):
-        raise CompileError("layout='nchw' is the fp32 buffer path: textures and fp16 storage need nchw4c")
     module = model if isinstance(model, ModuleOp) else import_onnx(model)
+
     in_shapes, out_shapes = _shapes(module)
     ctx = make_context()
     stage_ir: dict[str, str] = {}
@@ -168,7 +180,7 @@ def compile(
             stage_ir[name] = module_to_text(m)
 
     graph_text = module_to_text(module) if textures else None
-    plan = stages_for(layout, textures, PRECISIONS[precision], target_name)
+    plan = stages_for(layout, textures, storage, target_name)
     stages = run_stages(ctx, module, plan, keep)
     source = opencl_source(module)
     try:
@@ -180,7 +192,8 @@ def compile(
         from adreno_mlir.printing import parse_module
 
         module = parse_module(make_context(), graph_text)
-        stages = run_stages(ctx, module, stages_for(layout, False, PRECISIONS[precision], target_name), keep)
+        textures = False
+        stages = run_stages(ctx, module, stages_for(layout, False, storage, target_name), keep)
         source = opencl_source(module)
         executable = Executable(module, source, store_of(module), context)
     return CompiledModel(
@@ -189,4 +202,5 @@ def compile(
         input_shapes=in_shapes, output_shapes=out_shapes,
         stages=stages, stage_ir=stage_ir, executable=executable,
         compile_seconds=time.perf_counter() - start,
+        plan=f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}",
     )

@@ -28,6 +28,14 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_example(args: argparse.Namespace) -> int:
+    from adreno_mlir.examples import write_example
+
+    path = write_example(args.name, args.output, args.seed)
+    print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adreno-mlir", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -36,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("model", help="path of the .onnx file")
     imp.add_argument("-o", "--output", help="output .mlir file (weights go to <name>.weights/); default stdout")
     imp.set_defaults(func=_cmd_import)
+
+    ex = sub.add_parser("example", help="write an ONNX model the project builds itself")
+    ex.add_argument("name", help="example name (tinynet)")
+    ex.add_argument("-o", "--output", required=True, help="output .onnx file")
+    ex.add_argument("--seed", type=int, default=0)
+    ex.set_defaults(func=_cmd_example)
 
     from adreno_mlir import cli_run
 

@@ -32,7 +32,8 @@ def _write_stage(module, path: Path, weights_dir: Path) -> None:
 def _cmd_compile(args: argparse.Namespace) -> int:
     from adreno_mlir.context import make_context
     from adreno_mlir.frontend import import_onnx
-    from adreno_mlir.pipeline import STAGES, run_stages
+    from adreno_mlir.api import plan_options
+    from adreno_mlir.pipeline import run_stages, stages_for
     from adreno_mlir.weights import store_of
     from lowering.opencl_printer import opencl_source
 
@@ -44,7 +45,9 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     t_import = time.perf_counter() - start
     written = [out / "0-graph.mlir"]
     _write_stage(module, written[0], weights_dir)
-    stages = list(STAGES["buffer"])
+    layout, textures, storage, target = plan_options(args.target, args.device, _textures(args),
+                                                     args.precision, args.layout)
+    stages = stages_for(layout, textures, storage, target)
 
     def after(name: str, m) -> None:
         path = out / f"{len(written)}-{name}.mlir"
@@ -108,8 +111,9 @@ def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray
 def _cmd_run(args: argparse.Namespace) -> int:
     import adreno_mlir
 
-    cm = adreno_mlir.compile(args.model, device=args.device)
-    print(f"compiled in {cm.compile_seconds:.2f} s for {cm.device_name}")
+    cm = adreno_mlir.compile(args.model, target=args.target, device=args.device, textures=_textures(args),
+                             precision=args.precision, layout=args.layout)
+    print(f"compiled in {cm.compile_seconds:.2f} s for {cm.device_name} ({cm.plan})")
     feeds = _load_inputs(cm, args.input, args.seed)
     try:
         outputs = cm.run(feeds)
@@ -149,11 +153,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _textures(args: argparse.Namespace) -> bool | None:
+    return {"auto": None, "on": True, "off": False}[args.textures]
+
+
+def _plan_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", help="OpenCL device (default: PYOPENCL_CTX or PoCL); e.g. pocl, nvidia, gpu")
+    p.add_argument("--target", default="auto",
+                   help="target profile: auto (read the device), adreno-660, adreno-740, pocl-cpu, "
+                        "nvidia-opencl, tiny-test")
+    p.add_argument("--textures", choices=["auto", "on", "off"], default="auto",
+                   help="images for NCHW4c activations (auto: on for GPU targets with images)")
+    p.add_argument("--precision", choices=["fp32", "fp16-acc32"], default="fp32",
+                   help="fp16-acc32: fp16 storage, fp32 arithmetic")
+    p.add_argument("--layout", choices=["nchw", "nchw4c"], default=None,
+                   help="activation layout (default: nchw4c with textures or fp16 storage, else nchw)")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("compile", help="compile a model: IR after each stage, the .cl program, weights")
     c.add_argument("model")
     c.add_argument("-o", "--output", required=True, help="output directory")
-    c.add_argument("--device", help="OpenCL device to build for (default: PYOPENCL_CTX or PoCL)")
+    _plan_arguments(c)
     c.add_argument("--no-build", action="store_true", help="do not build the program on a device")
     c.set_defaults(func=_cmd_compile)
 
@@ -165,7 +186,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--compare", choices=["onnxruntime"], help="compare the outputs with a reference")
     r.add_argument("--tolerance", type=float, default=1e-4,
                    help="max allowed |ours - ref| / max|ref| with --compare (default 1e-4)")
-    r.add_argument("--device", help="OpenCL device (default: PYOPENCL_CTX or PoCL)")
+    _plan_arguments(r)
     r.add_argument("--repeat", type=int, default=0, help="time this many extra runs")
     r.add_argument("--save", help="save the outputs to this .npz file")
     r.set_defaults(func=_cmd_run)
