@@ -7,7 +7,8 @@
 
 This is what `onnx.backend.test.BackendTest` drives (see tests/test_onnx_backend.py).
 The ONNX device "CPU" means the default OpenCL device (PoCL's CPU device unless
-PYOPENCL_CTX says otherwise); a `opencl_device=` keyword picks another one. Models
+PYOPENCL_CTX says otherwise); an `opencl_device=` keyword picks another one, and
+`target=`, `textures=`, `precision=`, `layout=` are passed to `compile`. Models
 the compiler cannot run correctly are rejected by `prepare` with a `CompileError`
 (usually a `FrontendError` naming the node and the reason), never run with wrong
 results.
@@ -26,6 +27,10 @@ from adreno_mlir.api import CompiledModel
 from adreno_mlir.api import compile as _compile
 
 
+COMPILE_OPTIONS = ("target", "textures", "precision", "layout")
+"""`prepare` keywords passed on to `adreno_mlir.compile` (besides `opencl_device`)."""
+
+
 class AdrenoBackendRep(BackendRep):
     """A compiled model; `run` takes inputs by position (graph-input order) or by name.
 
@@ -38,7 +43,7 @@ class AdrenoBackendRep(BackendRep):
 
     def __init__(self, model: onnx.ModelProto, output_names: Sequence[str],
                  compiled: CompiledModel | None = None, bind_inputs: Sequence[str] = (),
-                 opencl_device: str | None = None):
+                 compile_options: Mapping[str, Any] | None = None):
         init_names = {i.name for i in model.graph.initializer}
         self.model = model
         self.input_names = [i.name for i in model.graph.input if i.name not in init_names]
@@ -47,7 +52,7 @@ class AdrenoBackendRep(BackendRep):
         unknown = [b for b in self.bind_inputs if b not in self.input_names]
         if unknown:
             raise ValueError(f"bind_inputs {unknown} are not graph inputs; inputs are {self.input_names}")
-        self.opencl_device = opencl_device
+        self.compile_options = dict(compile_options or {})
         self.compiled = compiled
         self._bound_key: bytes | None = None
         self._outputs_type = namedtupledict("Outputs", self.output_names)
@@ -65,7 +70,7 @@ class AdrenoBackendRep(BackendRep):
             m.graph.input.extend(keep)
             for name, a in bound.items():
                 m.graph.initializer.append(onnx.numpy_helper.from_array(a, name))
-            self.compiled = _compile(m, device=self.opencl_device)
+            self.compiled = _compile(m, **self.compile_options)
             self._bound_key = key
         return self.compiled
 
@@ -110,11 +115,12 @@ class AdrenoBackend(Backend):
         super().prepare(model, device, **kwargs)  # onnx.checker.check_model
         outputs = [o.name for o in model.graph.output]
         bind = list(kwargs.get("bind_inputs", ()))
-        opencl_device = kwargs.get("opencl_device")
+        options = {k: kwargs[k] for k in COMPILE_OPTIONS if k in kwargs}
+        options["device"] = kwargs.get("opencl_device")
         if bind:  # compiled at the first run, when the bound values are known
-            return AdrenoBackendRep(model, outputs, bind_inputs=bind, opencl_device=opencl_device)
-        compiled = _compile(model, device=opencl_device)
-        return AdrenoBackendRep(model, outputs, compiled=compiled, opencl_device=opencl_device)
+            return AdrenoBackendRep(model, outputs, bind_inputs=bind, compile_options=options)
+        compiled = _compile(model, **options)
+        return AdrenoBackendRep(model, outputs, compiled=compiled, compile_options=options)
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:

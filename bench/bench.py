@@ -52,6 +52,16 @@ ALL_MODELS = [
 CACHE_DIR = Path(os.environ.get("ADRENO_BENCH_CACHE", "~/.cache/adreno-mlir-bench")).expanduser()
 
 
+PLANS: dict[str, dict] = {
+    "nchw": {"textures": False, "layout": "nchw"},  # plain NCHW buffers (fp32)
+    "buffer4c": {"textures": False, "layout": "nchw4c"},  # NCHW4c in global buffers
+    "texture": {"textures": True},  # NCHW4c in images where legal
+    "texture-fp16": {"textures": True, "precision": "fp16-acc32"},
+    "buffer4c-fp16": {"textures": False, "layout": "nchw4c", "precision": "fp16-acc32"},
+}
+"""Named compile plans (keyword arguments of adreno_mlir.compile) for --plans."""
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -264,13 +274,11 @@ def bench_model(name, args, shared, peer, variants):
     row["peer_min_ms"] = min(peer_times)
     del prepared
 
-    for vname, tex in variants:
+    for vname, plan in variants:
         v = {"variant": vname, "error": None}
         row["variants"].append(v)
         try:
-            kwargs = {"device": args.device}
-            if tex is not None:
-                kwargs["textures"] = tex
+            kwargs = {"device": args.device, **(plan or {})}
             log(f"[{name}] ours ({vname}): compiling")
             t0 = time.perf_counter()
             cm = adreno_mlir.compile(model, **kwargs)
@@ -288,15 +296,17 @@ def bench_model(name, args, shared, peer, variants):
             else:
                 pairs = [(out[k], peer_out[k]) for k in cm.output_names]
             v["max_rel_err"] = max(max_rel_err(a, b) for a, b in pairs)
-            v["ok"] = v["max_rel_err"] <= args.tol
+            tol = args.tol_fp16 if (plan or {}).get("precision", "fp32") != "fp32" else args.tol
+            v["ok"] = v["max_rel_err"] <= tol
             del cm
         except Exception as e:  # keep benchmarking the other models
             v["error"] = f"{type(e).__name__}: {e}"
             v["ok"] = False
             log(traceback.format_exc())
-    if len(row["variants"]) == 2 and all("ms" in v for v in row["variants"]):
-        buf, tex = row["variants"]
-        row["tex_over_buf"] = tex["ms"] / buf["ms"]
+    timed = {v["variant"]: v for v in row["variants"] if "ms" in v}
+    buf = timed.get("buffer4c") or timed.get("buffer") or timed.get("nchw")
+    if buf is not None and "texture" in timed:
+        row["tex_over_buf"] = timed["texture"]["ms"] / buf["ms"]
     return row
 
 
@@ -328,7 +338,7 @@ def table_rows(rows, show_variant, show_tex):
                 fmt(v.get("ratio"), ".2f"),
             ]
             if show_tex:
-                cells.append(fmt(r.get("tex_over_buf"), ".2f") if i == len(r["variants"]) - 1 else "")
+                cells.append(fmt(r.get("tex_over_buf"), ".2f") if v["variant"] == "texture" else "")
             cells += [fmt(v.get("max_rel_err"), ".2e"), check]
             out.append(cells)
     return header, out
@@ -366,6 +376,9 @@ def main(argv=None):
                          "(torch when torch+CUDA import, else onnxruntime)")
     ap.add_argument("--textures", choices=["on", "off", "both"], default=None,
                     help="pass textures=True/False to adreno_mlir.compile (only if it accepts it)")
+    ap.add_argument("--plans", default=None,
+                    help=f"comma list of compile plans to compare: {', '.join(PLANS)} (overrides --textures)")
+    ap.add_argument("--tol-fp16", type=float, default=3e-2, help="max relative error for fp16-acc32 plans")
     ap.add_argument("--json", default=None, help="write all results to this JSON file")
     ap.add_argument("--tol", type=float, default=1e-3, help="max relative error for 'ok' (default 1e-3)")
     ap.add_argument("--seed", type=int, default=0, help="weight seed for materialize (input uses seed+1)")
@@ -386,16 +399,21 @@ def main(argv=None):
     except torch_models.TorchUnavailable as e:
         raise SystemExit(f"error: {e}")
 
-    variants: list[tuple[str, bool | None]] = [("buffer", None)]
-    if args.textures is not None:
+    variants: list[tuple[str, dict | None]] = [("default", None)]
+    if args.plans:
+        unknown = [p for p in args.plans.split(",") if p not in PLANS]
+        if unknown:
+            ap.error(f"unknown plan(s) {unknown}; choose from {', '.join(PLANS)}")
+        variants = [(p, PLANS[p]) for p in args.plans.split(",")]
+    elif args.textures is not None:
         if textures_supported():
-            variants = {"on": [("texture", True)], "off": [("buffer", False)],
-                        "both": [("buffer", False), ("texture", True)]}[args.textures]
+            variants = {"on": [("texture", PLANS["texture"])], "off": [("buffer", {"textures": False})],
+                        "both": [("buffer", {"textures": False}), ("texture", PLANS["texture"])]}[args.textures]
         else:
             log(f"note: adreno_mlir.compile() takes no `textures` argument; --textures {args.textures} "
                 "ignored (buffer path only)")
-    show_variant = args.textures is not None and len(variants) >= 1 and variants[0][1] is not None
-    show_tex = len(variants) == 2
+    show_variant = variants[0][1] is not None
+    show_tex = any(v == "texture" for v, _ in variants) and len(variants) >= 2
 
     rows = []
     for name in models:

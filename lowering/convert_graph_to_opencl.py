@@ -192,6 +192,12 @@ class HostBuilder:
                               np.ascontiguousarray(data.astype(np.float16 if half else np.float32)))
         return self.emit(opencl.WeightOp(name, opencl.BufferType(data.size, t.element))).results[0]
 
+    def int_constant(self, v: int) -> SSAValue:
+        from xdsl.dialects import arith
+        from xdsl.dialects.builtin import IntegerAttr, i32
+
+        return self.emit(arith.ConstantOp(IntegerAttr(int(v), i32))).results[0]
+
     def alloc(self, value: SSAValue) -> SSAValue:
         t = value.type
         if isinstance(t, texture.TextureTensorType) and t.is_image:
@@ -222,9 +228,10 @@ class HostBuilder:
             self.module.body.block.insert_op_before(kernel, self.fn)
         return self.kernels[spec]
 
-    def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc) -> None:
+    def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc, scalars: Sequence[int] = ()) -> None:
         name = self.kernel(spec)
-        op = self.emit(opencl.LaunchOp(name, list(args), spec.global_size()))
+        values = [self.int_constant(v) for v in scalars]
+        op = self.emit(opencl.LaunchOp(name, [*args, *values], spec.global_size()))
         op.location = loc
 
     # ------------------------------------------------------------------ groups
@@ -321,7 +328,13 @@ def _lower_conv(hb: HostBuilder, group: Group, loc) -> None:
     w_const = op.weight.owner
     if co % 4 == 0 and (groups == 1 or depthwise) and isinstance(w_const, graph.ConstantOp) and sched.vectorize:
         cb = 8 if co % 8 == 0 and not depthwise and sched.conv_co_block >= 8 else 4
-        spec = Conv4Spec(co_block=cb, x_block=max(1, min(sched.conv_x_block, out_shape[3])), **geometry)
+        scalars = []
+        if not depthwise:  # input channels become a launch argument: one kernel for all of them
+            scalars = [x_shape[1]]
+            geometry["x_shape"] = (x_shape[0], 0, *x_shape[2:])
+            geometry["w_shape"] = (w_shape[0], 0, *w_shape[2:])
+        spec = Conv4Spec(co_block=cb, x_block=max(1, min(sched.conv_x_block, out_shape[3])),
+                         dynamic_ci=not depthwise, **geometry)
         hint = (w_const.weight_name or "conv_weight") + "_oihw4o"
         packed = Conv4Spec.pack_weights(_constant_array(hb, op.weight))
         w_buf = hb.emit(opencl.WeightOp(hb.store.add(hint, packed),
@@ -331,8 +344,9 @@ def _lower_conv(hb: HostBuilder, group: Group, loc) -> None:
         cb = next(b for b in (sched.conv_co_block, 4, 2, 1) if b <= cog and cog % b == 0)
         spec = ConvSpec(co_block=cb, **geometry)
         w_buf = hb.buffer(op.weight)
+        scalars = []
     ins = [hb.buffer(op.input), w_buf] + ([hb.buffer(op.bias)] if op.bias is not None else [])
-    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
+    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)
 
 
 def _constant_array(hb: HostBuilder, value: SSAValue) -> np.ndarray:
@@ -414,9 +428,11 @@ def _lower_resize(hb: HostBuilder, group: Group, loc) -> None:
     hb.launch(spec, [hb.buffer(op.input), *extras, hb.alloc(group.result)], loc)
 
 
-def _copy(hb: HostBuilder, src: SSAValue, dst: SSAValue, shape, in_acc: Access, out_acc: Access, loc, kind: str) -> None:
-    spec = MapSpec(shape=tuple(shape), inputs=(in_acc,), out=out_acc, expr=In(0), kind=kind)
-    hb.launch(spec, [src, dst], loc)
+def _copy(hb: HostBuilder, src: SSAValue, dst: SSAValue, shape, in_acc: Access, out_acc: Access, loc, kind: str,
+          out_offset: int | None = None) -> None:
+    spec = MapSpec(shape=tuple(shape), inputs=(in_acc,), out=out_acc, expr=In(0), kind=kind,
+                   out_offset_arg=out_offset is not None)
+    hb.launch(spec, [src, dst], loc, [] if out_offset is None else [out_offset])
 
 
 def _lower_concat(hb: HostBuilder, group: Group, loc) -> None:
@@ -429,7 +445,7 @@ def _lower_concat(hb: HostBuilder, group: Group, loc) -> None:
     for v in op.inputs:
         shape = graph.shape_of(v)
         _copy(hb, hb.buffer(v), dst, shape, Access(0, contiguous_strides(shape)),
-              Access(offset * out_strides[axis], out_strides), loc, "concat_copy")
+              Access(0, out_strides), loc, "concat_copy", offset * out_strides[axis])
         offset += shape[axis]
 
 

@@ -9,6 +9,8 @@ the same kind of memory.
 
 from __future__ import annotations
 
+import dataclasses
+
 from xdsl.dialects.builtin import f16
 from xdsl.ir import SSAValue
 
@@ -92,18 +94,25 @@ def lower_packed(hb, group, loc) -> None:
         for v in head.inputs:
             src = packed(v)
             spec = PackedMapSpec(out=out, pepi=PackedEpilogue(In(0), ((src, (False, False, False)),)),
-                                 shape=src.shape, c4_offset=offset)
-            hb.launch(spec, [hb.buffer(v), dst], loc)
+                                 shape=src.shape, offset_arg=True)
+            hb.launch(spec, [hb.buffer(v), dst], loc, [offset])
             offset += src.shape[1]
         return
     pepi, extras = epilogue(hb, group, out)
+    scalars: list[int] = []
     if isinstance(head, graph.Conv2dOp):
         k = graph.weight_shape(head.weight)[2:]
+        src = packed(head.input)
+        depthwise = head.groups.value.data > 1
+        dynamic = not depthwise and src.shape[0] == 1
+        if dynamic:  # one kernel for every input channel count
+            scalars = [src.shape[1]]
+            src = dataclasses.replace(src, shape=(1, 0, *src.shape[2:]))
         spec = PackedConvSpec(
-            out=out, pepi=pepi, src=packed(head.input), kernel=tuple(k), strides=graph.ints(head.strides),
+            out=out, pepi=pepi, src=src, kernel=tuple(k), strides=graph.ints(head.strides),
             pads=graph.ints(head.pads), dilations=graph.ints(head.dilations),
-            depthwise=head.groups.value.data > 1, has_bias=head.bias is not None,
-            x_block=max(1, min(hb.schedule.conv_x_block, out.shape[3])),
+            depthwise=depthwise, has_bias=head.bias is not None,
+            x_block=max(1, min(hb.schedule.conv_x_block, out.shape[3])), dynamic_ci=dynamic,
         )
         ins = [hb.buffer(head.input), hb.buffer(head.weight)] + ([hb.buffer(head.bias)] if head.bias is not None else [])
     elif isinstance(head, (graph.MaxPoolOp, graph.AvgPoolOp)):
@@ -131,4 +140,4 @@ def lower_packed(hb, group, loc) -> None:
     else:  # an element-wise chain
         spec = PackedMapSpec(out=out, pepi=pepi, shape=out.shape)
         ins = []
-    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
+    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)

@@ -560,6 +560,16 @@ def _pool_props(n: _Node, with_dilations: bool) -> dict:
 def _pool(n: _Node, op_type, props: dict):
     x, t = n.input(0), n.out_type()
     xs, ts = graph.shape_of(x), graph.shape_of(t)
+    k, s, p = graph.ints(props["kernel_shape"]), graph.ints(props["strides"]), graph.ints(props["pads"])
+    d = graph.ints(props["dilations"]) if "dilations" in props else (1, 1)
+    ceil = bool(props["ceil_mode"].value.data)
+    spatial = [graph.pool_out_dim(([1] + list(xs[2:]))[-2:][i], k[i], s[i], p[i], p[i + 2], d[i], ceil)
+               for i in range(2)]
+    if list(ts[2:]) != spatial[2 - len(ts[2:]):]:
+        n.fail(f"ONNX shape inference gives output shape {list(ts)}, but the pooling computes "
+               f"{[*ts[:2], *spatial[2 - len(ts[2:]):]]} (with ceil_mode, a last window that would "
+               "start in the end padding is dropped, as in onnxruntime and ONNX's reference); "
+               "the model's shapes cannot be trusted")
     if len(xs) == 4:
         return _emit(n, op_type(operands=[x], result_types=[t], properties=props))
     x4 = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, [*xs[:2], 1, xs[2]])]))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ModuleOp, f16
 from xdsl.ir import SSAValue
 
@@ -132,6 +132,8 @@ class Executable:
                 for k, v in enumerate(op.args):
                     kernel.set_arg(k, buffers[v])
                 self.launches.append(Launch(kernel, op.global_sizes, op.local_sizes, kname))
+            elif isinstance(op, arith.ConstantOp):
+                buffers[op.results[0]] = np.int32(op.value.value.data)  # a scalar launch argument
             elif isinstance(op, func.ReturnOp):
                 pass
             else:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
 from dialects import opencl
@@ -85,15 +86,26 @@ class KernelSpec:
     def body(self, kb: KernelBuilder, args: Sequence[SSAValue]) -> None:
         raise NotImplementedError
 
+    def scalar_names(self) -> tuple[str, ...]:
+        """i32 arguments after the output: sizes passed at launch instead of being baked
+        into the kernel, so launches that differ only in them share one kernel."""
+        return ()
+
     def build(self, name: str) -> opencl.KernelOp:
-        kernel, kb = new_kernel(name, [(n, GLOBAL_F32) for n in self.arg_names()])
+        args = [(n, GLOBAL_F32) for n in self.arg_names()] + [(n, i32) for n in self.scalar_names()]
+        kernel, kb = new_kernel(name, args)
         self.body(kb, list(kernel.args))
         finish(kb)
         return kernel
 
     def split_args(self, args: Sequence[SSAValue]) -> tuple[list[SSAValue], list[SSAValue], SSAValue]:
         n = len(self.input_names())
-        return list(args[:n]), list(args[n:-1]), args[-1]
+        args = list(args[: len(args) - len(self.scalar_names())])
+        return args[:n], args[n:-1], args[-1]
+
+    def scalar(self, args: Sequence[SSAValue], name: str) -> SSAValue:
+        names = self.scalar_names()
+        return args[len(args) - len(names) + names.index(name)]
 
 
 def grid_guard(kb: KernelBuilder, ids: Sequence[SSAValue], extents: Sequence[int]) -> list[SSAValue]:

@@ -140,9 +140,15 @@ class Conv4Spec(ConvGeometry):
     """float4-over-output-channels schedule; weights packed OIHW4o (depthwise: C4HW4c)."""
 
     x_block: int = 1
+    dynamic_ci: bool = False
+    """Input channels come as the launch argument `ci` (groups == 1 only), so convs that
+    differ only in input channels share a kernel (DenseNet has dozens)."""
 
     def name_prefix(self) -> str:
         return f"{super().name_prefix()}_c{self.co_block}x{self.x_block}"
+
+    def scalar_names(self) -> tuple[str, ...]:
+        return ("ci",) if self.dynamic_ci else ()
 
     def global_size(self) -> tuple[int, ...]:
         n, co, oh, ow = self.out_shape
@@ -159,6 +165,8 @@ class Conv4Spec(ConvGeometry):
         x_ptr, w_ptr = ins[0], ins[1]
         _, ci_total, h, w = self.x_shape
         co_total, cig, kh_n, kw_n = self.w_shape
+        if self.dynamic_ci:
+            ci_total = cig = self.scalar(args, "ci")
         _, _, oh, ow = self.out_shape
         nv, xb = self.co_block // 4, self.x_block
         blocks = co_total // self.co_block
@@ -178,7 +186,7 @@ class Conv4Spec(ConvGeometry):
         co4 = kb.div(co0, 4, "co4")
 
         def tap_at(k: KernelBuilder, plane, w_row, kh, kw, a: list[SSAValue]) -> list[SSAValue]:
-            wv = [k.vload4(w_ptr, k.add(w_row, k.add(k.add(k.mul(kh, kw_n), kw), j * cig * taps)))
+            wv = [k.vload4(w_ptr, k.add(w_row, k.add(k.add(k.mul(kh, kw_n), kw), k.mul(cig, j * taps))))
                   for j in range(nv)]
             res = list(a)
             for t in range(xb):
@@ -202,7 +210,7 @@ class Conv4Spec(ConvGeometry):
             accs = self.over_taps(kb, accs, lanes)
         else:
             x_base = kb.mul(kb.mul(n, ci_total), h * w, "x_base")
-            w_base = kb.mul(co4, cig * taps, "w_base")
+            w_base = kb.mul(co4, kb.mul(cig, taps), "w_base")
 
             def over_ci(kb1: KernelBuilder, ci: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
                 plane = kb1.add(x_base, kb1.mul(ci, h * w))

@@ -41,6 +41,12 @@ class MapSpec(KernelSpec):
     out: Access
     expr: Expr
     kind: str = "map"
+    out_offset_arg: bool = False
+    """Add an `out_offset` launch argument to the output index (concat copies share
+    one kernel per input shape, whatever their offset)."""
+
+    def scalar_names(self) -> tuple[str, ...]:
+        return ("out_offset",) if self.out_offset_arg else ()
 
     def base_name(self) -> str:
         from lowering.expr import describe
@@ -74,4 +80,7 @@ class MapSpec(KernelSpec):
             return kb.load(ins[k], index(self.inputs[k]))
 
         value = emit_expr(kb, self.expr, None, memo_loader(load))
-        kb.store(value, out, index(self.out))
+        out_index = index(self.out)
+        if self.out_offset_arg:
+            out_index = kb.add(out_index, self.scalar(args, "out_offset"))
+        kb.store(value, out, out_index)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import f16, f32
+from xdsl.dialects.builtin import f16, f32, i32
 from xdsl.ir import Attribute, SSAValue
 
 from dialects import opencl
@@ -117,7 +117,7 @@ class PackedSpec(KernelSpec):
 
     def build(self, name: str) -> opencl.KernelOp:
         args = [*self.head_args(), *[(f"x{k}", p.arg_type(False)) for k, (p, _) in enumerate(self.pepi.extras)],
-                self.out_arg()]
+                self.out_arg(), *[(n, i32) for n in self.scalar_names()]]
         kernel, kb = new_kernel(name, args)
         self.body(kb, list(kernel.args))
         finish(kb)
@@ -125,6 +125,7 @@ class PackedSpec(KernelSpec):
 
     def split(self, args: list[SSAValue]) -> tuple[list[SSAValue], list[SSAValue], SSAValue]:
         n = len(self.head_args())
+        args = args[: len(args) - len(self.scalar_names())]
         return args[:n], args[n:-1], args[-1]
 
     def grid(self) -> tuple[int, int, int]:
@@ -221,6 +222,12 @@ class PackedConvSpec(PackedSpec):
     depthwise: bool = False
     has_bias: bool = False
     x_block: int = 1
+    dynamic_ci: bool = False
+    """Input channel blocks come as the launch argument `ci4` (batch 1, groups 1), so
+    convs that differ only in input channels share a kernel."""
+
+    def scalar_names(self) -> tuple[str, ...]:
+        return ("ci4",) if self.dynamic_ci else ()
 
     def base_name(self) -> str:
         kh, kw = self.kernel
@@ -246,6 +253,8 @@ class PackedConvSpec(PackedSpec):
         ins, extras, out = self.split(args)
         x, wt = ins[0], ins[1]
         n_, ci4n, H, W = self.src.shape
+        if self.dynamic_ci:
+            ci4n = self.scalar(args, "ci4")
         _, co4n, OH, OW = self.out.shape
         kh_n, kw_n = self.kernel
         taps = kh_n * kw_n
@@ -270,7 +279,7 @@ class PackedConvSpec(PackedSpec):
                 wv = k.vload4(wt, k.add(k.mul(co4, taps), k.add(k.mul(kh, kw_n), kw)))
                 return [k.fma(read_tap(k, ci4, kh, kw, t), wv, accs[t]) for t in range(xb)]
             # OIHW4o: weights of input channel ci for the 4 outputs of block co4
-            ci_n = ci4n * 4
+            ci_n = k.mul(ci4n, 4)
             base = k.add(k.mul(k.add(k.mul(co4, ci_n), k.mul(ci4, 4)), taps), k.add(k.mul(kh, kw_n), kw))
             wv = [k.vload4(wt, k.add(base, lane * taps)) for lane in range(4)]
             res = list(accs)
@@ -442,7 +451,11 @@ class PackedMapSpec(PackedSpec):
     concat input into its slice of the output."""
 
     shape: tuple[int, int, int, int] = (1, 1, 1, 1)
-    c4_offset: int = 0
+    offset_arg: bool = False
+    """Write at channel block `c4 + c4_offset`, `c4_offset` a launch argument (concat)."""
+
+    def scalar_names(self) -> tuple[str, ...]:
+        return ("c4_offset",) if self.offset_arg else ()
 
     def base_name(self) -> str:
         return f"{describe(self.pepi.expr) or 'copy'}_4c"
@@ -460,4 +473,5 @@ class PackedMapSpec(PackedSpec):
         w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
         n, c4 = kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4")
         value = self.pepi.apply(kb, None, extras, n, c4, h, w)
-        self.out.write(kb, out, value, n, kb.add(c4, self.c4_offset), h, w)
+        c4_out = kb.add(c4, self.scalar(args, "c4_offset")) if self.offset_arg else c4
+        self.out.write(kb, out, value, n, c4_out, h, w)
