@@ -39,6 +39,16 @@ class AdrenoOptMain(xDSLOptMain):
         self.available_targets.update(ADRENO_UNIVERSE.all_targets)
         self.available_targets["mlir"] = _mlir_target
 
+    def apply_passes(self, prog):
+        super().apply_passes(prog)
+        # Weights created by passes must outlive this process for the output to re-parse.
+        if self.args.output_file:
+            directory = Path(self.args.output_file).with_suffix(".weights")
+        else:  # beside the current directory, never in the input's (source) folder
+            stem = Path(self.args.input_file).stem if self.args.input_file else "stdin"
+            directory = Path.cwd() / f"{stem}.opt.weights"
+        weights.flush(prog, directory)
+
     def run(self):
         if self.args.input_file:
             weights.base_directory = Path(self.args.input_file).resolve().parent

@@ -117,3 +117,20 @@ def save_beside(module: ModuleOp, ir_path: Path) -> Path:
     store.save(directory)
     module.attributes[WEIGHTS_ATTR] = StringAttr(os.path.relpath(directory, ir_path.parent))
     return directory
+
+
+def flush(module: ModuleOp, directory: Path) -> None:
+    """Make a module printable as text that can be read back: an in-memory store is
+    written to `directory` (and the module pointed at it), a disk store gets the
+    arrays passes added to it."""
+    attr = module.attributes.get(WEIGHTS_ATTR)
+    if attr is None:
+        return
+    store = store_of(module)
+    if store.directory is None:
+        if not store.arrays:
+            return
+        store.save(directory)
+        module.attributes[WEIGHTS_ATTR] = StringAttr(str(directory))
+    else:
+        store.save(store.directory)

@@ -123,7 +123,15 @@ class KernelBuilder:
     def max_i(self, a, b) -> SSAValue:
         return self.emit(arith.MaxSIOp(self.i(a), self.i(b)))
 
-    def cmp(self, pred: str, a, b) -> SSAValue:
+    _PREDICATES = {
+        "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b,
+        "sge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    }
+
+    def cmp(self, pred: str, a, b):
+        """A comparison; a Python bool when both sides are Python ints."""
+        if isinstance(a, int) and isinstance(b, int):
+            return self._PREDICATES[pred](a, b)
         return self.emit(arith.CmpiOp(self.i(a), self.i(b), pred))
 
     def in_bounds(self, v, lo: int, hi: int) -> list[SSAValue]:
@@ -137,13 +145,23 @@ class KernelBuilder:
     def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.emit(arith.AndIOp(a, b))
 
-    def all_of(self, conds: Sequence[SSAValue]) -> SSAValue | None:
+    def all_of(self, conds: Sequence[SSAValue | bool]) -> SSAValue | bool | None:
+        """Conjunction; None when there is nothing to check (all statically true),
+        False when one condition is statically false."""
         result = None
         for c in conds:
+            if c is True:
+                continue
+            if c is False:
+                return False
             result = c if result is None else self.and_(result, c)
         return result
 
-    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue, hint=None) -> SSAValue:
+    def select(self, cond, a, b, hint=None):
+        if cond is True or cond is None:
+            return a
+        if cond is False:
+            return b
         return self.emit(arith.SelectOp(cond, a, b), hint)
 
     def to_float(self, v: SSAValue) -> SSAValue:
@@ -250,8 +268,10 @@ class KernelBuilder:
 
     def masked_load(self, ptr: SSAValue, index, valid: SSAValue | None) -> SSAValue:
         """ptr[index] where `valid`, else 0; the address is clamped so it stays in bounds."""
-        if valid is None:
+        if valid is None or valid is True:
             return self.load(ptr, index)
+        if valid is False:
+            return self.f(0.0)
         safe = self.select(valid, self.i(index), self.i(0))
         v = self.load(ptr, safe)
         return self.select(valid, v, self.f(0.0))
@@ -294,7 +314,7 @@ class KernelBuilder:
         c = self.all_of(conds)
         if c is None:
             then(self)
-        else:
+        elif c is not False:
             self.if_(c, then)
 
 

@@ -185,9 +185,10 @@ class LayoutConverter:
         for op in list(self.fn.body.block.ops):
             if op.name.startswith("graph.") and self.can_convert(op):
                 self.convert(op)
-        # Unpacks nobody reads (the pack/unpack pairs that cancelled) go away.
+        # Unpacks nobody reads (the pack/unpack pairs that cancelled) and the replaced
+        # unpacked weights go away.
         for op in reversed(list(self.fn.body.block.ops)):
-            if isinstance(op, (texture.UnpackOp, texture.PackOp)) and not op.results[0].uses:
+            if isinstance(op, (texture.UnpackOp, texture.PackOp, graph.ConstantOp)) and not op.results[0].uses:
                 self.rewriter.erase_op(op)
 
 

@@ -72,9 +72,11 @@ class Packed:
 
     def read_masked(self, kb: KernelBuilder, ptr, n, c4, h, w, valid) -> SSAValue:
         """The pixel, or zeros where `valid` is false (address clamped in bounds)."""
-        if valid is None:
+        if valid is None or valid is True:
             return self.read(kb, ptr, n, c4, h, w)
         zero = kb.vector().f(0.0)
+        if valid is False:
+            return zero
         v = self.read(kb, ptr, n, c4, kb.select(valid, kb.i(h), kb.i(0)), kb.select(valid, kb.i(w), kb.i(0)))
         return kb.select(valid, v, zero)
 
@@ -203,10 +205,7 @@ class UnpackSpec(PackedSpec):
         for k in range(4):
             c = kb.add(kb.mul(c4, 4), k)
             idx = kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, self.channels), c), H), h), W), w)
-            if self.channels % 4 == 0:
-                kb.store(kb.lane(v, k), out, idx)
-            else:
-                kb.guard([kb.cmp("slt", c, self.channels)], lambda k2, k=k, idx=idx: k2.store(k2.lane(v, k), out, idx))
+            kb.guard([kb.cmp("slt", c, self.channels)], lambda k2, k=k, idx=idx: k2.store(k2.lane(v, k), out, idx))
 
 
 # --------------------------------------------------------------------------- convolution

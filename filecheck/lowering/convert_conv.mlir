@@ -1,0 +1,180 @@
+// RUN: adreno-opt %s --split-input-file -p convert-graph-to-opencl -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{vectorize=false}' -o %t && filecheck %s --check-prefix=SCALAR < %t
+
+// conv + bias + ReLU + residual add is ONE kernel and ONE launch. 8 output channels:
+// float4 schedule with 8 channels x 4 pixels per work-item, weights packed OIHW4o at
+// compile time (same size, new weight), bias read as float4s. The number of input
+// channels is a launch argument (`ci`), the loop bound over input channels.
+// Grid: (ceil(6 / 4), 6, 1 * 8 / 8). OW = 6 is not a multiple of 4: pixels 1..3 of
+// a work-item are stored under a guard.
+
+// CHECK-LABEL: opencl.kernel @conv3x3_c8x4_relu_add(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %bias: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>, %ci: i32) {
+// CHECK:         opencl.vload4 %bias
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %ci step %{{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) : i32 {
+// CHECK:           opencl.vload4 %weight
+// CHECK:           math.fma {{.*}} : vector<4xf32>
+// CHECK:         }
+// Epilogue, lane by lane: max(acc, 0) + residual, then the store.
+// CHECK:         %[[L:[0-9a-z_]+]] = opencl.vec_extract %{{.*}}[0] : f32
+// CHECK-NEXT:    %[[ZERO:[0-9a-z_]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[R:[0-9a-z_]+]] = arith.maximumf %[[L]], %[[ZERO]] : f32
+// CHECK:         %[[RES:[0-9a-z_]+]] = opencl.load %x0[%{{.*}}] : !opencl.ptr<global, f32>
+// CHECK-NEXT:    %[[SUM:[0-9a-z_]+]] = arith.addf %[[R]], %[[RES]] : f32
+// CHECK:         opencl.store %[[SUM]], %out[%{{.*}}] : !opencl.ptr<global, f32>
+// CHECK:         scf.if
+// CHECK:         scf.if
+// CHECK:         scf.if
+// CHECK-NOT:     scf.if
+// CHECK:         opencl.return
+// CHECK-NOT:   opencl.kernel
+// CHECK-LABEL: func.func @residual(%x: !opencl.buffer<288xf32>) -> !opencl.buffer<288xf32> {
+// CHECK-DAG:     %[[W:[0-9a-z_]+]] = opencl.weight @{{.*}}_oihw4o : !opencl.buffer<576xf32>
+// CHECK-DAG:     %[[B:[0-9a-z_]+]] = opencl.weight @{{.*}} : !opencl.buffer<8xf32>
+// CHECK:         %[[OUT:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<288xf32>
+// CHECK-NEXT:    %[[CI:[0-9a-z_]+]] = arith.constant 8 : i32
+// CHECK-NEXT:    opencl.launch @conv3x3_c8x4_relu_add(%x, %[[W]], %[[B]], %x, %[[OUT]], %[[CI]]) global [2, 6, 1] : (!opencl.buffer<288xf32>, !opencl.buffer<576xf32>, !opencl.buffer<8xf32>, !opencl.buffer<288xf32>, !opencl.buffer<288xf32>, i32)
+// CHECK-NEXT:    func.return %[[OUT]] : !opencl.buffer<288xf32>
+
+// Scalar schedule: one work-item per pixel and 8 channels; the weights are used as is.
+// SCALAR-LABEL: opencl.kernel @conv3x3_relu_add(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %bias: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
+// SCALAR-NOT:     vector<4xf32>
+// SCALAR:         opencl.return
+// SCALAR-LABEL: func.func @residual
+// SCALAR:         %[[W:[0-9a-z_]+]] = opencl.weight @w : !opencl.buffer<576xf32>
+// SCALAR:         opencl.launch @conv3x3_relu_add(%x, %[[W]], %{{.*}}, %x, %{{.*}}) global [6, 6, 1]
+func.func @residual(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x8x3x3xf32>
+  %b = graph.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %c = graph.conv2d %x, %w, %b {pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32>, tensor<8xf32> -> tensor<1x8x6x6xf32>
+  %r = graph.relu %c : tensor<1x8x6x6xf32>
+  %a = graph.add %r, %x : (tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32>
+  func.return %a : tensor<1x8x6x6xf32>
+}
+
+// -----
+
+// Convs with the same geometry and different weights share one kernel, also when
+// they differ only in input channels (4 and 8, passed at launch).
+// A 1x1 window without padding never leaves the input: no bounds checks, and
+// OW = 4 = x_block: no store guards.
+
+// CHECK-LABEL: opencl.kernel @conv1x1_c4x4(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>, %ci: i32) {
+// CHECK-NOT:     arith.cmpi
+// CHECK-NOT:     scf.if
+// CHECK:         opencl.return
+// CHECK-NOT:   opencl.kernel
+// CHECK-LABEL: func.func @dedupe(%x: !opencl.buffer<64xf32>, %y: !opencl.buffer<128xf32>) -> (!opencl.buffer<64xf32>, !opencl.buffer<64xf32>) {
+// CHECK-NEXT:    %[[W1:[0-9a-z_]+]] = opencl.weight @{{.*}}_oihw4o : !opencl.buffer<16xf32>
+// CHECK-NEXT:    %[[C1:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<64xf32>
+// CHECK-NEXT:    %[[CI4:[0-9a-z_]+]] = arith.constant 4 : i32
+// CHECK-NEXT:    opencl.launch @conv1x1_c4x4(%x, %[[W1]], %[[C1]], %[[CI4]]) global [1, 4, 1]
+// CHECK-NEXT:    %[[W2:[0-9a-z_]+]] = opencl.weight @{{.*}}_oihw4o_1 : !opencl.buffer<16xf32>
+// CHECK-NEXT:    %[[C2:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<64xf32>
+// CHECK-NEXT:    opencl.launch @conv1x1_c4x4(%[[C1]], %[[W2]], %[[C2]], %[[CI4]]) global [1, 4, 1]
+// CHECK-NEXT:    %[[W3:[0-9a-z_]+]] = opencl.weight @{{.*}}_oihw4o_2 : !opencl.buffer<32xf32>
+// CHECK-NEXT:    %[[C3:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<64xf32>
+// CHECK-NEXT:    %[[CI8:[0-9a-z_]+]] = arith.constant 8 : i32
+// CHECK-NEXT:    opencl.launch @conv1x1_c4x4(%y, %[[W3]], %[[C3]], %[[CI8]]) global [1, 4, 1]
+// CHECK-NEXT:    func.return %[[C2]], %[[C3]] : !opencl.buffer<64xf32>, !opencl.buffer<64xf32>
+func.func @dedupe(%x: tensor<1x4x4x4xf32>, %y: tensor<1x8x4x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) {
+  %w1 = graph.constant dense<1.0> : tensor<4x4x1x1xf32>
+  %w2 = graph.constant dense<2.0> : tensor<4x4x1x1xf32>
+  %w3 = graph.constant dense<3.0> : tensor<4x8x1x1xf32>
+  %c1 = graph.conv2d %x, %w1 : tensor<1x4x4x4xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x4x4xf32>
+  %c2 = graph.conv2d %c1, %w2 : tensor<1x4x4x4xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x4x4xf32>
+  %c3 = graph.conv2d %y, %w3 : tensor<1x8x4x4xf32>, tensor<4x8x1x1xf32> -> tensor<1x4x4x4xf32>
+  func.return %c2, %c3 : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Depthwise, stride 2, padding 1: four channels per work-item, each lane from its
+// own input plane (vec_make of four masked loads) times one float4 of packed weights;
+// no loop over input channels. Grid: (ceil(4 / 4), 4, 2 * 8 / 4).
+
+// CHECK-LABEL: opencl.kernel @dwconv3x3_s2_c4x4(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
+// CHECK-NOT:     scf.for
+// CHECK:         %[[WV:[0-9a-z_]+]] = opencl.vload4 %weight[%{{.*}}] : !opencl.ptr<global, f32>
+// CHECK:         arith.cmpi sge
+// CHECK:         %[[V:[0-9a-z_]+]] = opencl.vec_make %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK-NEXT:    math.fma %[[V]], %[[WV]], %{{.*}} : vector<4xf32>
+// CHECK-NOT:     scf.for
+// CHECK:         opencl.return
+// CHECK-LABEL: func.func @depthwise(%x: !opencl.buffer<784xf32>) -> !opencl.buffer<256xf32> {
+// CHECK-NEXT:    %[[W:[0-9a-z_]+]] = opencl.weight @{{.*}}_oihw4o : !opencl.buffer<72xf32>
+// CHECK-NEXT:    %[[C:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<256xf32>
+// CHECK-NEXT:    opencl.launch @dwconv3x3_s2_c4x4(%x, %[[W]], %[[C]]) global [1, 4, 4]
+func.func @depthwise(%x: tensor<2x8x7x7xf32>) -> tensor<2x8x4x4xf32> {
+  %w = graph.constant dense<0.25> : tensor<8x1x3x3xf32>
+  %c = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : tensor<2x8x7x7xf32>, tensor<8x1x3x3xf32> -> tensor<2x8x4x4xf32>
+  func.return %c : tensor<2x8x4x4xf32>
+}
+
+// -----
+
+// Grouped (not depthwise) convolution takes the scalar schedule with unpacked weights;
+// 3 channels per group allow one channel per work-item. Grid: (5, 5, 1 * 6 / 1).
+// The input channel base is the group's: (co / 3) * 2.
+
+// CHECK-LABEL: opencl.kernel @conv3x3(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
+// CHECK:         %[[THREE:[0-9a-z_]+]] = arith.constant 3 : i32
+// CHECK-NEXT:    %[[G:[0-9a-z_]+]] = arith.divsi %{{.*}}, %[[THREE]] : i32
+// CHECK-NEXT:    %[[TWO:[0-9a-z_]+]] = arith.constant 2 : i32
+// CHECK-NEXT:    %ci0 = arith.muli %[[G]], %[[TWO]] : i32
+// CHECK:         scf.for %ci = %{{.*}} to %[[TWO]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) : i32 {
+// CHECK-NOT:     vector<4xf32>
+// CHECK:         opencl.return
+// CHECK-LABEL: func.func @grouped(%x: !opencl.buffer<100xf32>) -> !opencl.buffer<150xf32> {
+// CHECK-NEXT:    %[[W:[0-9a-z_]+]] = opencl.weight @w : !opencl.buffer<108xf32>
+// CHECK-NEXT:    %[[C:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<150xf32>
+// CHECK-NEXT:    opencl.launch @conv3x3(%x, %[[W]], %[[C]]) global [5, 5, 6]
+func.func @grouped(%x: tensor<1x4x5x5xf32>) -> tensor<1x6x5x5xf32> {
+  %w = graph.constant dense<1.0> : tensor<6x2x3x3xf32>
+  %c = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x5x5xf32>
+  func.return %c : tensor<1x6x5x5xf32>
+}
+
+// -----
+
+// OW = 5 with 4 pixels per work-item: columns past the edge are clamped to OW - 1 = 4
+// for reading, and pixels 1..3 are only stored when inside. Grid: (2, 5, 1).
+
+// CHECK-LABEL: opencl.kernel @conv1x1_c4x4(
+// CHECK:         %[[OX:[0-9a-z_]+]] = arith.muli %gx, %[[FOUR:[0-9a-z_]+]] : i32
+// CHECK:         arith.minsi %{{.*}}, %[[FOUR]] : i32
+// CHECK:         %[[C:[0-9a-z_]+]] = arith.cmpi slt, %{{.*}}, %[[FIVE:[0-9a-z_]+]] : i32
+// CHECK-NEXT:    scf.if %[[C]] {
+// CHECK:         scf.if
+// CHECK:         scf.if
+// CHECK-NOT:     scf.if
+// CHECK:         opencl.return
+// CHECK-LABEL: func.func @ragged
+// CHECK:         opencl.launch @conv1x1_c4x4(%x, %{{.*}}, %{{.*}}, %{{.*}}) global [2, 5, 1]
+func.func @ragged(%x: tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32> {
+  %w = graph.constant dense<1.0> : tensor<4x4x1x1xf32>
+  %c = graph.conv2d %x, %w : tensor<1x4x5x5xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x5x5xf32>
+  func.return %c : tensor<1x4x5x5xf32>
+}
+
+// -----
+
+// The lowering folds batch norms first: conv + BN + ReLU is one launch of a conv
+// kernel that gained a bias, with the folded weights packed.
+
+// CHECK-LABEL: opencl.kernel @conv1x1_c4x2_relu(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %bias: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>, %ci: i32) {
+// CHECK-NOT:   opencl.kernel
+// CHECK-LABEL: func.func @conv_bn_relu(%x: !opencl.buffer<16xf32>) -> !opencl.buffer<16xf32> {
+// CHECK-DAG:     %[[W:[0-9a-z_]+]] = opencl.weight @conv_weight_bn_oihw4o : !opencl.buffer<16xf32>
+// CHECK-DAG:     %[[B:[0-9a-z_]+]] = opencl.weight @{{.*}} : !opencl.buffer<4xf32>
+// CHECK:         %[[R:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<16xf32>
+// CHECK-NEXT:    %[[CI:[0-9a-z_]+]] = arith.constant 4 : i32
+// CHECK-NEXT:    opencl.launch @conv1x1_c4x2_relu(%x, %[[W]], %[[B]], %[[R]], %[[CI]]) global [1, 2, 1]
+// CHECK-NEXT:    func.return %[[R]]
+func.func @conv_bn_relu(%x: tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32> {
+  %w = graph.constant dense<1.0> : tensor<4x4x1x1xf32>
+  %s = graph.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %c = graph.conv2d %x, %w : tensor<1x4x2x2xf32>, tensor<4x4x1x1xf32> -> tensor<1x4x2x2xf32>
+  %n = graph.batch_norm %c, %s, %s, %s, %s : (tensor<1x4x2x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x2x2xf32>
+  %r = graph.relu %n : tensor<1x4x2x2xf32>
+  func.return %r : tensor<1x4x2x2xf32>
+}

@@ -1,0 +1,46 @@
+// RUN: adreno-opt %s -p convert-graph-to-opencl | filecheck %s --check-prefix=HOST
+// RUN: adreno-opt %s -p convert-graph-to-opencl -t opencl | filecheck %s
+
+// An annotated NCHW4c program: pack into an image, a depthwise 3x3 conv + ReLU on
+// images, a max pool writing a half-float buffer, unpack. The host allocates images of
+// the annotated extents; kernels read images with read_imagef and write them with
+// write_imagef; the f16 buffer is written with vstore_half4 and read with vload_half4.
+
+// HOST-LABEL: func.func @main
+// HOST:       opencl.alloc_image : !opencl.image<8x8, rgba_f32>
+// HOST:       opencl.launch @pack_nchw4c
+// HOST:       opencl.launch @dwconv3x3_4c_relu
+// HOST:       opencl.alloc_buffer : !opencl.buffer<64xf16>
+// HOST:       opencl.launch @maxpool2x2_4c
+// HOST:       opencl.launch @unpack_nchw4c
+
+// CHECK:           __constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+// CHECK-LABEL: __kernel void pack_nchw4c(
+// CHECK-SAME:      __global const float* input,{{\s*}}__write_only image2d_t out
+// CHECK:           write_imagef(out, (int2)(
+// CHECK-LABEL: __kernel void dwconv3x3_4c_relu(
+// CHECK:           __read_only image2d_t input,
+// CHECK-NEXT:      __global const float* weight,
+// CHECK-NEXT:      __global const float* bias,
+// CHECK-NEXT:      __write_only image2d_t out
+// CHECK:           read_imagef(input, smp, (int2)(
+// CHECK:           vload4(
+// CHECK:           fmax(
+// CHECK:           write_imagef(out,
+// CHECK-LABEL: __kernel void maxpool2x2_4c(
+// CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
+// CHECK:           vstore_half4(
+// CHECK-LABEL: __kernel void unpack_nchw4c(
+// CHECK-SAME:      __global const half* input,{{\s*}}__global float* out
+// CHECK:           vload_half4(
+
+func.func @main(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> attributes {graph.inputs = ["x"], graph.outputs = ["y"]} {
+  %p = texture.pack %x : tensor<1x4x8x8xf32> -> !texture.tensor<1x1x8x8x4xf32, nchw4c, #texture.image<texture, h = 8, w = 8>>
+  %w = graph.constant dense<0.5> : tensor<1x1x3x3x4xf32>
+  %b = graph.constant dense<[0.0, 1.0, 2.0, 3.0]> : tensor<4xf32>
+  %c = graph.conv2d %p, %w, %b {pads = array<i64: 1, 1, 1, 1>, groups = 4 : i64} : !texture.tensor<1x1x8x8x4xf32, nchw4c, #texture.image<texture, h = 8, w = 8>>, tensor<1x1x3x3x4xf32>, tensor<4xf32> -> !texture.tensor<1x1x8x8x4xf32, nchw4c, #texture.image<texture, h = 8, w = 8>>
+  %r = graph.relu %c : !texture.tensor<1x1x8x8x4xf32, nchw4c, #texture.image<texture, h = 8, w = 8>>
+  %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (!texture.tensor<1x1x8x8x4xf32, nchw4c, #texture.image<texture, h = 8, w = 8>>) -> !texture.tensor<1x1x4x4x4xf16, nchw4c, global>
+  %y = texture.unpack %m : !texture.tensor<1x1x4x4x4xf16, nchw4c, global> -> tensor<1x4x4x4xf32>
+  func.return %y : tensor<1x4x4x4xf32>
+}
