@@ -102,7 +102,10 @@ def _resolve_target(target: str, context) -> str:
     from adreno_mlir.target import get_profile, profile_from_device, register_profile
 
     if target != "auto":
-        get_profile(target)  # unknown names fail here, listing the known ones
+        try:
+            get_profile(target)
+        except ValueError as e:
+            raise CompileError(str(e)) from None
         return target
     import dataclasses
 

@@ -69,5 +69,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m adreno_mlir.cli
     sys.exit(main())

@@ -229,9 +229,11 @@ class HostBuilder:
         return self.kernels[spec]
 
     def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc, scalars: Sequence[int] = ()) -> None:
+        grid = spec.global_size()
+        spec = spec.shared()  # extents the kernel does not need are dropped from its identity
         name = self.kernel(spec)
         values = [self.int_constant(v) for v in scalars]
-        op = self.emit(opencl.LaunchOp(name, [*args, *values], spec.global_size()))
+        op = self.emit(opencl.LaunchOp(name, [*args, *values], grid))
         op.location = loc
 
     # ------------------------------------------------------------------ groups

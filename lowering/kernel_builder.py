@@ -171,14 +171,17 @@ class KernelBuilder:
         return self.emit(arith.FPToSIOp(v, i32))
 
     def unravel(self, linear: SSAValue, dims: Sequence[int], names: Sequence[str] | None = None) -> list[SSAValue]:
-        """Row-major multi-index of `linear` within `dims` (outermost index unmodded)."""
+        """Row-major multi-index of `linear` within `dims`. The outermost dimension of
+        extent > 1 takes what is left without a modulo, so its extent is never needed
+        (kernels may leave it 0 to be shared across sizes)."""
         coords: list = [0] * len(dims)
+        first = next((d for d in range(len(dims)) if dims[d] != 1), len(dims))
         rest = linear
-        for d in range(len(dims) - 1, -1, -1):
+        for d in range(len(dims) - 1, first - 1, -1):
             hint = names[d] if names else None
             if dims[d] == 1:
                 coords[d] = 0
-            elif d == 0:
+            elif d == first:
                 coords[d] = rest
             else:
                 coords[d] = self.rem(rest, dims[d], hint)

@@ -154,7 +154,7 @@ class Executable:
     def _image(self, t: opencl.ImageType) -> cl.Image:
         fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.HALF_FLOAT if t.format.data == "rgba_f16"
                              else cl.channel_type.FLOAT)
-        return cl.Image(self.context, MF.READ_WRITE, fmt, shape=(t.width.data, t.height.data))
+        return cl.create_image(self.context, MF.READ_WRITE, fmt, shape=(t.width.data, t.height.data))
 
     # ------------------------------------------------------------------ running
 

@@ -86,6 +86,11 @@ class KernelSpec:
     def body(self, kb: KernelBuilder, args: Sequence[SSAValue]) -> None:
         raise NotImplementedError
 
+    def shared(self) -> "KernelSpec":
+        """The spec with extents its kernel never reads set to 0, so launches that
+        differ only in them share a kernel (the launch grid comes from the real spec)."""
+        return self
+
     def scalar_names(self) -> tuple[str, ...]:
         """i32 arguments after the output: sizes passed at launch instead of being baked
         into the kernel, so launches that differ only in them share one kernel."""

@@ -59,13 +59,28 @@ class MapSpec(KernelSpec):
     def input_names(self) -> tuple[str, ...]:
         return tuple(f"in{k}" for k in range(len(self.inputs)))
 
+    def shared(self) -> "MapSpec":
+        """Strides over unit dimensions are never used, nor is the extent of the outermost
+        dimension (see KernelBuilder.unravel): both are zeroed for the kernel's identity."""
+        import dataclasses
+
+        unit = [d == 1 for d in self.shape]
+        first = next((d for d in range(len(self.shape)) if not unit[d]), None)
+
+        def norm(acc: Access) -> Access:
+            return Access(acc.base, tuple(0 if u else st for u, st in zip(unit, acc.strides)))
+
+        shape = tuple(0 if d == first else e for d, e in enumerate(self.shape))
+        return dataclasses.replace(self, shape=shape, inputs=tuple(norm(a) for a in self.inputs),
+                                   out=norm(self.out))
+
     def global_size(self) -> tuple[int, ...]:
         return (numel(self.shape),)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, _, out = self.split_args(args)
         gid = kb.global_id(0, "i")
-        dense = contiguous_strides(self.shape)
+        dense = tuple(0 if e == 1 else st for e, st in zip(self.shape, contiguous_strides(self.shape)))
         coords: list[SSAValue] | None = None
 
         def index(acc: Access) -> SSAValue:

@@ -13,6 +13,7 @@ channel offset). Fused epilogues are float4 expressions.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,11 +138,35 @@ class PackedSpec(KernelSpec):
     def global_size(self) -> tuple[int, ...]:
         return self.grid()
 
+    def split_z(self, kb: KernelBuilder, z: SSAValue, c4n: int):
+        """(n, c4) from the grid's third id; with batch 1 it is c4 itself."""
+        if self.out.shape[0] == 1:
+            return 0, z
+        return kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4")
+
     def pixel_ids(self, kb: KernelBuilder):
         """(n, c4, h, w) of this work-item for the default grid (W, H, N*C4)."""
         _, c4n, _, _ = self.out.shape
         w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
-        return kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4"), h, w
+        n, c4 = self.split_z(kb, z, c4n)
+        return n, c4, h, w
+
+    def shared(self) -> "PackedSpec":
+        """With batch 1 no kernel reads a channel-block count (n is 0 and c4 comes
+        straight from the grid), so those extents are zeroed for the kernel's identity."""
+        if self.out.shape[0] != 1 or isinstance(self, (PackSpec, UnpackSpec)):
+            return self
+
+        def norm(p: Packed | None) -> Packed | None:
+            return None if p is None else dataclasses.replace(p, shape=(1, 0, *p.shape[2:]))
+
+        changes = {"out": norm(self.out),
+                   "pepi": dataclasses.replace(self.pepi, extras=tuple((norm(p), b) for p, b in self.pepi.extras))}
+        if getattr(self, "src", None) is not None and self.src.shape[0] == 1:
+            changes["src"] = norm(self.src)
+        if isinstance(self, PackedMapSpec):
+            changes["shape"] = (self.shape[0], 0, *self.shape[2:])
+        return dataclasses.replace(self, **changes)
 
     def finish_pixel(self, kb: KernelBuilder, extras, out, value, n, c4, h, w) -> None:
         value = self.pepi.apply(kb, value, extras, n, c4, h, w)
@@ -259,7 +284,7 @@ class PackedConvSpec(PackedSpec):
         taps = kh_n * kw_n
         xb = self.x_block
         gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
-        n, co4 = kb.div(z, co4n, "n"), kb.rem(z, co4n, "co4")
+        n, co4 = self.split_z(kb, z, co4n)
         ox0 = kb.mul(gx, xb, "ox")
         iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
         ixs = [kb.sub(kb.mul(kb.min_i(kb.add(ox0, t), OW - 1) if OW % xb else kb.add(ox0, t), self.strides[1]),
@@ -470,7 +495,7 @@ class PackedMapSpec(PackedSpec):
         _, extras, out = self.split(args)
         c4n = self.shape[1]
         w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
-        n, c4 = kb.div(z, c4n, "n"), kb.rem(z, c4n, "c4")
+        n, c4 = self.split_z(kb, z, c4n)
         value = self.pepi.apply(kb, None, extras, n, c4, h, w)
         c4_out = kb.add(c4, self.scalar(args, "c4_offset")) if self.offset_arg else c4
         self.out.write(kb, out, value, n, c4_out, h, w)

@@ -1,0 +1,189 @@
+"""ONNX's backend node tests (`onnx.backend.test.BackendTest`) through `AdrenoBackend`.
+
+Included: every node test named after an op type the frontend accepts (`IMPORTERS`),
+`_cpu` variants only. Excluded: the cases in `EXCLUDED`, grouped by reason; each is a
+case the compiler rejects with a CompileError, and `test_excluded_case_is_rejected`
+checks that it really is rejected (with the documented reason), never run with wrong
+numbers. docs/op_support.md lists the same per op type.
+
+Many node tests pass an operator's parameters (Reshape's shape, Slice's starts/ends,
+Squeeze/Unsqueeze/ReduceMean axes, Clip bounds, Resize scales/sizes) as graph inputs.
+adreno-mlir only accepts those as constants, so for these tests the backend binds
+them (`bind_inputs`): the model is compiled at the first run with the values the test
+feeds as constants. Without binding they are rejected (`test_parameter_inputs_*`).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import onnx.backend.test
+import pytest
+from onnx.backend.test.loader import load_model_tests
+
+from adreno_mlir.errors import CompileError
+from adreno_mlir.frontend.onnx_importer import IMPORTERS
+from adreno_mlir.onnx_backend import AdrenoBackend
+
+# ONNX names node tests test_<stem>_..., the stem being the op type in lower case,
+# except for these.
+TEST_STEMS = {
+    "BatchNormalization": ["batchnorm"],
+    "ReduceMean": ["reduce_mean"],
+    "Conv": ["conv", "basic_conv"],
+}
+STEMS = sorted({stem for op in IMPORTERS for stem in TEST_STEMS.get(op, [op.lower()])})
+INCLUDE = [rf"^test_{stem}(_.*)?_cpu$" for stem in STEMS]
+
+# reason -> (what the CompileError says, node-test name patterns)
+EXCLUDED: dict[str, tuple[str, list[str]]] = {
+    # Tensors are float32 only: integer inputs are rejected at import.
+    "dtype not supported (integer tensors; only float32)": (
+        r"has element type u?int",
+        [r"^test_(add|sub|mul|div)_u?int\d+", r"^test_div_int32_trunc", r"^test_clip_default_int8_",
+         r"^test_maxpool_2d_uint8"],
+    ),
+    # Optional / sequence values are not tensors.
+    "input is not a tensor (optional, sequence)": (
+        r"is not a tensor", [r"^test_identity_opt", r"^test_identity_sequence"]),
+    # Zero-size inputs or results.
+    "empty tensors": (
+        r"with no elements; empty tensors are not supported",
+        [r"^test_reshape_allowzero_reordered", r"^test_slice_start_out_of_bounds"]),
+    # Pooling is 1-D or 2-D.
+    "3-D pooling": (r"only 1-D and 2-D pooling", [r"^test_(maxpool|averagepool)_3d_"]),
+    # graph.avg_pool has no dilations (the lowering would need them too).
+    "dilated AveragePool": (r"dilated average pooling", [r"^test_averagepool_2d_dilations"]),
+    "MaxPool with the Indices output": (r"Indices output", [r"^test_maxpool_with_argmax_"]),
+    "training-mode BatchNormalization": (r"training-mode", [r"^test_batchnorm_.*_training_mode"]),
+    "Resize mode 'cubic'": (r"mode 'cubic' is not supported", [r"^test_resize_.*_cubic"]),
+    "Resize antialias": (r"antialias = 1 is not supported", [r"^test_resize_.*_linear_antialias"]),
+    "Resize coordinate_transformation_mode 'tf_crop_and_resize'": (
+        r"'tf_crop_and_resize' is not supported", [r"^test_resize_tf_crop_and_resize"]),
+    # Function-expanded variants built from ops the frontend does not accept
+    # (Less, Where, Max, Min, CastLike, ReduceMax, ReduceSum).
+    "expanded variant uses unsupported ops": (
+        r"uses operators adreno-mlir does not support",
+        [r"^test_clip_(example|inbounds|outbounds|splitbounds|min_greater_than_max|default_min|"
+         r"default_max)?_?expanded", r"^test_(hardsigmoid|leakyrelu|relu|softmax)_.*expanded"]),
+}
+
+# Op types whose inputs after the first are parameters the compiler needs as constants.
+PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize"}
+
+
+def _node_cases() -> dict:
+    include = [re.compile(p) for p in INCLUDE]
+    return {t.name: t for t in load_model_tests(kind="node")
+            if any(p.search(t.name + "_cpu") for p in include)}
+
+
+def _parameter_inputs(model) -> list[str]:
+    runtime = {i.name for i in model.graph.input} - {i.name for i in model.graph.initializer}
+    return sorted({name for node in model.graph.node if node.op_type in PARAMETER_OPS
+                   for name in list(node.input)[1:] if name in runtime})
+
+
+def _excluded_reason(name: str) -> str | None:
+    for reason, (_, patterns) in EXCLUDED.items():
+        if any(re.search(p, name) for p in patterns):
+            return reason
+    return None
+
+
+NODE_CASES = _node_cases()
+BIND = {name: _parameter_inputs(t.model) for name, t in NODE_CASES.items()}
+BIND = {name: names for name, names in BIND.items() if names}
+
+backend_test = onnx.backend.test.BackendTest(
+    AdrenoBackend, __name__, test_kwargs={name: {"bind_inputs": names} for name, names in BIND.items()})
+for pattern in INCLUDE:
+    backend_test.include(pattern)
+for _reason, (_message, patterns) in EXCLUDED.items():
+    for pattern in patterns:
+        backend_test.exclude(pattern)
+
+with warnings.catch_warnings():  # enable_report marks tests with an unregistered mark
+    warnings.simplefilter("ignore")
+    _test_cases = backend_test.enable_report().test_cases
+
+# Only the node tests, and only those the include patterns select (the runner would
+# otherwise add ~3800 "no matched include pattern" skips).
+OnnxBackendNodeModelTest = _test_cases["OnnxBackendNodeModelTest"]
+for _name in list(vars(OnnxBackendNodeModelTest)):
+    if _name.startswith("test_") and not any(re.search(p, _name) for p in INCLUDE):
+        delattr(OnnxBackendNodeModelTest, _name)
+globals().update({"OnnxBackendNodeModelTest": OnnxBackendNodeModelTest})
+
+
+# --------------------------------------------------------------------------- checks of the exclusions
+
+
+def test_every_accepted_op_has_node_tests():
+    for op in IMPORTERS:
+        stems = TEST_STEMS.get(op, [op.lower()])
+        assert any(re.match(rf"^test_({'|'.join(stems)})(_|$)", n) for n in NODE_CASES), op
+
+
+def test_every_exclusion_matches_a_case():
+    for reason, (_, patterns) in EXCLUDED.items():
+        for p in patterns:
+            assert any(re.search(p, n + "_cpu") for n in NODE_CASES), f"{reason}: {p} matches nothing"
+
+
+EXCLUDED_CASES = sorted(n for n in NODE_CASES if _excluded_reason(n + "_cpu"))
+
+
+@pytest.mark.parametrize("name", EXCLUDED_CASES)
+def test_excluded_case_is_rejected(name):
+    """An excluded case is an expected rejection: a CompileError that gives the reason."""
+    case = NODE_CASES[name]
+    message, _ = EXCLUDED[_excluded_reason(name + "_cpu")]
+    with pytest.raises(CompileError, match=message):
+        rep = AdrenoBackend.prepare(case.model, "CPU", bind_inputs=BIND.get(name, ()))
+        inputs, _ = case.data_sets[0]
+        rep.run([np.asarray(x) for x in inputs])
+
+
+@pytest.mark.parametrize("name", sorted(n for n in BIND if not _excluded_reason(n + "_cpu")))
+def test_parameter_inputs_are_rejected_unbound(name):
+    """Without bind_inputs, run-time parameters are rejected at import, naming them."""
+    with pytest.raises(CompileError, match=r"must be a constant|element type int64"):
+        AdrenoBackend.prepare(NODE_CASES[name].model, "CPU")
+
+
+def test_bound_inputs_recompile_when_they_change():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["data", "shape"], ["y"])], "reshape",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    rep = AdrenoBackend.prepare(helper.make_model(graph), "CPU", bind_inputs=["shape"])
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for shape in ([4, 6], [6, 4], [4, 6]):
+        (y,) = rep.run([data, np.array(shape, np.int64)])
+        np.testing.assert_array_equal(y, data.reshape(shape))
+
+
+def test_reshape_contradicting_declared_output_shape_is_rejected():
+    case = NODE_CASES["test_reshape_reordered_all_dims"]
+    rep = AdrenoBackend.prepare(case.model, "CPU", bind_inputs=["shape"])
+    (data, _), _ = case.data_sets[0]
+    with pytest.raises(CompileError, match="declares shape"):
+        rep.run([data, np.array([4, 6], np.int64)])
+
+
+def test_run_node():
+    node = onnx.helper.make_node("Relu", ["x"], ["y"])
+    x = np.array([[-1.0, 2.0]], np.float32)
+    (y,) = AdrenoBackend.run_node(node, [x])
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_devices():
+    assert AdrenoBackend.supports_device("CPU")
+    assert not AdrenoBackend.supports_device("CUDA")
