@@ -72,6 +72,10 @@ class CompiledModel:
             arrays.append(x)
         return arrays
 
+    def profile(self, feeds: Mapping[str, np.ndarray], repeat: int = 5) -> dict[str, float]:
+        """Device milliseconds per kernel (summed over its launches), from OpenCL events."""
+        return self.executable.profile(self._check_inputs(feeds), repeat)
+
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         arrays = self._check_inputs(feeds)
         outs = self.executable.run(arrays)

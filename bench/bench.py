@@ -296,6 +296,13 @@ def bench_model(name, args, shared, peer, variants):
             else:
                 pairs = [(out[k], peer_out[k]) for k in cm.output_names]
             v["max_rel_err"] = max(max_rel_err(a, b) for a, b in pairs)
+            if args.profile:
+                prof = cm.profile(feeds, repeat=max(3, min(args.repeat, 10)))
+                v["kernel_ms"] = prof
+                v["device_ms"] = sum(prof.values())
+                top = sorted(prof.items(), key=lambda kv: -kv[1])[: args.profile]
+                log(f"[{name}] ours ({vname}): device time {v['device_ms']:.3f} ms over {len(prof)} kernels; top: "
+                    + ", ".join(f"{k} {ms:.3f}" for k, ms in top))
             tol = args.tol_fp16 if (plan or {}).get("precision", "fp32") != "fp32" else args.tol
             v["ok"] = v["max_rel_err"] <= tol
             del cm
@@ -378,6 +385,8 @@ def main(argv=None):
                     help="pass textures=True/False to adreno_mlir.compile (only if it accepts it)")
     ap.add_argument("--plans", default=None,
                     help=f"comma list of compile plans to compare: {', '.join(PLANS)} (overrides --textures)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also time every kernel with OpenCL events and print the N most expensive")
     ap.add_argument("--tol-fp16", type=float, default=3e-2, help="max relative error for fp16-acc32 plans")
     ap.add_argument("--json", default=None, help="write all results to this JSON file")
     ap.add_argument("--tol", type=float, default=1e-3, help="max relative error for 'ok' (default 1e-3)")

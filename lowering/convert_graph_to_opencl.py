@@ -144,7 +144,9 @@ class HostBuilder:
         self.fn = fn
         self.schedule = schedule
         self.kernels: dict[KernelSpec, str] = kernels
-        self.names: set[str] = set(kernels.values())
+        self.names: set[str] = set(kernels.values()) | {
+            o.sym_name.data for o in module.body.block.ops if hasattr(o, "sym_name")
+        }
         self.store = store_of(module)
         in_types = [opencl.BufferType(_numel(a.type), f32) for a in fn.args]
         self.block = Block(arg_types=in_types)

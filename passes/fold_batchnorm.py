@@ -102,3 +102,7 @@ class FoldBatchNorm(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(FoldIntoConv(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(DecomposeBatchNorm(), apply_recursively=False).rewrite_module(op)
+        # the unfolded weights and statistics are dead now
+        for c in [o for o in op.walk() if isinstance(o, graph.ConstantOp) and not o.result.uses]:
+            c.detach()
+            c.erase()

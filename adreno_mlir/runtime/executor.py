@@ -158,6 +158,23 @@ class Executable:
 
     # ------------------------------------------------------------------ running
 
+    def profile(self, inputs: list[np.ndarray], repeat: int = 5) -> dict[str, float]:
+        """Device time per kernel (ms, median over `repeat` runs, summed over launches),
+        from OpenCL profiling events on a separate profiling queue."""
+        q = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        for buf, arr in zip(self.inputs, inputs):
+            cl.enqueue_copy(q, buf, np.ascontiguousarray(arr, dtype=np.float32))
+        runs: list[dict[str, float]] = []
+        for _ in range(repeat):
+            events = [(l.name, cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size))
+                      for l in self.launches]
+            q.finish()
+            totals: dict[str, float] = {}
+            for name, ev in events:
+                totals[name] = totals.get(name, 0.0) + (ev.profile.end - ev.profile.start) * 1e-6
+            runs.append(totals)
+        return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
+
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         q = self.queue
         for buf, arr in zip(self.inputs, inputs):
