@@ -129,6 +129,7 @@ def flush(module: ModuleOp, directory: Path) -> None:
     store = store_of(module)
     if store.directory is None:
         if not store.arrays:
+            del module.attributes[WEIGHTS_ATTR]  # nothing to point at
             return
         store.save(directory)
         module.attributes[WEIGHTS_ATTR] = StringAttr(str(directory))
