@@ -66,7 +66,7 @@ def test_wrong_inputs_raise_value_error(tiny, feeds, message):
 def test_plans_match_onnxruntime(tiny_path, plan):
     cm = adreno_mlir.compile(str(tiny_path), **plan)
     x = np.random.default_rng(3).standard_normal((1, 3, 64, 64)).astype(np.float32)
-    tol = 3e-2 if plan.get("precision") == "fp16-acc32" else 1e-4
+    tol = 5e-2 if plan.get("precision") == "fp16-acc32" else 1e-4
     ref = _ref(tiny_path, x)
     err = np.abs(cm.run({"input": x})["probabilities"] - ref).max() / np.abs(ref).max()
     assert err <= tol, (plan, err)

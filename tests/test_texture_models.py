@@ -1,7 +1,7 @@
 """The texture path (NCHW4c, images where legal) on every shared graph, in fp32 and in
 fp16-acc32 (half storage, fp32 arithmetic), against onnxruntime fp32.
 
-Tolerances (max |ours - ort| / max |ort| per output): fp32 1e-4; fp16-acc32 3e-2,
+Tolerances (max |ours - ort| / max |ort| per output): fp32 1e-4; fp16-acc32 5e-2,
 since every stored activation is rounded to 11 significant bits (about 5e-4
 relative) and deep networks compound it.
 """
@@ -16,7 +16,7 @@ import adreno_mlir
 from tests.conftest import MODEL_NAMES
 from tests.test_models import scaled_error
 
-TOLERANCE = {"fp32": 1e-4, "fp16-acc32": 3e-2}
+TOLERANCE = {"fp32": 1e-4, "fp16-acc32": 5e-2}
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16-acc32"])
