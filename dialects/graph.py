@@ -18,7 +18,6 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
-    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
-from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, f16, f32
+from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -38,6 +38,7 @@ from lowering.kernels.matmul import GemmSpec, MatMulSpec
 from lowering.kernels.pool import PoolSpec, ReduceSpec
 from lowering.kernels.resize import ResizeSpec
 from lowering.kernels.softmax import SoftmaxSpec
+from lowering.opencl_printer import C_KEYWORDS
 from passes.fold_batchnorm import FoldBatchNorm
 
 
@@ -99,6 +100,30 @@ class Group:
     @property
     def result(self) -> SSAValue:
         return self.ops[-1].results[0]
+
+
+def group_expression(group: Group) -> tuple[Expr, list[SSAValue]]:
+    """The element-wise part of a group as an expression over Src() (the head's value,
+    unless the head is element-wise itself) and In(k), k indexing the returned extra
+    inputs (each distinct outside value once)."""
+    extras: list[SSAValue] = []
+    elementwise_head = _is_elementwise(group.head)
+    members = set(group.ops) if elementwise_head else set(group.ops[1:])
+    head_value = None if elementwise_head else group.head.results[0]
+
+    def expr(v: SSAValue) -> Expr:
+        if head_value is not None and v is head_value:
+            return Src()
+        owner = v.owner
+        if owner in members:
+            if type(owner) in _UNARY_KIND:
+                return Un(_UNARY_KIND[type(owner)], expr(owner.operands[0]), _unary_params(owner))
+            return Bin(_BINARY_KIND[type(owner)], expr(owner.operands[0]), expr(owner.operands[1]))
+        if v not in extras:
+            extras.append(v)
+        return In(extras.index(v))
+
+    return expr(group.result), extras
 
 
 def plan_groups(block: Block, fuse: bool) -> list[Group]:
@@ -220,6 +245,10 @@ class HostBuilder:
     def kernel(self, spec: KernelSpec) -> str:
         if spec not in self.kernels:
             base = spec.base_name()
+            if base in C_KEYWORDS:
+                # A kernel named like an OpenCL built-in (`exp`, `sqrt`) shadows it: PoCL
+                # then cannot find the kernel, other compilers reject the program.
+                base += "_kernel"
             name, n = base, 0
             while name in self.names:
                 n += 1
@@ -241,24 +270,8 @@ class HostBuilder:
     # ------------------------------------------------------------------ groups
 
     def epilogue(self, group: Group, out_shape: Sequence[int]) -> tuple[Epilogue, list[SSAValue]]:
-        """The group's element-wise tail as an expression over Src() and extra inputs."""
-        extras: list[SSAValue] = []
-        members = set(group.ops[1:]) if not _is_elementwise(group.head) else set(group.ops)
-        head_value = None if _is_elementwise(group.head) else group.head.results[0]
-
-        def expr(v: SSAValue) -> Expr:
-            if head_value is not None and v is head_value:
-                return Src()
-            owner = v.owner
-            if owner in members:
-                if type(owner) in _UNARY_KIND:
-                    return Un(_UNARY_KIND[type(owner)], expr(owner.operands[0]), _unary_params(owner))
-                return Bin(_BINARY_KIND[type(owner)], expr(owner.operands[0]), expr(owner.operands[1]))
-            if v not in extras:
-                extras.append(v)
-            return In(extras.index(v))
-
-        e = expr(group.result)
+        """The group's element-wise tail with its extra inputs read through broadcasting strides."""
+        e, extras = group_expression(group)
         strides = tuple(broadcast_strides(graph.shape_of(v), out_shape) for v in extras)
         return Epilogue(e, strides), extras
 
@@ -354,7 +367,7 @@ def _lower_conv(hb: HostBuilder, group: Group, loc) -> None:
 
 
 def _constant_array(hb: HostBuilder, value: SSAValue) -> np.ndarray:
-    from passes.graph_canonicalize import constant_value
+    from passes.constants import constant_value
 
     return constant_value(value, hb.store)
 
@@ -533,8 +546,9 @@ class ConvertGraphToOpenCL(ModulePass):
             # kernels already in the module keep their names
         }
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
-            if not any(o.name.startswith("graph.") for o in fn.walk()):
-                continue
+            types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]
+            if not any(isinstance(t, (TensorType, texture.TextureTensorType)) for t in types):
+                continue  # already a host function (or nothing tensor-level in it)
             hb = HostBuilder(op, fn, schedule, kernels)
             for group in plan_groups(fn.body.block, schedule.fuse):
                 hb.lower(group)

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import f16
 from xdsl.ir import SSAValue
 
 from dialects import graph, texture
-from lowering.expr import Bin, Expr, In, Src, Un
+from lowering.expr import In
 from lowering.kernels.packed import (
     Packed,
     PackedConvSpec,
@@ -48,29 +48,13 @@ def _broadcast(value: SSAValue, out: Packed) -> tuple[bool, bool, bool]:
 
 
 def epilogue(hb, group, out: Packed) -> tuple[PackedEpilogue, list[SSAValue]]:
-    """The group's element-wise tail as a float4 expression (see HostBuilder.epilogue)."""
-    from lowering.convert_graph_to_opencl import _BINARY_KIND, _UNARY_KIND, _is_elementwise, _unary_params
+    """The group's element-wise tail as a float4 expression; extra inputs broadcast over
+    the axes where they have extent 1."""
+    from lowering.convert_graph_to_opencl import _is_elementwise, group_expression
 
-    elementwise_head = _is_elementwise(group.head)
-    if len(group.ops) == 1 and not elementwise_head:
+    if len(group.ops) == 1 and not _is_elementwise(group.head):
         return PackedEpilogue(), []
-    members = set(group.ops) if elementwise_head else set(group.ops[1:])
-    head_value = None if elementwise_head else group.head.results[0]
-    extras: list[SSAValue] = []
-
-    def expr(v: SSAValue) -> Expr:
-        if head_value is not None and v is head_value:
-            return Src()
-        owner = v.owner
-        if owner in members:
-            if type(owner) in _UNARY_KIND:
-                return Un(_UNARY_KIND[type(owner)], expr(owner.operands[0]), _unary_params(owner))
-            return Bin(_BINARY_KIND[type(owner)], expr(owner.operands[0]), expr(owner.operands[1]))
-        if v not in extras:
-            extras.append(v)
-        return In(extras.index(v))
-
-    e = expr(group.result)
+    e, extras = group_expression(group)
     pepi = PackedEpilogue(e, tuple((packed(v), _broadcast(v, out)) for v in extras))
     return pepi, [hb.buffer(v) for v in extras]
 

@@ -18,21 +18,20 @@ Every tensor starts in the `global` scope; `annotate-texture-scope` picks images
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f16, f32
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, f16, f32
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from adreno_mlir.weights import store_of
 from dialects import graph, texture
 from passes.fold_batchnorm import FoldBatchNorm
-from passes.graph_canonicalize import constant_value
+from passes.constants import constant_value, new_constant
 
 _ELEMENTWISE = (*graph.UNARY_OPS, *graph.BINARY_OPS)
 
@@ -69,12 +68,7 @@ class LayoutConverter:
             self.rewriter.insert_op(op, InsertPoint.after(value.owner))
 
     def constant(self, arr: np.ndarray, hint: str, before: Operation) -> SSAValue:
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-        t = TensorType(f32, list(arr.shape))
-        if arr.size <= 8:
-            op = graph.ConstantOp(t, value=DenseIntOrFPElementsAttr.from_list(t, arr.reshape(-1).tolist()))
-        else:
-            op = graph.ConstantOp(t, ref=self.store.add(hint, arr))
+        op = new_constant(self.store, arr, hint)
         self.rewriter.insert_op(op, InsertPoint.before(before))
         return op.result
 

@@ -12,21 +12,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
-from adreno_mlir.frontend.onnx_importer import INLINE_LIMIT
 from adreno_mlir.weights import store_of
 from dialects import graph
-from passes.graph_canonicalize import constant_value, module_of
+from passes.constants import constant_value, module_of, new_constant
 
 
 def _bn_affine(op: graph.BatchNormOp) -> tuple[np.ndarray, np.ndarray] | None:
@@ -38,16 +36,8 @@ def _bn_affine(op: graph.BatchNormOp) -> tuple[np.ndarray, np.ndarray] | None:
     return s, beta - mean * s
 
 
-def _constant(rewriter: PatternRewriter, op, arr: np.ndarray, hint: str):
-    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
-
-    arr = np.ascontiguousarray(arr, dtype=np.float32)
-    t = TensorType(graph.f32, list(arr.shape))
-    if arr.size <= INLINE_LIMIT:
-        c = graph.ConstantOp(t, value=DenseIntOrFPElementsAttr.from_list(t, arr.reshape(-1).tolist()))
-    else:
-        c = graph.ConstantOp(t, ref=store_of(module_of(op)).add(hint, arr))
-    return c
+def _constant(op, arr: np.ndarray, hint: str) -> graph.ConstantOp:
+    return new_constant(store_of(module_of(op)), arr, hint)
 
 
 class FoldIntoConv(RewritePattern):
@@ -63,8 +53,8 @@ class FoldIntoConv(RewritePattern):
             return
         s, shift = affine
         name = conv.weight.owner.weight_name or "conv_weight"
-        new_w = _constant(rewriter, op, w * s.reshape(-1, 1, 1, 1), f"{name}_bn")
-        new_b = _constant(rewriter, op, b * s + shift, f"{name}_bn_bias")
+        new_w = _constant(op, w * s.reshape(-1, 1, 1, 1), f"{name}_bn")
+        new_b = _constant(op, b * s + shift, f"{name}_bn_bias")
         new_conv = graph.Conv2dOp(
             conv.input, new_w.result, new_b.result, op.result.type,
             graph.ints(conv.strides), graph.ints(conv.pads), graph.ints(conv.dilations),
@@ -87,8 +77,8 @@ class DecomposeBatchNorm(RewritePattern):
         s, shift = affine
         rank = len(graph.shape_of(op.input))
         shape = (-1,) + (1,) * (rank - 2)
-        sc = _constant(rewriter, op, s.reshape(shape), "bn_scale")
-        sh = _constant(rewriter, op, shift.reshape(shape), "bn_shift")
+        sc = _constant(op, s.reshape(shape), "bn_scale")
+        sh = _constant(op, shift.reshape(shape), "bn_shift")
         mul = graph.MulOp(op.input, sc.result, op.result.type)
         add = graph.AddOp(mul.result, sh.result, op.result.type)
         mul.location = add.location = op.location

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -24,45 +24,17 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from adreno_mlir.weights import WeightStore, store_of
+from adreno_mlir.weights import store_of
 from dialects import graph
+from passes.constants import constant_value, module_of, new_constant
 
 FOLD_LIMIT = 1 << 16
 """Largest constant result (elements) the canonicalizer materialises."""
 
 
-def module_of(op: Operation) -> ModuleOp:
-    top = op
-    while top.parent_op() is not None:
-        top = top.parent_op()
-    assert isinstance(top, ModuleOp)
-    return top
-
-
-def constant_value(value: SSAValue, store: WeightStore | None = None) -> np.ndarray | None:
-    """The array behind a `graph.constant` result, or None."""
-    op = value.owner
-    if not isinstance(op, graph.ConstantOp):
-        return None
-    shape = graph.shape_of(value)
-    if op.value is not None:
-        return np.array(op.value.get_values(), dtype=np.float32).reshape(shape)
-    if store is None:
-        store = store_of(module_of(op))
-    return np.asarray(store[op.weight_name], dtype=np.float32).reshape(shape)
-
-
 def make_constant(rewriter: PatternRewriter, op: Operation, arr: np.ndarray, hint: str) -> None:
-    """Replace `op` by a constant holding `arr` (inline when small)."""
-    from adreno_mlir.frontend.onnx_importer import INLINE_LIMIT
-
-    arr = np.ascontiguousarray(arr, dtype=np.float32)
-    t = TensorType(graph.f32, list(arr.shape))
-    if arr.size <= INLINE_LIMIT:
-        new = graph.ConstantOp(t, value=DenseIntOrFPElementsAttr.from_list(t, arr.reshape(-1).tolist()))
-    else:
-        new = graph.ConstantOp(t, ref=store_of(module_of(op)).add(hint, arr))
-    rewriter.replace(op, new)
+    """Replace `op` by a constant holding `arr`."""
+    rewriter.replace(op, new_constant(store_of(module_of(op)), arr, hint))
 
 
 _NUMPY_UNARY = {

@@ -32,7 +32,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
-    i64,
 )
 from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
@@ -40,8 +39,7 @@ from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import WeightStore, attach
 from dialects import graph
 
-INLINE_LIMIT = 8
-"""Constants with at most this many elements are printed inline as dense<...>."""
+from passes.constants import INLINE_LIMIT
 
 FOLDABLE = {
     "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Constant", "Slice",

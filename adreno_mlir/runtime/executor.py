@@ -9,7 +9,6 @@ reads outputs back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np

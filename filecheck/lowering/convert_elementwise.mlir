@@ -55,14 +55,14 @@ func.func @chain(%x: tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32> {
 // CHECK-NEXT:    %[[E:[0-9a-z_]+]] = math.exp %[[V]] : f32
 // CHECK-NEXT:    %[[P:[0-9a-z_]+]] = arith.mulf %[[E]], %[[V]] : f32
 // CHECK-NEXT:    opencl.store %[[P]], %out[%i]
-// CHECK-LABEL: opencl.kernel @sqrt_map(
+// CHECK-LABEL: opencl.kernel @sqrt_kernel(
 // CHECK-LABEL: func.func @split(%x: !opencl.buffer<6xf32>) -> (!opencl.buffer<6xf32>, !opencl.buffer<6xf32>) {
 // CHECK-NEXT:    %[[R:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<6xf32>
 // CHECK-NEXT:    opencl.launch @relu(%x, %[[R]]) global [6]
 // CHECK-NEXT:    %[[Y:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<6xf32>
 // CHECK-NEXT:    opencl.launch @exp_mul(%[[R]], %[[Y]]) global [6]
 // CHECK-NEXT:    %[[Q:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<6xf32>
-// CHECK-NEXT:    opencl.launch @sqrt_map(%x, %[[Q]]) global [6]
+// CHECK-NEXT:    opencl.launch @sqrt_kernel(%x, %[[Q]]) global [6]
 // CHECK-NEXT:    func.return %[[Y]], %[[Q]]
 func.func @split(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %r = graph.relu %x : tensor<2x3xf32>

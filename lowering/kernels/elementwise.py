@@ -18,12 +18,6 @@ from lowering.kernel_builder import KernelBuilder
 from lowering.kernels.common import KernelSpec, contiguous_strides, numel
 
 
-OPENCL_BUILTIN_NAMES = frozenset({
-    "abs", "exp", "sqrt", "tanh", "fabs", "fmax", "fmin", "max", "min", "clamp", "select",
-    "sign", "step", "mix", "dot", "length", "distance", "normalize", "cross", "floor",
-    "ceil", "round", "trunc", "log", "sin", "cos", "tan", "pow", "rsqrt", "mad", "fma",
-})
-"""OpenCL C built-in function names a kernel name must not take."""
 
 
 @dataclass(frozen=True)
@@ -51,10 +45,7 @@ class MapSpec(KernelSpec):
     def base_name(self) -> str:
         from lowering.expr import describe
 
-        name = describe(self.expr) or self.kind
-        # A kernel named like an OpenCL built-in (`exp`, `sqrt`, ...) shadows it: PoCL
-        # then cannot find the kernel, other compilers reject the program.
-        return f"{name}_map" if name in OPENCL_BUILTIN_NAMES else name
+        return describe(self.expr) or self.kind
 
     def input_names(self) -> tuple[str, ...]:
         return tuple(f"in{k}" for k in range(len(self.inputs)))

@@ -1,0 +1,43 @@
+"""Reading and creating `graph.constant`s, shared by the passes that compute weights."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from adreno_mlir.weights import WeightStore, store_of
+from dialects import graph
+
+INLINE_LIMIT = 8
+"""Constants with at most this many elements are printed inline as dense<...>."""
+
+
+def module_of(op: Operation) -> ModuleOp:
+    top = op
+    while top.parent_op() is not None:
+        top = top.parent_op()
+    assert isinstance(top, ModuleOp)
+    return top
+
+
+def constant_value(value: SSAValue, store: WeightStore | None = None) -> np.ndarray | None:
+    """The array behind a `graph.constant` result, or None."""
+    op = value.owner
+    if not isinstance(op, graph.ConstantOp):
+        return None
+    shape = graph.shape_of(value)
+    if op.value is not None:
+        return np.array(op.value.get_values(), dtype=np.float32).reshape(shape)
+    if store is None:
+        store = store_of(module_of(op))
+    return np.asarray(store[op.weight_name], dtype=np.float32).reshape(shape)
+
+
+def new_constant(store: WeightStore, arr: np.ndarray, hint: str) -> graph.ConstantOp:
+    """A constant holding `arr`: inline when small, else a new weight in `store`."""
+    arr = np.ascontiguousarray(arr, dtype=np.float32)
+    t = TensorType(graph.f32, list(arr.shape))
+    if arr.size <= INLINE_LIMIT:
+        return graph.ConstantOp(t, value=DenseIntOrFPElementsAttr.from_list(t, arr.reshape(-1).tolist()))
+    return graph.ConstantOp(t, ref=store.add(hint, arr))
