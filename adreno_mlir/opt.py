@@ -59,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         AdrenoOptMain(description="adreno-mlir modular optimizer driver", args=argv).run()
     except (ParseError, DiagnosticException, PassFailedException, CompileError) as e:
-        print(str(e), file=sys.stderr)
+        print(f"error: {e}" if not isinstance(e, ParseError) else str(e), file=sys.stderr)
+        for note in getattr(e, "__notes__", []):  # the IR with the failing op marked
+            print(note, file=sys.stderr)
         return 1
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -161,11 +161,17 @@ class GraphOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def verify_(self) -> None:
-        for r in self.results:
-            shape_of(r)
-        for o in self.operands:
-            shape_of(o)
-        self.verify_shapes()
+        try:
+            for r in self.results:
+                shape_of(r)
+            for o in self.operands:
+                shape_of(o)
+            self.verify_shapes()
+        except VerifyException as e:
+            desc = getattr(self.location, "desc", None)
+            if desc is None:
+                raise
+            raise VerifyException(f'{e} (at loc("{desc.data}"))') from None
 
     def verify_shapes(self) -> None:
         """Check the result shape implied by operands and attributes."""
