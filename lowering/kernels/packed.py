@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-import numpy as np
 from xdsl.dialects.builtin import f16, f32, i32
 from xdsl.ir import Attribute, SSAValue
 
@@ -246,6 +245,9 @@ class PackedConvSpec(PackedSpec):
     depthwise: bool = False
     has_bias: bool = False
     x_block: int = 1
+    co_blocks: int = 1
+    """Output channel blocks (float4s) per work-item: each input pixel read feeds
+    4 * co_blocks multiply-adds (not for depthwise, whose channels are independent)."""
     dynamic_ci: bool = False
     """Input channel blocks come as the launch argument `ci4` (batch 1, groups 1), so
     convs that differ only in input channels share a kernel."""
@@ -257,7 +259,8 @@ class PackedConvSpec(PackedSpec):
         kh, kw = self.kernel
         kind = "dwconv" if self.depthwise else "conv"
         s = f"_s{self.strides[0]}" if self.strides != (1, 1) else ""
-        return f"{kind}{kh}x{kw}{s}_4c{self.pepi.suffix()}"
+        blk = f"_x{self.co_blocks}" if self.co_blocks > 1 else ""
+        return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
         args = [("input", self.src.arg_type(False)), ("weight", GLOBAL_F32)]
@@ -265,7 +268,7 @@ class PackedConvSpec(PackedSpec):
 
     def grid(self):
         n, c4, h, w = self.out.shape
-        return (-(-w // self.x_block), h, n * c4)
+        return (-(-w // self.x_block), h, n * c4 // self.co_blocks)
 
     def needs_check(self, axis: int) -> bool:
         size = self.src.shape[2 + axis]
@@ -282,9 +285,10 @@ class PackedConvSpec(PackedSpec):
         _, co4n, OH, OW = self.out.shape
         kh_n, kw_n = self.kernel
         taps = kh_n * kw_n
-        xb = self.x_block
+        xb, cb = self.x_block, self.co_blocks
         gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
-        n, co4 = self.split_z(kb, z, co4n)
+        n, blk = self.split_z(kb, z, co4n // cb if isinstance(co4n, int) and co4n else 0)
+        co4 = kb.mul(blk, cb, "co4")
         ox0 = kb.mul(gx, xb, "ox")
         iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
         ixs = [kb.sub(kb.mul(kb.min_i(kb.add(ox0, t), OW - 1) if OW % xb else kb.add(ox0, t), self.strides[1]),
@@ -302,15 +306,19 @@ class PackedConvSpec(PackedSpec):
             if self.depthwise:
                 wv = k.vload4(wt, k.add(k.mul(co4, taps), k.add(k.mul(kh, kw_n), kw)))
                 return [k.fma(read_tap(k, ci4, kh, kw, t), wv, accs[t]) for t in range(xb)]
-            # OIHW4o: weights of input channel ci for the 4 outputs of block co4
+            # OIHW4o: weights of input channel ci for the 4 outputs of block co4 + j
             ci_n = k.mul(ci4n, 4)
+            block = k.mul(ci_n, taps)  # float4s per output block
             base = k.add(k.mul(k.add(k.mul(co4, ci_n), k.mul(ci4, 4)), taps), k.add(k.mul(kh, kw_n), kw))
-            wv = [k.vload4(wt, k.add(base, lane * taps)) for lane in range(4)]
+            wv = [[k.vload4(wt, k.add(k.add(base, k.mul(block, j)), lane * taps)) for lane in range(4)]
+                  for j in range(cb)]
             res = list(accs)
             for t in range(xb):
                 v = read_tap(k, ci4, kh, kw, t)
-                for lane in range(4):
-                    res[t] = k.fma(k.splat(k.lane(v, lane)), wv[lane], res[t])
+                lanes = [k.splat(k.lane(v, lane)) for lane in range(4)]
+                for j in range(cb):
+                    for lane in range(4):
+                        res[t * cb + j] = k.fma(lanes[lane], wv[j][lane], res[t * cb + j])
             return res
 
         def over_taps(k: KernelBuilder, ci4, accs):
@@ -322,25 +330,23 @@ class PackedConvSpec(PackedSpec):
             return k.for_(0, kh_n, 1, accs, lambda k1, a, a1: k1.for_(
                 0, kw_n, 1, a1, lambda k2, b, a2: tap(k2, ci4, a, b, a2), "kw"), "kh")
 
-        init = kb.vload4(ins[2], co4, "bias") if self.has_bias else vk.f(0.0)
-        accs = [init] * xb
+        bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias else vk.f(0.0) for j in range(cb)]
+        accs = [bias[j] for _ in range(xb) for j in range(cb)]
         if self.depthwise:
             accs = over_taps(kb, co4, accs)
         else:
             accs = kb.for_(0, ci4n, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+
+        def finish(k: KernelBuilder, t: int, ox) -> None:
+            for j in range(cb):
+                self.finish_pixel(k, extras, out, accs[t * cb + j], n, k.add(co4, j), oy, ox)
+
         for t in range(xb):
             ox = kb.add(ox0, t)
             if OW % xb and t > 0:
-                kb.guard([kb.cmp("slt", ox, OW)],
-                         lambda k, t=t, ox=ox: self.finish_pixel(k, extras, out, accs[t], n, co4, oy, ox))
+                kb.guard([kb.cmp("slt", ox, OW)], lambda k, t=t, ox=ox: finish(k, t, ox))
             else:
-                self.finish_pixel(kb, extras, out, accs[t], n, co4, oy, ox)
-
-    @staticmethod
-    def weights_for_depthwise(w_packed: np.ndarray) -> np.ndarray:
-        """[C4, 1, KH, KW, 4] OIHW4o of a depthwise conv is already C4-HW-4c."""
-        return w_packed
-
+                finish(kb, t, ox)
 
 # --------------------------------------------------------------------------- pools, reductions, resize
 
