@@ -119,6 +119,19 @@ def _resolve_target(target: str, context) -> str:
     return name
 
 
+def _work_group(work_group: str | tuple[int, ...], target_name: str) -> tuple[int, ...]:
+    from adreno_mlir.target import get_profile
+
+    if work_group == "driver":
+        return ()
+    if work_group == "auto":
+        profile = get_profile(target_name)
+        return tuple(profile.preferred_work_group_size) if profile.is_gpu else ()
+    if isinstance(work_group, str) or not all(isinstance(d, int) and d > 0 for d in work_group):
+        raise CompileError(f"work_group must be 'auto', 'driver' or a tuple of positive ints, got {work_group!r}")
+    return tuple(work_group)
+
+
 def plan_options(target: str, device: str | None, textures: bool | None, precision: str,
                  layout: str | None) -> tuple[str, bool, str, str]:
     """Resolve (layout, textures, storage element, target profile name) for a compile."""
@@ -153,6 +166,7 @@ def compile(
     textures: bool | None = None,
     precision: str = "fp32",
     layout: str | None = None,
+    work_group: str | tuple[int, ...] = "auto",
     keep_ir: bool = False,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
@@ -166,6 +180,8 @@ def compile(
                with an explanation: it is not implemented.
     layout:    "nchw4c" (texture-level pipeline) or "nchw" (plain buffers, fp32 only);
                default nchw4c when textures or fp16 storage are used, else nchw.
+    work_group: local sizes: "auto" (the target's preferred size on GPUs, the driver's
+               choice on CPUs), "driver", or a preferred (x, y, z).
     """
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError
@@ -186,8 +202,9 @@ def compile(
         if keep_ir:
             stage_ir[name] = module_to_text(m)
 
+    wg = _work_group(work_group, target_name)
     graph_text = module_to_text(module) if textures else None
-    plan = stages_for(layout, textures, storage, target_name)
+    plan = stages_for(layout, textures, storage, target_name, wg)
     stages = run_stages(ctx, module, plan, keep)
     source = opencl_source(module)
     try:
@@ -200,7 +217,7 @@ def compile(
 
         module = parse_module(make_context(), graph_text)
         textures = False
-        stages = run_stages(ctx, module, stages_for(layout, False, storage, target_name), keep)
+        stages = run_stages(ctx, module, stages_for(layout, False, storage, target_name, wg), keep)
         source = opencl_source(module)
         executable = Executable(module, source, store_of(module), context)
     return CompiledModel(

@@ -16,17 +16,21 @@ from xdsl.passes import PassPipeline
 GRAPH_OPT = ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize")
 
 
-def stages_for(layout: str, textures: bool, storage: str, target: str) -> list[tuple[str, str]]:
+def stages_for(layout: str, textures: bool, storage: str, target: str,
+               work_group: tuple[int, ...] = ()) -> list[tuple[str, str]]:
     """The stage list of a compile: graph cleanups, then (for NCHW4c) the layout and
-    memory-scope passes, then the lowering."""
+    memory-scope passes, then the lowering (with a preferred local size, if any)."""
+    lower = "convert-graph-to-opencl"
+    if work_group:
+        lower += "{work-group=" + ",".join(str(d) for d in work_group) + "}"
     if layout == "nchw":
-        return [GRAPH_OPT, ("opencl", "convert-graph-to-opencl")]
+        return [GRAPH_OPT, ("opencl", lower)]
     images = "true" if textures else "false"
     return [
         GRAPH_OPT,
         ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
         ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),
-        ("opencl", "convert-graph-to-opencl"),
+        ("opencl", lower),
     ]
 
 

@@ -64,6 +64,27 @@ class Schedule:
     """Use the float4 (OIHW4o) convolution schedule where it applies."""
     fuse: bool = True
     """Fuse element-wise chains and epilogues."""
+    work_group: tuple[int, ...] = ()
+    """Preferred local size (x, y, z); () leaves the choice to the driver."""
+
+
+def local_size(grid: Sequence[int], preferred: Sequence[int]) -> tuple[int, ...] | None:
+    """A local size that divides `grid` exactly (kernels have no bounds checks for
+    rounded-up grids), close to `preferred`: per axis the largest divisor within the
+    preferred extent, then spare capacity goes to the axes that can still grow."""
+    if not preferred:
+        return None
+    pref = list(preferred) + [1] * (len(grid) - len(preferred))
+    budget = math.prod(pref)
+
+    def best(g: int, limit: int) -> int:
+        return max(d for d in range(1, min(g, max(1, limit)) + 1) if g % d == 0)
+
+    local = [best(g, p) for g, p in zip(grid, pref)]
+    for d, g in enumerate(grid):
+        rest = math.prod(local) // local[d]
+        local[d] = best(g, budget // rest)
+    return tuple(local)
 
 
 _UNARY_KIND = {
@@ -264,7 +285,7 @@ class HostBuilder:
         spec = spec.shared()  # extents the kernel does not need are dropped from its identity
         name = self.kernel(spec)
         values = [self.int_constant(v) for v in scalars]
-        op = self.emit(opencl.LaunchOp(name, [*args, *values], grid))
+        op = self.emit(opencl.LaunchOp(name, [*args, *values], grid, local_size(grid, self.schedule.work_group)))
         op.location = loc
 
     # ------------------------------------------------------------------ groups
@@ -535,13 +556,15 @@ class ConvertGraphToOpenCL(ModulePass):
     conv_x_block: int = 4
     vectorize: bool = True
     fuse: bool = True
+    work_group: tuple[int, ...] = ()
+    """Preferred local size, e.g. `work-group=16,4,4`; empty: the driver chooses."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
             raise CompileError("convert-graph-to-opencl: conv-co-block must be 1, 2, 4 or 8")
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
         schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
-                            vectorize=self.vectorize, fuse=self.fuse)
+                            vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group))
         kernels: dict[KernelSpec, str] = {
             # kernels already in the module keep their names
         }

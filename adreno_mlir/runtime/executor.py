@@ -130,7 +130,12 @@ class Executable:
                 kernel = cl.Kernel(self.program, kname)
                 for k, v in enumerate(op.args):
                     kernel.set_arg(k, buffers[v])
-                self.launches.append(Launch(kernel, op.global_sizes, op.local_sizes, kname))
+                local = op.local_sizes
+                if local is not None:
+                    limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
+                    if int(np.prod(local)) > limit:
+                        local = None  # this kernel cannot take the planned size here: driver's choice
+                self.launches.append(Launch(kernel, op.global_sizes, local, kname))
             elif isinstance(op, arith.ConstantOp):
                 buffers[op.results[0]] = np.int32(op.value.value.data)  # a scalar launch argument
             elif isinstance(op, func.ReturnOp):
