@@ -166,7 +166,7 @@ def compile(
     textures: bool | None = None,
     precision: str = "fp32",
     layout: str | None = None,
-    work_group: str | tuple[int, ...] = "auto",
+    work_group: str | tuple[int, ...] = "driver",
     keep_ir: bool = False,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
@@ -180,8 +180,9 @@ def compile(
                with an explanation: it is not implemented.
     layout:    "nchw4c" (texture-level pipeline) or "nchw" (plain buffers, fp32 only);
                default nchw4c when textures or fp16 storage are used, else nchw.
-    work_group: local sizes: "auto" (the target's preferred size on GPUs, the driver's
-               choice on CPUs), "driver", or a preferred (x, y, z).
+    work_group: local sizes: "driver" (default: the OpenCL driver picks), "auto" (the
+               target's preferred size on GPUs), or a preferred (x, y, z). Explicit sizes
+               are experimental: the H200's driver rejected some launches with them.
     """
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError

@@ -56,7 +56,7 @@ PLANS: dict[str, dict] = {
     "nchw": {"textures": False, "layout": "nchw"},  # plain NCHW buffers (fp32)
     "buffer4c": {"textures": False, "layout": "nchw4c"},  # NCHW4c in global buffers
     "texture": {"textures": True},  # NCHW4c in images where legal
-    "texture-driver-wg": {"textures": True, "work_group": "driver"},  # local sizes left to the driver
+    "texture-wg": {"textures": True, "work_group": "auto"},  # the target's preferred local size
     "texture-fp16": {"textures": True, "precision": "fp16-acc32"},
     "buffer4c-fp16": {"textures": False, "layout": "nchw4c", "precision": "fp16-acc32"},
 }

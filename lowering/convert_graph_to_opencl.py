@@ -66,6 +66,9 @@ class Schedule:
     """Fuse element-wise chains and epilogues."""
     work_group: tuple[int, ...] = ()
     """Preferred local size (x, y, z); () leaves the choice to the driver."""
+    packed_co_blocks: int = 1
+    """Output channel blocks per work-item in NCHW4c convolutions (2 halves the
+    work-items: slower on the H200, see docs/measurements.md)."""
 
 
 def local_size(grid: Sequence[int], preferred: Sequence[int]) -> tuple[int, ...] | None:
@@ -558,13 +561,15 @@ class ConvertGraphToOpenCL(ModulePass):
     fuse: bool = True
     work_group: tuple[int, ...] = ()
     """Preferred local size, e.g. `work-group=16,4,4`; empty: the driver chooses."""
+    packed_co_blocks: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
             raise CompileError("convert-graph-to-opencl: conv-co-block must be 1, 2, 4 or 8")
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
         schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
-                            vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group))
+                            vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group),
+                            packed_co_blocks=self.packed_co_blocks)
         kernels: dict[KernelSpec, str] = {
             # kernels already in the module keep their names
         }

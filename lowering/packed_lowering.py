@@ -97,7 +97,7 @@ def lower_packed(hb, group, loc) -> None:
             pads=graph.ints(head.pads), dilations=graph.ints(head.dilations),
             depthwise=depthwise, has_bias=head.bias is not None,
             x_block=max(1, min(hb.schedule.conv_x_block, out.shape[3])), dynamic_ci=dynamic,
-            co_blocks=2 if hb.schedule.conv_co_block >= 8 and not depthwise and out.shape[1] % 2 == 0 else 1,
+            co_blocks=hb.schedule.packed_co_blocks if not depthwise and out.shape[1] % hb.schedule.packed_co_blocks == 0 else 1,
         )
         ins = [hb.buffer(head.input), hb.buffer(head.weight)] + ([hb.buffer(head.bias)] if head.bias is not None else [])
     elif isinstance(head, (graph.MaxPoolOp, graph.AvgPoolOp)):
