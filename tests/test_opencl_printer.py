@@ -32,10 +32,8 @@ def c_f32(v: float):
 
 @pytest.fixture(scope="module")
 def ctx():
-    try:
-        return cl.create_some_context(interactive=False)
-    except Exception as e:  # pragma: no cover - depends on the machine
-        pytest.skip(f"no OpenCL device: {e}")
+    # PoCL comes with the project's dependencies: no device is a failure, not a skip.
+    return cl.create_some_context(interactive=False)
 
 
 def build(ctx, module: ModuleOp):

@@ -51,11 +51,10 @@ def test_unknown_profile():
 
 
 def _live_device():
-    cl = pytest.importorskip("pyopencl")
-    try:
-        return cl.create_some_context(interactive=False).devices[0]
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"no OpenCL device: {e}")
+    import pyopencl as cl
+
+    # PoCL comes with the project's dependencies: no device is a failure, not a skip.
+    return cl.create_some_context(interactive=False).devices[0]
 
 
 def test_auto_live_device():
