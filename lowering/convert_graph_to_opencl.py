@@ -69,6 +69,20 @@ class Schedule:
     packed_co_blocks: int = 1
     """Output channel blocks per work-item in NCHW4c convolutions (2 halves the
     work-items: slower on the H200, see docs/measurements.md)."""
+    min_work_items: int = 16384
+    """Convolutions use smaller pixel blocks rather than launch fewer work-items."""
+
+
+def choose_x_block(schedule: "Schedule", out_h: int, out_w: int, channel_blocks: int) -> int:
+    """Output pixels per convolution work-item: the schedule's block, made smaller while
+    that leaves fewer than `min_work_items` work-items (late 7x7 layers would otherwise
+    keep a GPU mostly idle)."""
+    for xb in (4, 2, 1):
+        if xb > schedule.conv_x_block or xb > out_w:
+            continue
+        if -(-out_w // xb) * out_h * channel_blocks >= schedule.min_work_items:
+            return xb
+    return 1
 
 
 def local_size(grid: Sequence[int], preferred: Sequence[int]) -> tuple[int, ...] | None:
@@ -374,7 +388,7 @@ def _lower_conv(hb: HostBuilder, group: Group, loc) -> None:
             scalars = [x_shape[1]]
             geometry["x_shape"] = (x_shape[0], 0, *x_shape[2:])
             geometry["w_shape"] = (w_shape[0], 0, *w_shape[2:])
-        spec = Conv4Spec(co_block=cb, x_block=max(1, min(sched.conv_x_block, out_shape[3])),
+        spec = Conv4Spec(co_block=cb, x_block=choose_x_block(sched, out_shape[2], out_shape[3], out_shape[0] * co // cb),
                          dynamic_ci=not depthwise, **geometry)
         hint = (w_const.weight_name or "conv_weight") + "_oihw4o"
         packed = Conv4Spec.pack_weights(_constant_array(hb, op.weight))
@@ -562,6 +576,7 @@ class ConvertGraphToOpenCL(ModulePass):
     work_group: tuple[int, ...] = ()
     """Preferred local size, e.g. `work-group=16,4,4`; empty: the driver chooses."""
     packed_co_blocks: int = 1
+    min_work_items: int = 16384
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
@@ -569,7 +584,7 @@ class ConvertGraphToOpenCL(ModulePass):
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
         schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
                             vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group),
-                            packed_co_blocks=self.packed_co_blocks)
+                            packed_co_blocks=self.packed_co_blocks, min_work_items=self.min_work_items)
         kernels: dict[KernelSpec, str] = {
             # kernels already in the module keep their names
         }

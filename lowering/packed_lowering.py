@@ -96,6 +96,8 @@ def lower_packed(hb, group, loc) -> None:
             out=out, pepi=pepi, src=src, kernel=tuple(k), strides=graph.ints(head.strides),
             pads=graph.ints(head.pads), dilations=graph.ints(head.dilations),
             depthwise=depthwise, has_bias=head.bias is not None,
+            # Fixed pixel blocks: smaller ones for small grids (as the NCHW path does) made
+            # ResNet's NCHW4c 3x3 convolutions slower on the H200 (docs/measurements.md).
             x_block=max(1, min(hb.schedule.conv_x_block, out.shape[3])), dynamic_ci=dynamic,
             co_blocks=hb.schedule.packed_co_blocks if not depthwise and out.shape[1] % hb.schedule.packed_co_blocks == 0 else 1,
         )

@@ -1,6 +1,7 @@
-// RUN: adreno-opt %s --split-input-file -p convert-graph-to-opencl -o %t && filecheck %s < %t
-// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{vectorize=false}' -o %t && filecheck %s --check-prefix=SCALAR < %t
+// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{min-work-items=1}' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{vectorize=false min-work-items=1}' -o %t && filecheck %s --check-prefix=SCALAR < %t
 
+// (min-work-items=1 keeps the 4-pixel blocks these small shapes would otherwise give up.)
 // conv + bias + ReLU + residual add is ONE kernel and ONE launch. 8 output channels:
 // float4 schedule with 8 channels x 4 pixels per work-item, weights packed OIHW4o at
 // compile time (same size, new weight), bias read as float4s. The number of input
