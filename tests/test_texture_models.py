@@ -33,3 +33,23 @@ def test_texture_plan_matches_onnxruntime(name, precision, model_path):
         assert np.isfinite(got).all()
         err = scaled_error(got, ref)
         assert err <= TOLERANCE[precision], f"{name}:{out_name} {precision} error {err:.2e}"
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_bulk_of_activations_in_textures(name, model_path):
+    """After annotate-texture-scope (Adreno 740 limits) nearly every NCHW4c activation is an image."""
+    from xdsl.dialects import func
+
+    from adreno_mlir.context import make_context
+    from adreno_mlir.frontend import import_onnx
+    from adreno_mlir.pipeline import run_pipeline
+    from dialects.texture import TextureTensorType
+
+    module = import_onnx(model_path(name))
+    run_pipeline(make_context(), module, "graph-canonicalize,fold-batchnorm,convert-layout-nchw4c,"
+                                         "annotate-texture-scope{target=adreno-740}")
+    fn = next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+    types = [r.type for op in fn.body.block.ops for r in op.results if isinstance(r.type, TextureTensorType)]
+    images = [t for t in types if t.is_image]
+    assert len(types) >= 40
+    assert len(images) / len(types) >= 0.9, f"{len(images)} of {len(types)} activations are images"
