@@ -71,6 +71,9 @@ class Schedule:
     work-items: slower on the H200, see docs/measurements.md)."""
     min_work_items: int = 16384
     """Convolutions use smaller pixel blocks rather than launch fewer work-items."""
+    split_k_items: int = 8192
+    """NCHW4c convolutions with fewer work-items than this split their input channels
+    over more work-items (0 disables split-K)."""
 
 
 def choose_x_block(schedule: "Schedule", out_h: int, out_w: int, channel_blocks: int) -> int:
@@ -577,6 +580,7 @@ class ConvertGraphToOpenCL(ModulePass):
     """Preferred local size, e.g. `work-group=16,4,4`; empty: the driver chooses."""
     packed_co_blocks: int = 1
     min_work_items: int = 16384
+    split_k_items: int = 8192
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
@@ -584,7 +588,8 @@ class ConvertGraphToOpenCL(ModulePass):
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
         schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
                             vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group),
-                            packed_co_blocks=self.packed_co_blocks, min_work_items=self.min_work_items)
+                            packed_co_blocks=self.packed_co_blocks, min_work_items=self.min_work_items,
+                            split_k_items=self.split_k_items)
         kernels: dict[KernelSpec, str] = {
             # kernels already in the module keep their names
         }

@@ -24,6 +24,7 @@ from lowering.kernels.packed import (
     PackedMeanSpec,
     PackedPoolSpec,
     PackedResizeSpec,
+    PackedSplitSumSpec,
     PackSpec,
     UnpackSpec,
 )
@@ -83,26 +84,10 @@ def lower_packed(hb, group, loc) -> None:
             offset += src.shape[1]
         return
     pepi, extras = epilogue(hb, group, out)
-    scalars: list[int] = []
     if isinstance(head, graph.Conv2dOp):
-        k = graph.weight_shape(head.weight)[2:]
-        src = packed(head.input)
-        depthwise = head.groups.value.data > 1
-        dynamic = not depthwise and src.shape[0] == 1
-        if dynamic:  # one kernel for every input channel count
-            scalars = [src.shape[1]]
-            src = dataclasses.replace(src, shape=(1, 0, *src.shape[2:]))
-        spec = PackedConvSpec(
-            out=out, pepi=pepi, src=src, kernel=tuple(k), strides=graph.ints(head.strides),
-            pads=graph.ints(head.pads), dilations=graph.ints(head.dilations),
-            depthwise=depthwise, has_bias=head.bias is not None,
-            # Fixed pixel blocks: smaller ones for small grids (as the NCHW path does) made
-            # ResNet's NCHW4c 3x3 convolutions slower on the H200 (docs/measurements.md).
-            x_block=max(1, min(hb.schedule.conv_x_block, out.shape[3])), dynamic_ci=dynamic,
-            co_blocks=hb.schedule.packed_co_blocks if not depthwise and out.shape[1] % hb.schedule.packed_co_blocks == 0 else 1,
-        )
-        ins = [hb.buffer(head.input), hb.buffer(head.weight)] + ([hb.buffer(head.bias)] if head.bias is not None else [])
-    elif isinstance(head, (graph.MaxPoolOp, graph.AvgPoolOp)):
+        _lower_conv(hb, head, group, out, pepi, extras, loc)
+        return
+    if isinstance(head, (graph.MaxPoolOp, graph.AvgPoolOp)):
         is_max = isinstance(head, graph.MaxPoolOp)
         spec = PackedPoolSpec(
             out=out, pepi=pepi, src=packed(head.input), kind="max" if is_max else "avg",
@@ -127,4 +112,53 @@ def lower_packed(hb, group, loc) -> None:
     else:  # an element-wise chain
         spec = PackedMapSpec(out=out, pepi=pepi, shape=out.shape)
         ins = []
-    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)
+    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
+
+
+def _split_k(hb, out: Packed, x_block: int, ci4: int, depthwise: bool) -> int:
+    """How many parts to split a convolution's input channels into: enough for about
+    `split_k_items` work-items when the grid alone is smaller (late 7x7 layers), while
+    every part keeps at least 8 channel blocks."""
+    target = hb.schedule.split_k_items
+    n, c4, h, w = out.shape
+    items = -(-w // x_block) * h * n * c4
+    if depthwise or not target or items >= target:
+        return 1
+    return max(1, min(8, -(-target // items), ci4 // 8))
+
+
+def _lower_conv(hb, head: graph.Conv2dOp, group, out: Packed, pepi: PackedEpilogue, extras, loc) -> None:
+    from xdsl.dialects.builtin import f32
+
+    from dialects import opencl
+
+    k = graph.weight_shape(head.weight)[2:]
+    src = packed(head.input)
+    ci4 = src.shape[1]
+    depthwise = head.groups.value.data > 1
+    dynamic = not depthwise and src.shape[0] == 1
+    scalars: list[int] = []
+    if dynamic:  # one kernel for every input channel count
+        scalars = [ci4]
+        src = dataclasses.replace(src, shape=(1, 0, *src.shape[2:]))
+    x_block = max(1, min(hb.schedule.conv_x_block, out.shape[3]))
+    geometry = dict(
+        src=src, kernel=tuple(k), strides=graph.ints(head.strides), pads=graph.ints(head.pads),
+        dilations=graph.ints(head.dilations), depthwise=depthwise, x_block=x_block, dynamic_ci=dynamic,
+        co_blocks=hb.schedule.packed_co_blocks if not depthwise and out.shape[1] % hb.schedule.packed_co_blocks == 0 else 1,
+    )
+    has_bias = head.bias is not None
+    bias = [hb.buffer(head.bias)] if has_bias else []
+    x, w = hb.buffer(head.input), hb.buffer(head.weight)
+    split = _split_k(hb, out, x_block, ci4, depthwise)
+    if split == 1:
+        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=has_bias, **geometry)
+        hb.launch(spec, [x, w, *bias, *extras, hb.alloc(group.result)], loc, scalars)
+        return
+    # Split-K: partial sums into a scratch buffer, then one kernel adds them, the bias and
+    # the fused epilogue.
+    n, c4, oh, ow = out.shape
+    scratch = hb.emit(opencl.AllocBufferOp(opencl.BufferType(split * n * c4 * oh * ow * 4, f32))).results[0]
+    hb.launch(PackedConvSpec(out=out, has_bias=False, split_k=split, **geometry), [x, w, scratch], loc, scalars)
+    total = PackedSplitSumSpec(out=out, pepi=pepi, split_k=split, has_bias=has_bias)
+    hb.launch(total, [scratch, *bias, *extras, hb.alloc(group.result)], loc)

@@ -155,6 +155,8 @@ class PackedSpec(KernelSpec):
         straight from the grid), so those extents are zeroed for the kernel's identity."""
         if self.out.shape[0] != 1 or isinstance(self, (PackSpec, UnpackSpec)):
             return self
+        if getattr(self, "split_k", 1) > 1:
+            return self  # the partial-sum buffer is indexed with the real extents
 
         def norm(p: Packed | None) -> Packed | None:
             return None if p is None else dataclasses.replace(p, shape=(1, 0, *p.shape[2:]))
@@ -251,15 +253,24 @@ class PackedConvSpec(PackedSpec):
     dynamic_ci: bool = False
     """Input channel blocks come as the launch argument `ci4` (batch 1, groups 1), so
     convs that differ only in input channels share a kernel."""
+    split_k: int = 1
+    """Split-K: with split > 1 each work-item sums 1/split of the input channels and
+    writes a partial float4 (no bias, no epilogue) to a buffer `out` laid out
+    [split][N][CO4][OH][OW]; `PackedSplitSumSpec` adds the parts up. For late layers
+    whose grids are too small to fill a GPU."""
 
     def scalar_names(self) -> tuple[str, ...]:
         return ("ci4",) if self.dynamic_ci else ()
+
+    def out_arg(self):
+        return ("out", GLOBAL_F32) if self.split_k > 1 else super().out_arg()
 
     def base_name(self) -> str:
         kh, kw = self.kernel
         kind = "dwconv" if self.depthwise else "conv"
         s = f"_s{self.strides[0]}" if self.strides != (1, 1) else ""
         blk = f"_x{self.co_blocks}" if self.co_blocks > 1 else ""
+        blk += f"_split{self.split_k}" if self.split_k > 1 else ""
         return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
@@ -268,7 +279,7 @@ class PackedConvSpec(PackedSpec):
 
     def grid(self):
         n, c4, h, w = self.out.shape
-        return (-(-w // self.x_block), h, n * c4 // self.co_blocks)
+        return (-(-w // self.x_block), h, n * c4 // self.co_blocks * self.split_k)
 
     def needs_check(self, axis: int) -> bool:
         size = self.src.shape[2 + axis]
@@ -287,6 +298,9 @@ class PackedConvSpec(PackedSpec):
         taps = kh_n * kw_n
         xb, cb = self.x_block, self.co_blocks
         gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
+        part = 0
+        if self.split_k > 1:
+            part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
         n, blk = self.split_z(kb, z, co4n // cb if isinstance(co4n, int) and co4n else 0)
         co4 = kb.mul(blk, cb, "co4")
         ox0 = kb.mul(gx, xb, "ox")
@@ -330,16 +344,27 @@ class PackedConvSpec(PackedSpec):
             return k.for_(0, kh_n, 1, accs, lambda k1, a, a1: k1.for_(
                 0, kw_n, 1, a1, lambda k2, b, a2: tap(k2, ci4, a, b, a2), "kw"), "kh")
 
-        bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias else vk.f(0.0) for j in range(cb)]
+        split = self.split_k > 1
+        bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split else vk.f(0.0)
+                for j in range(cb)]
         accs = [bias[j] for _ in range(xb) for j in range(cb)]
         if self.depthwise:
             accs = over_taps(kb, co4, accs)
         else:
-            accs = kb.for_(0, ci4n, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+            lo, hi = 0, ci4n
+            if split:  # this work-item's share of the input channel blocks
+                chunk = kb.div(kb.add(ci4n, self.split_k - 1), self.split_k, "chunk")
+                lo = kb.mul(part, chunk, "ci4_lo")
+                hi = kb.min_i(kb.add(lo, chunk), ci4n)
+            accs = kb.for_(lo, hi, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+        partial = dataclasses.replace(self.out, kind="buf", element="f32")
 
         def finish(k: KernelBuilder, t: int, ox) -> None:
             for j in range(cb):
-                self.finish_pixel(k, extras, out, accs[t * cb + j], n, k.add(co4, j), oy, ox)
+                if split:  # [split][N][CO4][OH][OW]: part p is the tensor at batch p*N + n
+                    partial.write(k, out, accs[t * cb + j], k.add(k.mul(part, n_), n), k.add(co4, j), oy, ox)
+                else:
+                    self.finish_pixel(k, extras, out, accs[t * cb + j], n, k.add(co4, j), oy, ox)
 
         for t in range(xb):
             ox = kb.add(ox0, t)
@@ -347,6 +372,35 @@ class PackedConvSpec(PackedSpec):
                 kb.guard([kb.cmp("slt", ox, OW)], lambda k, t=t, ox=ox: finish(k, t, ox))
             else:
                 finish(kb, t, ox)
+
+@dataclass(frozen=True)
+class PackedSplitSumSpec(PackedSpec):
+    """Adds the `split` partial sums of a split-K convolution, then bias and epilogue."""
+
+    split_k: int = 2
+    has_bias: bool = False
+
+    def base_name(self) -> str:
+        return f"conv_split_sum_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        return [("partial", GLOBAL_F32)] + ([("bias", GLOBAL_F32)] if self.has_bias else [])
+
+    def shared(self) -> "PackedSplitSumSpec":
+        return self  # the partial buffer's layout needs the real extents
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split(args)
+        n, c4, h, w = self.pixel_ids(kb)
+        batch = self.out.shape[0]
+        partial = dataclasses.replace(self.out, kind="buf", element="f32")
+        vk = kb.vector()
+        acc = kb.vload4(ins[1], c4, "bias") if self.has_bias else None
+        for p in range(self.split_k):
+            v = partial.read(kb, ins[0], kb.add(n, p * batch), c4, h, w)
+            acc = v if acc is None else vk.fadd(acc, v)
+        self.finish_pixel(kb, extras, out, acc, n, c4, h, w)
+
 
 # --------------------------------------------------------------------------- pools, reductions, resize
 
