@@ -103,6 +103,10 @@ class LayoutConverter:
         if isinstance(op, graph.ConcatOp):
             return (op.axis.value.data == 1 and len(graph.shape_of(op.result)) == 4
                     and all(graph.shape_of(v)[1] % 4 == 0 for v in op.inputs))
+        if isinstance(op, graph.DivOp) and not isinstance(op.rhs.owner, graph.ConstantOp):
+            # Padding channels are zeros: 0 / 0 would put NaN there, and a following
+            # convolution multiplies them by its zero weights (NaN everywhere).
+            return False
         if isinstance(op, _ELEMENTWISE):
             out = graph.shape_of(op.results[0])
             return len(out) == 4 and all(self.operand_ok(v, out) for v in op.operands)
@@ -137,6 +141,11 @@ class LayoutConverter:
             new = graph.ConcatOp(operands=[[self.packed(v) for v in op.inputs]],
                                  result_types=[packed_type(out_shape, self.element)],
                                  properties=dict(op.properties))
+        elif isinstance(op, graph.DivOp):
+            # x / c becomes x * (1 / c): the reciprocal's zero padding keeps padding lanes 0.
+            recip = self.constant(1.0 / constant_value(op.rhs, self.store), (op.rhs.name_hint or "c") + "_recip", op)
+            new = graph.MulOp(self.operand(op.lhs, out_shape, op), self.operand(recip, out_shape, op),
+                              packed_type(out_padded, self.element))
         elif isinstance(op, _ELEMENTWISE):
             operands = [self.operand(v, out_shape, op) for v in op.operands]
             new = type(op).create(operands=operands, result_types=[packed_type(out_padded, self.element)],

@@ -143,7 +143,7 @@ class Executable:
             else:
                 raise RuntimeError_(f"cannot execute host op '{op.name}'")
             # release intermediates whose last use is this op
-            for v in op.operands:
+            for v in dict.fromkeys(op.operands):  # a value passed twice is released once
                 if last_use.get(v) != i or v in pinned:
                     continue
                 if isinstance(v.owner, opencl.AllocBufferOp):
