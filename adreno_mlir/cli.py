@@ -67,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except Exception as e:  # noqa: BLE001 - a bug of ours, reported as one
+        from adreno_mlir.errors import report_internal_error
+
+        return report_internal_error("adreno-mlir", e)
 
 
 if __name__ == "__main__":  # python -m adreno_mlir.cli

@@ -41,13 +41,10 @@ class AdrenoOptMain(xDSLOptMain):
 
     def apply_passes(self, prog):
         super().apply_passes(prog)
-        # Weights created by passes must outlive this process for the output to re-parse.
-        if self.args.output_file:
-            directory = Path(self.args.output_file).with_suffix(".weights")
-        else:  # beside the current directory, never in the input's (source) folder
-            stem = Path(self.args.input_file).stem if self.args.input_file else "stdin"
-            directory = Path.cwd() / f"{stem}.opt.weights"
-        weights.flush(prog, directory)
+        # Weights must exist on disk, where the output says, for the output to re-parse.
+        output = Path(self.args.output_file) if self.args.output_file else None
+        stem = Path(self.args.input_file).stem if self.args.input_file else "stdin"
+        weights.flush(prog, output, stem)
 
     def run(self):
         if self.args.input_file:
@@ -69,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyError, ValueError) as e:
         print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 1
+    except Exception as e:  # noqa: BLE001 - a bug of ours, reported as one
+        from adreno_mlir.errors import report_internal_error
+
+        return report_internal_error("adreno-opt", e)
     return 0
 
 

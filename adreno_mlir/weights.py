@@ -37,6 +37,8 @@ class WeightStore:
     def __init__(self, directory: Path | None = None):
         self.directory = directory
         self.arrays: dict[str, np.ndarray] = {}
+        self.added: set[str] = set()
+        """Names created in this process (not yet in `directory`)."""
         self.key = f"mem:{next(_counter)}"
         _memory_stores[self.key] = self
 
@@ -66,6 +68,7 @@ class WeightStore:
             n += 1
             name = f"{base}_{n}"
         self.arrays[name] = array
+        self.added.add(name)
         return name
 
     def save(self, directory: Path) -> None:
@@ -119,19 +122,36 @@ def save_beside(module: ModuleOp, ir_path: Path) -> Path:
     return directory
 
 
-def flush(module: ModuleOp, directory: Path) -> None:
-    """Make a module printable as text that can be read back: an in-memory store is
-    written to `directory` (and the module pointed at it), a disk store gets the
-    arrays passes added to it."""
+def flush(module: ModuleOp, output: Path | None, stem: str = "stdin") -> None:
+    """Point the module at weights that exist on disk, so its printed text reads back.
+
+    Weights that live only in memory (created by passes, or an in-memory store) are
+    written out, together with any the module already had on disk: beside `output`
+    as `<output>.weights/`, or for printing to stdout into a fresh
+    `<stem>.<random>.weights/` folder in the current directory. The attribute is
+    relative to the output file's folder, or absolute for stdout (an unchanged disk
+    store keeps its key, so printing IR without passes is textually stable)."""
+    import tempfile
+
     attr = module.attributes.get(WEIGHTS_ATTR)
     if attr is None:
         return
     store = store_of(module)
-    if store.directory is None:
-        if not store.arrays:
-            del module.attributes[WEIGHTS_ATTR]  # nothing to point at
-            return
+    if store.directory is None and not store.arrays:
+        del module.attributes[WEIGHTS_ATTR]  # nothing to point at
+        return
+    if store.directory is not None and not store.added:
+        if output is None:
+            return  # unchanged text: the key still resolves as it did for the input
+        directory = store.directory
+    elif output is not None:
+        directory = output.with_suffix(".weights")
         store.save(directory)
-        module.attributes[WEIGHTS_ATTR] = StringAttr(str(directory))
     else:
-        store.save(store.directory)
+        directory = Path(tempfile.mkdtemp(prefix=f"{stem}.", suffix=".weights", dir=Path.cwd()))
+        store.save(directory)
+    if output is not None:
+        key = os.path.relpath(directory.resolve(), output.resolve().parent)
+    else:
+        key = str(directory.resolve())
+    module.attributes[WEIGHTS_ATTR] = StringAttr(key)

@@ -585,6 +585,12 @@ class ConvertGraphToOpenCL(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
             raise CompileError("convert-graph-to-opencl: conv-co-block must be 1, 2, 4 or 8")
+        if self.conv_x_block not in (1, 2, 4) or self.packed_co_blocks not in (1, 2):
+            raise CompileError("convert-graph-to-opencl: conv-x-block must be 1, 2 or 4 and "
+                               "packed-co-blocks 1 or 2")
+        if self.min_work_items < 0 or self.split_k_items < 0 or any(d < 1 for d in self.work_group):
+            raise CompileError("convert-graph-to-opencl: min-work-items and split-k-items must be >= 0, "
+                               "work-group sizes >= 1")
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
         schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
                             vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group),

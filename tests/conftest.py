@@ -24,15 +24,21 @@ def _materialize_module():
 
 
 def materialized_model(name: str) -> Path:
-    """Path of `name` with weights filled by shared/models/materialize.py (seed 0), cached."""
+    """Path of `name` with weights filled by shared/models/materialize.py (seed 0), cached
+    under a key of the graph's and the script's contents (a changed script or graph makes
+    a new file; concurrent writers each use their own temporary file)."""
+    import hashlib
+    import os
+
     import onnx
 
     CACHE.mkdir(parents=True, exist_ok=True)
-    out = CACHE / f"{name}.onnx"
     src = GRAPHS / f"{name}.onnx"
-    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+    digest = hashlib.sha256(src.read_bytes() + (SHARED / "models" / "materialize.py").read_bytes())
+    out = CACHE / f"{name}-{digest.hexdigest()[:12]}.onnx"
+    if not out.exists():
         model = _materialize_module().materialize(str(src), seed=0)
-        tmp = out.with_suffix(".tmp")
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
         onnx.save(model, str(tmp))
         tmp.replace(out)
     return out

@@ -42,4 +42,4 @@ def test_resnet50_import_under_budget(model_path):
     elapsed = time.perf_counter() - start
     assert len(text) < 1_000_000, f"ResNet-50 IR is {len(text)} bytes"
     # Generous bound for slow CI machines; the closing note reports the measured figure.
-    assert elapsed < 6.0, f"import+verify+print took {elapsed:.2f} s"
+    assert elapsed < 10.0, f"import+verify+print took {elapsed:.2f} s"

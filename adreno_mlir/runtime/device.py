@@ -40,22 +40,26 @@ def find_device(spec: str | None = None) -> cl.Device:
             if "portable computing language" in d.platform.name.lower():
                 return d
         return devices[0]
+    names = ", ".join(f"{d.platform.name} / {d.name}" for d in devices)
     if ":" in spec and spec.replace(":", "").isdigit():
         p, _, d = spec.partition(":")
         plats = cl.get_platforms()
-        return plats[int(p)].get_devices()[int(d or 0)]
+        try:
+            return plats[int(p)].get_devices()[int(d or 0)]
+        except IndexError:
+            raise DeviceError(f"no OpenCL device '{spec}' (platform:device); available: {names}") from None
     key = spec.lower()
     if key == "gpu":
         for d in devices:
             if d.type & cl.device_type.GPU:
                 return d
-    if key == "pocl":
-        key = "portable computing language"
     name_part, _, index = key.partition(":")
+    if name_part == "pocl":
+        name_part = "portable computing language"
     matches = [d for d in devices if name_part in d.platform.name.lower() or name_part in d.name.lower()]
-    if matches:
-        return matches[int(index) if index.isdigit() else 0]
-    names = ", ".join(f"{d.platform.name} / {d.name}" for d in devices)
+    k = int(index) if index.isdigit() else 0
+    if k < len(matches):
+        return matches[k]
     raise DeviceError(f"no OpenCL device matches '{spec}'; available: {names}")
 
 

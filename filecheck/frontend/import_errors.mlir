@@ -1,4 +1,4 @@
-// RUN: python %S/Inputs/make_models.py %t
+// RUN: %python %S/Inputs/make_models.py %t
 // RUN: not adreno-mlir import %t/unsupported.onnx 2>&1 | filecheck %s --check-prefix=OPS
 // RUN: not adreno-mlir import %t/dynamic.onnx 2>&1 | filecheck %s --check-prefix=DYN
 // RUN: not adreno-mlir import %t/truncated.onnx 2>&1 | filecheck %s --check-prefix=TRUNC

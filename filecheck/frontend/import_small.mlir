@@ -1,4 +1,4 @@
-// RUN: python %S/Inputs/make_models.py %t
+// RUN: %python %S/Inputs/make_models.py %t
 // RUN: adreno-mlir import %t/small.onnx | filecheck %s
 // RUN: adreno-mlir import %t/small.onnx -o %t/small.mlir && adreno-opt %t/small.mlir > %t/again.mlir && diff %t/small.mlir %t/again.mlir
 

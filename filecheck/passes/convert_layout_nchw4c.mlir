@@ -1,5 +1,5 @@
-// RUN: adreno-opt %s -p convert-layout-nchw4c | filecheck %s
-// RUN: adreno-opt %s -p 'convert-layout-nchw4c{storage=f16}' | filecheck %s --check-prefix=HALF
+// RUN: adreno-opt %s -p convert-layout-nchw4c -o %t && filecheck %s < %t
+// RUN: adreno-opt %s -p 'convert-layout-nchw4c{storage=f16}' -o %t && filecheck %s --check-prefix=HALF < %t
 
 // A conv (3 -> 6 channels) + relu, a residual add, then a flatten that stays NCHW.
 // Channels are padded to multiples of 4, weights packed OIHW4o (output and input
