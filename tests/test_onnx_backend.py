@@ -110,13 +110,42 @@ with warnings.catch_warnings():
             backend_test.exclude(pattern)
     _test_cases = backend_test.enable_report().test_cases
 
-# Only the node tests, and only those the include patterns select (the runner would
-# otherwise add ~3800 "no matched include pattern" skips).
-OnnxBackendNodeModelTest = _test_cases["OnnxBackendNodeModelTest"]
-for _name in list(vars(OnnxBackendNodeModelTest)):
-    if _name.startswith("test_") and not any(re.search(p, _name) for p in INCLUDE):
-        delattr(OnnxBackendNodeModelTest, _name)
-globals().update({"OnnxBackendNodeModelTest": OnnxBackendNodeModelTest})
+
+class TextureBackend(AdrenoBackend):
+    """The same node tests through the texture plan (NCHW4c, images where legal)."""
+
+    @classmethod
+    def prepare(cls, model, device="CPU", **kwargs):
+        kwargs.setdefault("textures", True)
+        return super().prepare(model, device, **kwargs)
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    texture_test = onnx.backend.test.BackendTest(
+        TextureBackend, __name__ + ".texture",
+        test_kwargs={name: {"bind_inputs": names} for name, names in BIND.items()})
+    for pattern in INCLUDE:
+        texture_test.include(pattern)
+    for _reason, (_message, patterns) in EXCLUDED.items():
+        for pattern in patterns:
+            texture_test.exclude(pattern)
+    _texture_cases = texture_test.test_cases
+
+
+def _node_tests_only(cls):
+    """Only the node tests, and only those the include patterns select (the runner would
+    otherwise add ~3800 "no matched include pattern" skips)."""
+    for _name in list(vars(cls)):
+        if _name.startswith("test_") and not any(re.search(p, _name) for p in INCLUDE):
+            delattr(cls, _name)
+    return cls
+
+
+OnnxBackendNodeModelTest = _node_tests_only(_test_cases["OnnxBackendNodeModelTest"])
+OnnxBackendNodeModelTextureTest = _node_tests_only(_texture_cases["OnnxBackendNodeModelTest"])
+globals().update({"OnnxBackendNodeModelTest": OnnxBackendNodeModelTest,
+                  "OnnxBackendNodeModelTextureTest": OnnxBackendNodeModelTextureTest})
 
 
 # --------------------------------------------------------------------------- checks of the exclusions
