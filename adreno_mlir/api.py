@@ -119,7 +119,7 @@ def _resolve_target(target: str, context) -> str:
     return name
 
 
-def _work_group(work_group: str | tuple[int, ...], target_name: str) -> tuple[int, ...]:
+def work_group_sizes(work_group: str | tuple[int, ...], target_name: str) -> tuple[int, ...]:
     from adreno_mlir.target import get_profile
 
     if work_group == "driver":
@@ -158,6 +158,24 @@ def plan_options(target: str, device: str | None, textures: bool | None, precisi
     return layout, bool(textures), PRECISIONS[precision], target_name
 
 
+def lower(
+    module: ModuleOp,
+    layout: str,
+    textures: bool,
+    storage: str,
+    target_name: str,
+    work_group: tuple[int, ...] = (),
+    after_stage=None,
+) -> tuple[list[StageResult], str]:
+    """Run a plan's stages on `module` (in place); returns the stage timings and the
+    OpenCL C program. `compile()` and `adreno-mlir compile` both lower through here."""
+    from lowering.opencl_printer import opencl_source
+
+    stages = run_stages(make_context(), module, stages_for(layout, textures, storage, target_name, work_group),
+                        after_stage)
+    return stages, opencl_source(module)
+
+
 def compile(
     model: str | Path | onnx.ModelProto | ModuleOp,
     target: str = "auto",
@@ -186,40 +204,31 @@ def compile(
     """
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError
-    from lowering.opencl_printer import opencl_source
 
     start = time.perf_counter()
     layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
     context = default_context(device)
-    module = model if isinstance(model, ModuleOp) else import_onnx(model)
-
-    in_shapes, out_shapes = _shapes(module)
-    ctx = make_context()
-    stage_ir: dict[str, str] = {}
-    if keep_ir:
-        stage_ir["graph"] = module_to_text(module)
+    # The caller's module is never changed; with textures a pristine copy is kept for
+    # the buffer-plan fallback.
+    graph = model.clone() if isinstance(model, ModuleOp) else import_onnx(model)
+    in_shapes, out_shapes = _shapes(graph)
+    stage_ir: dict[str, str] = {"graph": module_to_text(graph)} if keep_ir else {}
 
     def keep(name: str, m: ModuleOp) -> None:
         if keep_ir:
             stage_ir[name] = module_to_text(m)
 
-    wg = _work_group(work_group, target_name)
-    graph_text = module_to_text(module) if textures else None
-    plan = stages_for(layout, textures, storage, target_name, wg)
-    stages = run_stages(ctx, module, plan, keep)
-    source = opencl_source(module)
+    wg = work_group_sizes(work_group, target_name)
+    module = graph.clone() if textures else graph
+    stages, source = lower(module, layout, textures, storage, target_name, wg, keep)
     try:
         executable = Executable(module, source, store_of(module), context)
     except ImageLimitError:
         if not textures:
             raise
-        # The device cannot hold the texture plan: fall back to the buffer plan.
-        from adreno_mlir.printing import parse_module
-
-        module = parse_module(make_context(), graph_text)
-        textures = False
-        stages = run_stages(ctx, module, stages_for(layout, False, storage, target_name, wg), keep)
-        source = opencl_source(module)
+        # The device cannot hold the texture plan's images: the buffer plan instead.
+        module, textures = graph, False
+        stages, source = lower(module, layout, False, storage, target_name, wg, keep)
         executable = Executable(module, source, store_of(module), context)
     return CompiledModel(
         module=module, source=source,

@@ -30,12 +30,9 @@ def _write_stage(module, path: Path, weights_dir: Path) -> None:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from adreno_mlir.context import make_context
+    from adreno_mlir.api import work_group_sizes, lower, plan_options
     from adreno_mlir.frontend import import_onnx
-    from adreno_mlir.api import plan_options
-    from adreno_mlir.pipeline import run_stages, stages_for
     from adreno_mlir.weights import store_of
-    from lowering.opencl_printer import opencl_source
 
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -47,15 +44,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     _write_stage(module, written[0], weights_dir)
     layout, textures, storage, target = plan_options(args.target, args.device, _textures(args),
                                                      args.precision, args.layout)
-    stages = stages_for(layout, textures, storage, target)
 
     def after(name: str, m) -> None:
         path = out / f"{len(written)}-{name}.mlir"
         _write_stage(m, path, weights_dir)
         written.append(path)
 
-    results = run_stages(make_context(), module, stages, after)
-    source = opencl_source(module)
+    results, source = lower(module, layout, textures, storage, target, work_group_sizes(args.work_group, target), after)
     cl_path = out / (Path(args.model).stem + ".cl")
     cl_path.write_text(source)
     store_of(module).save(weights_dir)
@@ -112,7 +107,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import adreno_mlir
 
     cm = adreno_mlir.compile(args.model, target=args.target, device=args.device, textures=_textures(args),
-                             precision=args.precision, layout=args.layout)
+                             precision=args.precision, layout=args.layout, work_group=args.work_group)
     print(f"compiled in {cm.compile_seconds:.2f} s for {cm.device_name} ({cm.plan})")
     feeds = _load_inputs(cm, args.input, args.seed)
     try:
@@ -168,6 +163,8 @@ def _plan_arguments(p: argparse.ArgumentParser) -> None:
                    help="fp16-acc32: fp16 storage, fp32 arithmetic")
     p.add_argument("--layout", choices=["nchw", "nchw4c"], default=None,
                    help="activation layout (default: nchw4c with textures or fp16 storage, else nchw)")
+    p.add_argument("--work-group", choices=["driver", "auto"], default="driver",
+                   help="local sizes: the driver's choice, or the target's preferred size (experimental)")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -34,8 +34,6 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     ]
 
 
-STAGES: dict[str, list[tuple[str, str]]] = {"buffer": stages_for("nchw", False, "f32", "")}
-
 
 @dataclass
 class StageResult:

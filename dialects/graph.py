@@ -732,6 +732,13 @@ class ResizeOp(GraphOp):
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
+    def spatial_scales(self) -> tuple[float, float]:
+        """(h, w) scale factors: the `scales` attribute, else output / input extent."""
+        if self.scales is not None:
+            return tuple(float(s.value.data) for s in self.scales.data[-2:])  # type: ignore[return-value]
+        x, y = shape_of(self.input), shape_of(self.result)
+        return (y[-2] / x[-2], y[-1] / x[-1])
+
     MODES: ClassVar = ("nearest", "linear")
     COORDS: ClassVar = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                         "half_pixel_symmetric")

@@ -476,10 +476,7 @@ def _lower_resize(hb: HostBuilder, group: Group, loc) -> None:
     op: graph.ResizeOp = group.head  # type: ignore[assignment]
     x_shape, out_shape = graph.shape_of(op.input), graph.shape_of(op.result)
     epi, extras = _epi_args(hb, group, out_shape)
-    if op.scales is not None:
-        scales = tuple(float(s.value.data) for s in op.scales.data[2:])
-    else:
-        scales = (out_shape[2] / x_shape[2], out_shape[3] / x_shape[3])
+    scales = op.spatial_scales()
     spec = ResizeSpec(x_shape=x_shape, out_shape=out_shape, mode=op.mode.data,
                       coord_mode=op.coordinate_transformation_mode.data,
                       nearest_mode=op.nearest_mode.data, scales=scales, epilogue=epi)

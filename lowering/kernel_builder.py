@@ -222,9 +222,6 @@ class KernelBuilder:
     def fma(self, a, b, c, hint=None) -> SSAValue:
         return self.emit(math.FmaOp(self.f(a), self.f(b), self.f(c)), hint)
 
-    def fcmp(self, pred: str, a, b) -> SSAValue:
-        return self.emit(arith.CmpfOp(self.f(a), self.f(b), pred))
-
     def exp(self, a) -> SSAValue:
         return self.emit(math.ExpOp(self.f(a)))
 

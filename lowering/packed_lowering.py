@@ -100,11 +100,7 @@ def lower_packed(hb, group, loc) -> None:
         spec = PackedMeanSpec(out=out, pepi=pepi, src=packed(head.input))
         ins = [hb.buffer(head.input)]
     elif isinstance(head, graph.ResizeOp):
-        x_shape, out_shape = graph.shape_of(head.input), graph.shape_of(head.result)
-        if head.scales is not None:
-            scales = tuple(float(s.value.data) for s in head.scales.data[2:])
-        else:
-            scales = (out_shape[2] / x_shape[2], out_shape[3] / x_shape[3])
+        scales = head.spatial_scales()
         spec = PackedResizeSpec(out=out, pepi=pepi, src=packed(head.input), mode=head.mode.data,
                                 coord_mode=head.coordinate_transformation_mode.data,
                                 nearest_mode=head.nearest_mode.data, scales=scales)

@@ -93,10 +93,6 @@ class _Node:
         raise FrontendError(f"node '{self.name}' ({self.proto.op_type}): {msg}")
 
 
-def _np_dtype_ok(arr: np.ndarray) -> bool:
-    return arr.dtype in (np.float32, np.float64, np.float16, np.int64, np.int32, np.bool_)
-
-
 class OnnxImporter:
     def __init__(self, model: onnx.ModelProto, store: WeightStore | None = None):
         self.model = model

@@ -113,10 +113,25 @@ class KernelSpec:
         return args[len(args) - len(names) + names.index(name)]
 
 
-def grid_guard(kb: KernelBuilder, ids: Sequence[SSAValue], extents: Sequence[int]) -> list[SSAValue]:
-    """Bounds checks for ids whose global size may be rounded up."""
-    return [kb.cmp("slt", i, e) for i, e in zip(ids, extents)]
-
-
 def numel(shape: Sequence[int]) -> int:
     return int(math.prod(shape))
+
+
+def window_leaves_input(size: int, out: int, k: int, stride: int, pad: int, dilation: int) -> bool:
+    """Whether a sliding window along one axis can read outside [0, size): then its
+    reads need bounds checks."""
+    last = (out - 1) * stride - pad + (k - 1) * dilation
+    return pad > 0 or last >= size
+
+
+def window_count(kb, y0, x0, h: int, w: int, kernel, pads, count_include_pad: bool):
+    """Taps of an average-pool window starting at (y0, x0): the valid ones, or with
+    count_include_pad those inside the padded input (ONNX / PyTorch semantics)."""
+    kh, kw = kernel
+    if count_include_pad:
+        y1 = kb.min_i(kb.add(y0, kh), h + pads[2])
+        x1 = kb.min_i(kb.add(x0, kw), w + pads[3])
+        return kb.mul(kb.sub(y1, y0), kb.sub(x1, x0))
+    y1 = kb.min_i(kb.add(y0, kh), h)
+    x1 = kb.min_i(kb.add(x0, kw), w)
+    return kb.mul(kb.sub(y1, kb.max_i(y0, 0)), kb.sub(x1, kb.max_i(x0, 0)))

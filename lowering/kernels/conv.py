@@ -22,7 +22,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from lowering.kernel_builder import KernelBuilder
-from lowering.kernels.common import KernelSpec
+from lowering.kernels.common import KernelSpec, window_leaves_input
 
 UNROLL_TAPS = 9
 
@@ -56,11 +56,8 @@ class ConvGeometry(KernelSpec):
         return ("input", "weight", "bias") if self.has_bias else ("input", "weight")
 
     def needs_check(self, axis: int) -> bool:
-        size = self.x_shape[2 + axis]
-        out = self.out_shape[2 + axis]
-        k = self.w_shape[2 + axis]
-        last = (out - 1) * self.strides[axis] - self.pads[axis] + (k - 1) * self.dilations[axis]
-        return self.pads[axis] > 0 or last >= size
+        return window_leaves_input(self.x_shape[2 + axis], self.out_shape[2 + axis], self.w_shape[2 + axis],
+                                   self.strides[axis], self.pads[axis], self.dilations[axis])
 
     def over_taps(self, kb: KernelBuilder, accs: list[SSAValue], tap) -> list[SSAValue]:
         """Apply `tap(kb, kh, kw, accs)` over the window: unrolled when small."""

@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, SSAValue
 from dialects import opencl
 from lowering.expr import Expr, Src, describe, emit_expr, memo_loader
 from lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
-from lowering.kernels.common import KernelSpec
+from lowering.kernels.common import KernelSpec, window_count, window_leaves_input
 
 
 @dataclass(frozen=True)
@@ -282,10 +282,8 @@ class PackedConvSpec(PackedSpec):
         return (-(-w // self.x_block), h, n * c4 // self.co_blocks * self.split_k)
 
     def needs_check(self, axis: int) -> bool:
-        size = self.src.shape[2 + axis]
-        out = self.out.shape[2 + axis]
-        last = (out - 1) * self.strides[axis] - self.pads[axis] + (self.kernel[axis] - 1) * self.dilations[axis]
-        return self.pads[axis] > 0 or last >= size
+        return window_leaves_input(self.src.shape[2 + axis], self.out.shape[2 + axis], self.kernel[axis],
+                                   self.strides[axis], self.pads[axis], self.dilations[axis])
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split(args)
@@ -438,14 +436,7 @@ class PackedPoolSpec(PackedSpec):
                 v = self.src.read(kb, x, n, c4, kb.select(valid, kb.i(iy), kb.i(0)), kb.select(valid, kb.i(ix), kb.i(0)))
                 acc = kb.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)
         if not is_max:
-            kh, kw = self.kernel
-            if self.count_include_pad:
-                y1 = kb.min_i(kb.add(y0, kh), H + self.pads[2])
-                x1 = kb.min_i(kb.add(x0, kw), W + self.pads[3])
-                count = kb.mul(kb.sub(y1, y0), kb.sub(x1, x0))
-            else:
-                y1, x1 = kb.min_i(kb.add(y0, kh), H), kb.min_i(kb.add(x0, kw), W)
-                count = kb.mul(kb.sub(y1, kb.max_i(y0, 0)), kb.sub(x1, kb.max_i(x0, 0)))
+            count = window_count(kb, y0, x0, H, W, self.kernel, self.pads, self.count_include_pad)
             acc = vk.fdiv(acc, kb.splat(kb.to_float(count)))
         self.finish_pixel(kb, extras, out, acc, n, c4, oy, ox)
 

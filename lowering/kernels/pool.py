@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from xdsl.ir import SSAValue
 
 from lowering.kernel_builder import KernelBuilder
-from lowering.kernels.common import KernelSpec, contiguous_strides, numel
+from lowering.kernels.common import KernelSpec, contiguous_strides, numel, window_count
 
 UNROLL_TAPS = 9
 
@@ -67,21 +67,10 @@ class PoolSpec(KernelSpec):
                 0, kw, 1, acc1, lambda k2, b, acc2: tap(k2, a, b, acc2), "kx"), "ky")
         value = acc[0]
         if not is_max:
-            value = kb.fdiv(value, kb.to_float(self._divisor(kb, y0, x0, h, w)))
+            value = kb.fdiv(value, kb.to_float(window_count(kb, y0, x0, h, w, self.kernel, self.pads, self.count_include_pad)))
         n_ = kb.div(z, c)
         value = self.epilogue.apply(kb, value, [n_, kb.rem(z, c), oy, ox], extras)
         kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, oh), oy), ow), ox))
-
-    def _divisor(self, kb: KernelBuilder, y0, x0, h: int, w: int) -> SSAValue:
-        """Window size: valid taps, or with count_include_pad the taps inside the padded input."""
-        kh, kw = self.kernel
-        if self.count_include_pad:
-            y1 = kb.min_i(kb.add(y0, kh), h + self.pads[2])
-            x1 = kb.min_i(kb.add(x0, kw), w + self.pads[3])
-            return kb.mul(kb.sub(y1, y0), kb.sub(x1, x0))
-        y1 = kb.min_i(kb.add(y0, kh), h)
-        x1 = kb.min_i(kb.add(x0, kw), w)
-        return kb.mul(kb.sub(y1, kb.max_i(y0, 0)), kb.sub(x1, kb.max_i(x0, 0)))
 
 
 @dataclass(frozen=True)
