@@ -1,7 +1,8 @@
 """`annotate-texture-scope`: choose where each NCHW4c tensor lives.
 
-A packed activation goes to a 2-D image when its producer can write images, every
-consumer can read them, and an image mapping fits the target's image limits; of the
+A packed activation goes to a 2-D image when its producer can write images (concats,
+which only copy, keep buffers), every consumer can read them, and an image mapping fits
+the target's image limits; of the
 mappings that fit (`texture`: height N*C4*H, width W; `texture-nhwc`: height N*C4,
 width H*W) the most balanced is chosen. Everything else stays a global buffer (TVM's
 annotate_texture_storage makes the same decision). Packed constants stay buffers.
@@ -39,6 +40,10 @@ def reads_images(op: Operation, value: SSAValue) -> bool:
 def writes_images(op: Operation) -> bool:
     if isinstance(op, texture.PackOp):
         return not isinstance(op.input.owner, graph.ConstantOp)
+    if isinstance(op, graph.ConcatOp):
+        # A concat is one copy per input, write-bound: on the H200 its copies took 1.6x
+        # longer into images than into buffers (DenseNet-121, docs/measurements.md).
+        return False
     return isinstance(op, _IMAGE_OPS)
 
 
