@@ -52,31 +52,7 @@ def _where(op: Operation) -> str:
     return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """Tunables of the buffer path (exposed as pass options)."""
-
-    conv_co_block: int = 8
-    """Output channels per work-item in convolutions (1, 2, 4 or 8)."""
-    conv_x_block: int = 4
-    """Adjacent output pixels per work-item in vectorised convolutions."""
-    vectorize: bool = True
-    """Use the float4 (OIHW4o) convolution schedule where it applies."""
-    fuse: bool = True
-    """Fuse element-wise chains and epilogues."""
-    work_group: tuple[int, ...] = ()
-    """Preferred local size (x, y, z); () leaves the choice to the driver."""
-    packed_co_blocks: int = 1
-    """Output channel blocks per work-item in NCHW4c convolutions (2 halves the
-    work-items: slower on the H200, see docs/measurements.md)."""
-    min_work_items: int = 16384
-    """Convolutions use smaller pixel blocks rather than launch fewer work-items."""
-    split_k_items: int = 8192
-    """NCHW4c convolutions with fewer work-items than this split their input channels
-    over more work-items (0 disables split-K)."""
-
-
-def choose_x_block(schedule: "Schedule", out_h: int, out_w: int, channel_blocks: int) -> int:
+def choose_x_block(schedule: "ConvertGraphToOpenCL", out_h: int, out_w: int, channel_blocks: int) -> int:
     """Output pixels per convolution work-item: the schedule's block, made smaller while
     that leaves fewer than `min_work_items` work-items (late 7x7 layers would otherwise
     keep a GPU mostly idle)."""
@@ -205,7 +181,7 @@ def plan_groups(block: Block, fuse: bool) -> list[Group]:
 class HostBuilder:
     """Builds the host function and the kernels for one graph function."""
 
-    def __init__(self, module: ModuleOp, fn: func.FuncOp, schedule: Schedule, kernels: dict):
+    def __init__(self, module: ModuleOp, fn: func.FuncOp, schedule: "ConvertGraphToOpenCL", kernels: dict):
         self.module = module
         self.fn = fn
         self.schedule = schedule
@@ -569,15 +545,25 @@ class ConvertGraphToOpenCL(ModulePass):
 
     name = "convert-graph-to-opencl"
 
+    # The schedule (the pass object itself is what kernel generators read):
     conv_co_block: int = 8
+    """Output channels per work-item in NCHW convolutions (1, 2, 4 or 8)."""
     conv_x_block: int = 4
+    """Adjacent output pixels per work-item in vectorised convolutions."""
     vectorize: bool = True
+    """Use the float4 (OIHW4o) convolution schedule where it applies."""
     fuse: bool = True
+    """Fuse element-wise chains and epilogues."""
     work_group: tuple[int, ...] = ()
     """Preferred local size, e.g. `work-group=16,4,4`; empty: the driver chooses."""
     packed_co_blocks: int = 1
+    """Output channel blocks per work-item in NCHW4c convolutions (2 halves the
+    work-items: slower on the H200, see docs/measurements.md)."""
     min_work_items: int = 16384
+    """NCHW convolutions use smaller pixel blocks rather than launch fewer work-items."""
     split_k_items: int = 8192
+    """NCHW4c convolutions with fewer work-items than this split their input channels
+    over more work-items (0 disables split-K)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.conv_co_block not in (1, 2, 4, 8):
@@ -589,10 +575,7 @@ class ConvertGraphToOpenCL(ModulePass):
             raise CompileError("convert-graph-to-opencl: min-work-items and split-k-items must be >= 0, "
                                "work-group sizes >= 1")
         FoldBatchNorm().apply(ctx, op)  # batch norms have no kernel of their own
-        schedule = Schedule(conv_co_block=self.conv_co_block, conv_x_block=self.conv_x_block,
-                            vectorize=self.vectorize, fuse=self.fuse, work_group=tuple(self.work_group),
-                            packed_co_blocks=self.packed_co_blocks, min_work_items=self.min_work_items,
-                            split_k_items=self.split_k_items)
+        schedule = self
         kernels: dict[KernelSpec, str] = {
             # kernels already in the module keep their names
         }
