@@ -41,7 +41,10 @@ class AdrenoOptMain(xDSLOptMain):
 
     def apply_passes(self, prog):
         super().apply_passes(prog)
-        # Weights must exist on disk, where the output says, for the output to re-parse.
+        # Weights must exist on disk, where the output says, for the output to re-parse
+        # (only IR output refers to them: `-t opencl` prints code without weights).
+        if not self.args.target.startswith("mlir"):
+            return
         output = Path(self.args.output_file) if self.args.output_file else None
         stem = Path(self.args.input_file).stem if self.args.input_file else "stdin"
         weights.flush(prog, output, stem)
