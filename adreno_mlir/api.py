@@ -171,8 +171,11 @@ def lower(
     OpenCL C program. `compile()` and `adreno-mlir compile` both lower through here."""
     from lowering.opencl_printer import opencl_source
 
-    stages = run_stages(make_context(), module, stages_for(layout, textures, storage, target_name, work_group),
-                        after_stage)
+    from adreno_mlir.target import get_profile
+
+    gpu = get_profile(target_name).is_gpu
+    stages = run_stages(make_context(), module,
+                        stages_for(layout, textures, storage, target_name, work_group, gpu), after_stage)
     return stages, opencl_source(module)
 
 

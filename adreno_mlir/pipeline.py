@@ -17,12 +17,16 @@ GRAPH_OPT = ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize"
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
-               work_group: tuple[int, ...] = ()) -> list[tuple[str, str]]:
+               work_group: tuple[int, ...] = (), gpu: bool = True) -> list[tuple[str, str]]:
     """The stage list of a compile: graph cleanups, then (for NCHW4c) the layout and
-    memory-scope passes, then the lowering (with a preferred local size, if any)."""
-    lower = "convert-graph-to-opencl"
+    memory-scope passes, then the lowering (with a preferred local size, if any; on CPUs
+    without the GPU-occupancy schedules: smaller pixel blocks and split-K only cost there)."""
+    options = []
     if work_group:
-        lower += "{work-group=" + ",".join(str(d) for d in work_group) + "}"
+        options.append("work-group=" + ",".join(str(d) for d in work_group))
+    if not gpu:
+        options += ["min-work-items=0", "split-k-items=0"]
+    lower = "convert-graph-to-opencl" + ("{" + " ".join(options) + "}" if options else "")
     if layout == "nchw":
         return [GRAPH_OPT, ("opencl", lower)]
     images = "true" if textures else "false"

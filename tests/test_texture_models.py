@@ -53,3 +53,19 @@ def test_bulk_of_activations_in_textures(name, model_path):
     images = [t for t in types if t.is_image]
     assert len(types) >= 40
     assert len(images) / len(types) >= 0.9, f"{len(images)} of {len(types)} activations are images"
+
+
+@pytest.mark.parametrize("plan", [dict(textures=True), dict(textures=False, layout="nchw")])
+@pytest.mark.parametrize("name", ["resnet18", "googlenet"])
+def test_gpu_schedules_match_onnxruntime(name, plan, model_path):
+    """The GPU schedules (split-K for small-grid NCHW4c convolutions, smaller pixel
+    blocks for small-grid NCHW ones), which CPU targets do not use, run here on PoCL by
+    compiling for an Adreno profile."""
+    path = str(model_path(name))
+    cm = adreno_mlir.compile(path, target="adreno-740", **plan)
+    assert ("split" in cm.source) == plan["textures"]
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(4)
+    feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}
+    for (_, got), ref in zip(cm.run(feeds).items(), sess.run(None, feeds)):
+        assert scaled_error(got, ref) <= TOLERANCE["fp32"]
