@@ -51,7 +51,7 @@ def choose_mapping(shape: tuple[int, ...], profile: TargetProfile) -> str | None
     best, best_ratio = None, None
     for scope in MAPPINGS:
         w, h = texture.image_extent(scope, shape)
-        if w > profile.max_image_width or h > profile.max_image_height:
+        if not profile.fits_image(w, h):
             continue
         ratio = max(w, h) / max(1, min(w, h))
         if best_ratio is None or ratio < best_ratio:

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from adreno_mlir.errors import CompileError
-from adreno_mlir.weights import WeightStore, attach
+from adreno_mlir.weights import WeightStore, attach, symbol_name
 from dialects import graph
 
 from passes.constants import INLINE_LIMIT
@@ -69,10 +69,7 @@ class _Node:
         return self.proto.name or f"{self.proto.op_type}_{self.proto.output[0]}"
 
     def attr(self, key: str, default=None):
-        for a in self.proto.attribute:
-            if a.name == key:
-                return onnx.helper.get_attribute_value(a)
-        return default
+        return _attr(self.proto, key, default)
 
     def input(self, i: int) -> SSAValue:
         return self.imp.value(self.proto.input[i], self)
@@ -364,13 +361,9 @@ def _attr(node: onnx.NodeProto, key: str, default=None):
     return default
 
 
-def _hint(name: str) -> str | None:
-    import re
-
-    s = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
-    if not s or s[0].isdigit():
-        return None
-    return s
+def _hint(name: str) -> str:
+    """SSA name hint for an ONNX tensor: the same spelling as its weight symbol."""
+    return symbol_name(name)
 
 
 # --------------------------------------------------------------------------- op importers
