@@ -88,7 +88,7 @@ class CompiledModel:
 def _shapes(module: ModuleOp) -> tuple[dict, dict]:
     from xdsl.dialects import func
 
-    from dialects import graph
+    from adreno_mlir.dialects import graph
 
     fn = next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
     ins = [a.data for a in fn.attributes["graph.inputs"].data]
@@ -169,7 +169,7 @@ def lower(
 ) -> tuple[list[StageResult], str]:
     """Run a plan's stages on `module` (in place); returns the stage timings and the
     OpenCL C program. `compile()` and `adreno-mlir compile` both lower through here."""
-    from lowering.opencl_printer import opencl_source
+    from adreno_mlir.lowering.opencl_printer import opencl_source
 
     from adreno_mlir.target import get_profile
 

@@ -9,19 +9,19 @@ from xdsl.ir import Dialect
 
 
 def _graph() -> Dialect:
-    from dialects.graph import Graph
+    from adreno_mlir.dialects.graph import Graph
 
     return Graph
 
 
 def _texture() -> Dialect:
-    from dialects.texture import Texture
+    from adreno_mlir.dialects.texture import Texture
 
     return Texture
 
 
 def _opencl() -> Dialect:
-    from dialects.opencl import OpenCL
+    from adreno_mlir.dialects.opencl import OpenCL
 
     return OpenCL
 

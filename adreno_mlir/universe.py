@@ -15,7 +15,7 @@ from adreno_mlir.context import PROJECT_DIALECTS
 
 
 def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    from passes import all_passes
+    from adreno_mlir.passes import all_passes
 
     def factory(cls):
         return lambda: cls
@@ -24,7 +24,7 @@ def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 
 def _opencl_target() -> type[Target]:
-    from lowering.opencl_printer import OpenCLTarget
+    from adreno_mlir.lowering.opencl_printer import OpenCLTarget
 
     return OpenCLTarget
 

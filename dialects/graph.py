@@ -51,7 +51,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.texture import TextureTensorType
+from adreno_mlir.dialects.texture import TextureTensorType
 
 
 # --------------------------------------------------------------------------- helpers

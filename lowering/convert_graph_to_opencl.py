@@ -29,17 +29,17 @@ from xdsl.passes import ModulePass
 
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import store_of
-from dialects import graph, opencl, texture
-from lowering.expr import Bin, Expr, In, Src, Un
-from lowering.kernels.common import Epilogue, KernelSpec, broadcast_strides, contiguous_strides
-from lowering.kernels.conv import Conv4Spec, ConvSpec
-from lowering.kernels.elementwise import Access, MapSpec
-from lowering.kernels.matmul import GemmSpec, MatMulSpec
-from lowering.kernels.pool import PoolSpec, ReduceSpec
-from lowering.kernels.resize import ResizeSpec
-from lowering.kernels.softmax import SoftmaxSpec
-from lowering.opencl_printer import C_KEYWORDS
-from passes.fold_batchnorm import FoldBatchNorm
+from adreno_mlir.dialects import graph, opencl, texture
+from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
+from adreno_mlir.lowering.kernels.common import Epilogue, KernelSpec, broadcast_strides, contiguous_strides
+from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
+from adreno_mlir.lowering.kernels.elementwise import Access, MapSpec
+from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
+from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
+from adreno_mlir.lowering.kernels.resize import ResizeSpec
+from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
+from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
+from adreno_mlir.passes.fold_batchnorm import FoldBatchNorm
 
 
 class LoweringError(CompileError):
@@ -297,7 +297,7 @@ class HostBuilder:
         loc = group.ops[-1].location
         if isinstance(head, (texture.PackOp, texture.UnpackOp)) or isinstance(
                 group.result.type, texture.TextureTensorType):
-            from lowering.packed_lowering import lower_packed
+            from adreno_mlir.lowering.packed_lowering import lower_packed
 
             lower_packed(self, group, loc)
             return
@@ -384,7 +384,7 @@ def _lower_conv(hb: HostBuilder, group: Group, loc) -> None:
 
 
 def _constant_array(hb: HostBuilder, value: SSAValue) -> np.ndarray:
-    from passes.constants import constant_value
+    from adreno_mlir.passes.constants import constant_value
 
     return constant_value(value, hb.store)
 

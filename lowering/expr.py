@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
 
 
 class Expr:

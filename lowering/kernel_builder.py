@@ -14,7 +14,7 @@ from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, VectorType, f32, i1, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from dialects import opencl
+from adreno_mlir.dialects import opencl
 
 Value = SSAValue
 

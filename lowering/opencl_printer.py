@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from dialects import opencl
+from adreno_mlir.dialects import opencl
 
 SAMPLER_NAME = "smp"
 

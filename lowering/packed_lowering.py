@@ -14,9 +14,9 @@ import dataclasses
 from xdsl.dialects.builtin import f16
 from xdsl.ir import SSAValue
 
-from dialects import graph, texture
-from lowering.expr import In
-from lowering.kernels.packed import (
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.lowering.expr import In
+from adreno_mlir.lowering.kernels.packed import (
     Packed,
     PackedConvSpec,
     PackedEpilogue,
@@ -51,7 +51,7 @@ def _broadcast(value: SSAValue, out: Packed) -> tuple[bool, bool, bool]:
 def epilogue(hb, group, out: Packed) -> tuple[PackedEpilogue, list[SSAValue]]:
     """The group's element-wise tail as a float4 expression; extra inputs broadcast over
     the axes where they have extent 1."""
-    from lowering.convert_graph_to_opencl import _is_elementwise, group_expression
+    from adreno_mlir.lowering.convert_graph_to_opencl import _is_elementwise, group_expression
 
     if len(group.ops) == 1 and not _is_elementwise(group.head):
         return PackedEpilogue(), []
@@ -126,7 +126,7 @@ def _split_k(hb, out: Packed, x_block: int, ci4: int, depthwise: bool) -> int:
 def _lower_conv(hb, head: graph.Conv2dOp, group, out: Packed, pepi: PackedEpilogue, extras, loc) -> None:
     from xdsl.dialects.builtin import f32
 
-    from dialects import opencl
+    from adreno_mlir.dialects import opencl
 
     k = graph.weight_shape(head.weight)[2:]
     src = packed(head.input)

@@ -1,15 +1,15 @@
 """Rewrite-pattern passes over the graph and texture levels (and the registry of all
 passes adreno-opt knows, lowering included)."""
 
-from passes.fold_batchnorm import FoldBatchNorm
-from passes.graph_canonicalize import GraphCanonicalize
+from adreno_mlir.passes.fold_batchnorm import FoldBatchNorm
+from adreno_mlir.passes.graph_canonicalize import GraphCanonicalize
 
 
 def all_passes():
-    from lowering.convert_graph_to_opencl import ConvertGraphToOpenCL
+    from adreno_mlir.lowering.convert_graph_to_opencl import ConvertGraphToOpenCL
 
-    from passes.annotate_texture_scope import AnnotateTextureScope
-    from passes.convert_layout_nchw4c import ConvertLayoutNCHW4c
+    from adreno_mlir.passes.annotate_texture_scope import AnnotateTextureScope
+    from adreno_mlir.passes.convert_layout_nchw4c import ConvertLayoutNCHW4c
 
     return [GraphCanonicalize, FoldBatchNorm, ConvertLayoutNCHW4c, AnnotateTextureScope, ConvertGraphToOpenCL]
 

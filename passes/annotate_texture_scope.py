@@ -22,7 +22,7 @@ from xdsl.rewriter import Rewriter
 
 from adreno_mlir.errors import CompileError
 from adreno_mlir.target import TargetProfile, get_profile, list_profiles
-from dialects import graph, texture
+from adreno_mlir.dialects import graph, texture
 
 _IMAGE_OPS = (graph.Conv2dOp, graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp,
               graph.ReduceMeanOp, graph.ResizeOp, graph.ConcatOp, *graph.UNARY_OPS, *graph.BINARY_OPS)

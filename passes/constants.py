@@ -7,7 +7,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from adreno_mlir.weights import WeightStore, store_of
-from dialects import graph
+from adreno_mlir.dialects import graph
 
 INLINE_LIMIT = 8
 """Constants with at most this many elements are printed inline as dense<...>."""

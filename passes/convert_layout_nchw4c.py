@@ -29,9 +29,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from adreno_mlir.weights import store_of
-from dialects import graph, texture
-from passes.fold_batchnorm import FoldBatchNorm
-from passes.constants import constant_value, new_constant
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.passes.fold_batchnorm import FoldBatchNorm
+from adreno_mlir.passes.constants import constant_value, new_constant
 
 _ELEMENTWISE = (*graph.UNARY_OPS, *graph.BINARY_OPS)
 

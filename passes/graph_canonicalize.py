@@ -25,8 +25,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from adreno_mlir.weights import store_of
-from dialects import graph
-from passes.constants import constant_value, module_of, new_constant
+from adreno_mlir.dialects import graph
+from adreno_mlir.passes.constants import constant_value, module_of, new_constant
 
 FOLD_LIMIT = 1 << 16
 """Largest constant result (elements) the canonicalizer materialises."""

@@ -10,7 +10,7 @@ from xdsl.dialects import func
 from adreno_mlir.context import make_context
 from adreno_mlir.frontend import import_onnx
 from adreno_mlir.printing import module_to_text, parse_module
-from dialects import graph
+from adreno_mlir.dialects import graph
 from tests.conftest import MODEL_NAMES
 
 

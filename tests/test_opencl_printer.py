@@ -14,8 +14,8 @@ from xdsl.dialects.builtin import FloatAttr, ModuleOp, f32, i1, i32
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects import opencl
-from lowering.opencl_printer import OpenCLTarget, opencl_source, print_opencl
+from adreno_mlir.dialects import opencl
+from adreno_mlir.lowering.opencl_printer import OpenCLTarget, opencl_source, print_opencl
 
 cl = pytest.importorskip("pyopencl")
 

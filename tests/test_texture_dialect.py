@@ -7,7 +7,7 @@ from xdsl.dialects import test as xdsl_test
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.texture import (
+from adreno_mlir.dialects.texture import (
     AllocOp,
     CastScopeOp,
     ImageAttr,

@@ -43,7 +43,7 @@ def test_bulk_of_activations_in_textures(name, model_path):
     from adreno_mlir.context import make_context
     from adreno_mlir.frontend import import_onnx
     from adreno_mlir.pipeline import run_pipeline
-    from dialects.texture import TextureTensorType
+    from adreno_mlir.dialects.texture import TextureTensorType
 
     module = import_onnx(model_path(name))
     run_pipeline(make_context(), module, "graph-canonicalize,fold-batchnorm,convert-layout-nchw4c,"

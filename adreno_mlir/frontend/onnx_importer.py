@@ -37,9 +37,9 @@ from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import WeightStore, attach, symbol_name
-from dialects import graph
+from adreno_mlir.dialects import graph
 
-from passes.constants import INLINE_LIMIT
+from adreno_mlir.passes.constants import INLINE_LIMIT
 
 FOLDABLE = {
     "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Constant", "Slice",

@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import WeightStore
-from dialects import opencl
+from adreno_mlir.dialects import opencl
 
 MF = cl.mem_flags
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
-from dialects import opencl
-from lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+from adreno_mlir.dialects import opencl
+from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
+from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import SSAValue
 
-from lowering.kernel_builder import KernelBuilder
-from lowering.kernels.common import KernelSpec, window_leaves_input
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, window_leaves_input
 
 UNROLL_TAPS = 9
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from lowering.expr import Expr, emit_expr, memo_loader
-from lowering.kernel_builder import KernelBuilder
-from lowering.kernels.common import KernelSpec, contiguous_strides, numel
+from adreno_mlir.lowering.expr import Expr, emit_expr, memo_loader
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel
 
 
 
@@ -43,7 +43,7 @@ class MapSpec(KernelSpec):
         return ("out_offset",) if self.out_offset_arg else ()
 
     def base_name(self) -> str:
-        from lowering.expr import describe
+        from adreno_mlir.lowering.expr import describe
 
         return describe(self.expr) or self.kind
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import f16, f32, i32
 from xdsl.ir import Attribute, SSAValue
 
-from dialects import opencl
-from lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
-from lowering.kernels.common import KernelSpec, window_count, window_leaves_input
+from adreno_mlir.dialects import opencl
+from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
+from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+from adreno_mlir.lowering.kernels.common import KernelSpec, window_count, window_leaves_input
 
 
 @dataclass(frozen=True)
@@ -485,7 +485,7 @@ class PackedResizeSpec(PackedSpec):
         return [("input", self.src.arg_type(False))]
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        from lowering.kernels.resize import ResizeSpec
+        from adreno_mlir.lowering.kernels.resize import ResizeSpec
 
         (x,), extras, out = self.split(args)
         n, c4, oy, ox = self.pixel_ids(kb)

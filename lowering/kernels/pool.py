@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from lowering.kernel_builder import KernelBuilder
-from lowering.kernels.common import KernelSpec, contiguous_strides, numel, window_count
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel, window_count
 
 UNROLL_TAPS = 9
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from lowering.kernel_builder import KernelBuilder
-from lowering.kernels.common import KernelSpec, numel
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, numel
 
 
 @dataclass(frozen=True)
