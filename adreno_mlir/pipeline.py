@@ -6,37 +6,79 @@ Each stage is an `adreno-opt -p` pipeline string, so any intermediate IR that
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
+
+from adreno_mlir.errors import CompileError
 
 GRAPH_OPT = ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize")
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
-               work_group: tuple[int, ...] = (), gpu: bool = True) -> list[tuple[str, str]]:
-    """The stage list of a compile: graph cleanups, then (for NCHW4c) the layout and
-    memory-scope passes, then the lowering (with a preferred local size, if any; on CPUs
-    without the GPU-occupancy schedules: smaller pixel blocks and split-K only cost there)."""
-    options = []
+               work_group: tuple[int, ...] = ()) -> list[tuple[str, str]]:
+    """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
+    (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
+    target profile, split-K, the lowering and CSE of the generated kernels. The NCHW
+    plan runs the same passes; conv-winograd and split-k find nothing to do there
+    (both apply to NCHW4c convolutions only)."""
+    config = f"select-kernel-config{{target={target}"
     if work_group:
-        options.append("work-group=" + ",".join(str(d) for d in work_group))
-    if not gpu:
-        options += ["min-work-items=0", "split-k-items=0"]
-    lower = "convert-graph-to-opencl" + ("{" + " ".join(options) + "}" if options else "")
+        config += " work-group=" + ",".join(str(d) for d in work_group)
+    config += "}"
+    tail = [
+        ("fuse", "graph-fuse"),
+        ("config", config),
+        ("split-k", "split-k"),
+        ("opencl", "convert-graph-to-opencl,cse"),
+    ]
+    winograd = ("winograd", f"conv-winograd{{target={target}}}")
     if layout == "nchw":
-        return [GRAPH_OPT, ("opencl", lower)]
+        return [GRAPH_OPT, winograd, *tail]
     images = "true" if textures else "false"
     return [
         GRAPH_OPT,
         ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
+        winograd,
         ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),
-        ("opencl", lower),
+        *tail,
     ]
 
+
+def pipeline_string(stages: list[tuple[str, str]]) -> str:
+    """The whole pipeline as one `adreno-opt -p` string."""
+    return ",".join(spec for _, spec in stages)
+
+
+def split_pipeline(spec: str) -> list[str]:
+    """The top-level passes of a pipeline string (commas inside `{...}` options stay)."""
+    parts, depth, cur = [], 0, ""
+    for ch in spec:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def stages_of_pipeline(spec: str) -> list[tuple[str, str]]:
+    """A user's pipeline string as stages, one per pass (named after the pass)."""
+    stages, seen = [], {}
+    for entry in split_pipeline(spec):
+        name = entry.split("{", 1)[0].strip()
+        seen[name] = seen.get(name, 0) + 1
+        stages.append((name if seen[name] == 1 else f"{name}-{seen[name]}", entry))
+    return stages
 
 
 @dataclass
@@ -46,14 +88,38 @@ class StageResult:
     seconds: float
 
 
-def run_pipeline(ctx: Context, module: ModuleOp, spec: str) -> None:
+def available_passes(extra: Sequence[type[ModulePass]] = ()) -> dict[str, Callable[[], type[ModulePass]]]:
+    """Passes a pipeline string may name: `extra` (a caller's own pass classes), ours,
+    those of every installed `xdsl.universe` plugin, and xDSL's."""
+    from xdsl.transforms import get_all_passes
+    from xdsl.universe import Universe
+
     from adreno_mlir.universe import ADRENO_UNIVERSE
 
-    available = dict(ADRENO_UNIVERSE.all_passes)
-    from xdsl.transforms import get_all_passes
-
-    for name, factory in get_all_passes().items():
+    available: dict[str, Callable[[], type[ModulePass]]] = {}
+    for cls in extra:
+        if not (isinstance(cls, type) and issubclass(cls, ModulePass)):
+            raise CompileError(f"passes= takes ModulePass subclasses, got {cls!r}")
+        available[cls.name] = (lambda c: lambda: c)(cls)
+    for name, factory in ADRENO_UNIVERSE.all_passes.items():
         available.setdefault(name, factory)
+    try:
+        plugins = Universe.get_multiverse().all_passes
+    except Exception:  # noqa: BLE001 - a broken third-party plugin must not break compiles
+        plugins = {}
+    for source in (plugins, get_all_passes()):
+        for name, factory in source.items():
+            available.setdefault(name, factory)
+    return available
+
+
+def run_pipeline(ctx: Context, module: ModuleOp, spec: str, extra: Sequence[type[ModulePass]] = ()) -> None:
+    available = available_passes(extra)
+    for entry in split_pipeline(spec):
+        name = entry.split("{", 1)[0].strip()
+        if name not in available:
+            raise CompileError(f"unknown pass '{name}' in pipeline '{spec}'; pass your own ModulePass "
+                               "classes with passes=[...] or register them through the xdsl.universe entry point")
     PassPipeline.parse_spec(available, spec).apply(ctx, module)
 
 
@@ -62,13 +128,14 @@ def run_stages(
     module: ModuleOp,
     stages: list[tuple[str, str]],
     after_stage: Callable[[str, ModuleOp], None] | None = None,
+    extra: Sequence[type[ModulePass]] = (),
 ) -> list[StageResult]:
     import time
 
     results = []
     for name, spec in stages:
         start = time.perf_counter()
-        run_pipeline(ctx, module, spec)
+        run_pipeline(ctx, module, spec, extra)
         module.verify()
         results.append(StageResult(name, spec, time.perf_counter() - start))
         if after_stage is not None:

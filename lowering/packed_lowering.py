@@ -1,5 +1,5 @@
-"""Lowering of the NCHW4c (texture) level: graph ops on `!texture.tensor` values and
-`texture.pack`/`unpack` become the kernels of `lowering/kernels/packed.py`.
+"""Conversion patterns for the NCHW4c (texture) level: graph ops on `!texture.tensor`
+values and `texture.pack`/`unpack` become the kernels of `lowering/kernels/packed.py`.
 
 The memory a value was given by annotate-texture-scope (global buffer or image, its
 mapping, f32/f16 storage) becomes its kernels' `Packed` accessor, so one generator
@@ -16,6 +16,7 @@ from xdsl.ir import SSAValue
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.lowering.expr import In
+from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.packed import (
     Packed,
     PackedConvSpec,
@@ -48,113 +49,205 @@ def _broadcast(value: SSAValue, out: Packed) -> tuple[bool, bool, bool]:
     return (n == 1 and on > 1, h == 1 and oh > 1, w == 1 and ow > 1)
 
 
-def epilogue(hb, group, out: Packed) -> tuple[PackedEpilogue, list[SSAValue]]:
+def epilogue(hb, group: Group, out: Packed) -> tuple[PackedEpilogue, list[SSAValue]]:
     """The group's element-wise tail as a float4 expression; extra inputs broadcast over
     the axes where they have extent 1."""
-    from adreno_mlir.lowering.convert_graph_to_opencl import _is_elementwise, group_expression
-
-    if len(group.ops) == 1 and not _is_elementwise(group.head):
+    if not group.has_epilogue:
         return PackedEpilogue(), []
     e, extras = group_expression(group)
     pepi = PackedEpilogue(e, tuple((packed(v), _broadcast(v, out)) for v in extras))
     return pepi, [hb.buffer(v) for v in extras]
 
 
-def lower_packed(hb, group, loc) -> None:
-    head = group.head
-    if isinstance(head, texture.PackOp):
-        out = packed(head.result)
-        spec = PackSpec(out=out, channels=graph.shape_of(head.input)[1])
-        hb.launch(spec, [hb.buffer(head.input), hb.alloc(head.result)], loc)
-        return
-    if isinstance(head, texture.UnpackOp):
-        src = packed(head.input)
-        spec = UnpackSpec(out=src, src=src, channels=graph.shape_of(head.result)[1])
-        hb.launch(spec, [hb.buffer(head.input), hb.alloc(head.result)], loc)
-        return
-    out = packed(group.result)
-    if isinstance(head, graph.ConcatOp):
+class Pack(KernelPattern):
+    heads = (texture.PackOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        op = group.head
+        spec = PackSpec(out=packed(op.result), channels=graph.shape_of(op.input)[1])
+        hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
+
+
+class Unpack(KernelPattern):
+    heads = (texture.UnpackOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        op = group.head
+        src = packed(op.input)
+        spec = UnpackSpec(out=src, src=src, channels=graph.shape_of(op.result)[1])
+        hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
+
+
+class PackedConcat(KernelPattern):
+    heads = (graph.ConcatOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        op = group.head
+        out = packed(op.result)
         offset = 0
-        dst = hb.alloc(head.result)
-        for v in head.inputs:
+        dst = hb.alloc(op.result)
+        for v in op.inputs:
             src = packed(v)
             spec = PackedMapSpec(out=out, pepi=PackedEpilogue(In(0), ((src, (False, False, False)),)),
                                  shape=src.shape, offset_arg=True)
             hb.launch(spec, [hb.buffer(v), dst], loc, [offset])
             offset += src.shape[1]
-        return
-    pepi, extras = epilogue(hb, group, out)
-    if isinstance(head, graph.Conv2dOp):
-        _lower_conv(hb, head, group, out, pepi, extras, loc)
-        return
-    if isinstance(head, (graph.MaxPoolOp, graph.AvgPoolOp)):
-        is_max = isinstance(head, graph.MaxPoolOp)
+
+
+class EpiloguePattern(KernelPattern):
+    """Packed kernels with a fused float4 epilogue: `spec(...)` builds the head's spec."""
+
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        out = packed(group.result)
+        pepi, extras = epilogue(hb, group, out)
+        spec, ins, scalars = self.spec(hb, group.head, out, pepi, cfg)
+        hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)
+
+    def spec(self, hb, op, out: Packed, pepi: PackedEpilogue, cfg: dict):
+        raise NotImplementedError
+
+
+class PackedElementwise(EpiloguePattern):
+    def matches(self, group):
+        return is_elementwise(group.head) and group.packed
+
+    def spec(self, hb, op, out, pepi, cfg):
+        return PackedMapSpec(out=out, pepi=pepi, shape=out.shape), [], []
+
+
+class PackedPool(EpiloguePattern):
+    heads = (graph.MaxPoolOp, graph.AvgPoolOp)
+
+    def spec(self, hb, op, out, pepi, cfg):
+        is_max = isinstance(op, graph.MaxPoolOp)
         spec = PackedPoolSpec(
-            out=out, pepi=pepi, src=packed(head.input), kind="max" if is_max else "avg",
-            kernel=graph.ints(head.kernel_shape), strides=graph.ints(head.strides), pads=graph.ints(head.pads),
-            dilations=graph.ints(head.dilations) if is_max else (1, 1),
-            count_include_pad=bool(not is_max and head.count_include_pad.value.data),
+            out=out, pepi=pepi, src=packed(op.input), kind="max" if is_max else "avg",
+            kernel=graph.ints(op.kernel_shape), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
+            dilations=graph.ints(op.dilations) if is_max else (1, 1),
+            count_include_pad=bool(not is_max and op.count_include_pad.value.data),
         )
-        ins = [hb.buffer(head.input)]
-    elif isinstance(head, (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)):
-        spec = PackedMeanSpec(out=out, pepi=pepi, src=packed(head.input))
-        ins = [hb.buffer(head.input)]
-    elif isinstance(head, graph.ResizeOp):
-        scales = head.spatial_scales()
-        spec = PackedResizeSpec(out=out, pepi=pepi, src=packed(head.input), mode=head.mode.data,
-                                coord_mode=head.coordinate_transformation_mode.data,
-                                nearest_mode=head.nearest_mode.data, scales=scales)
-        ins = [hb.buffer(head.input)]
-    else:  # an element-wise chain
-        spec = PackedMapSpec(out=out, pepi=pepi, shape=out.shape)
-        ins = []
-    hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
+        return spec, [hb.buffer(op.input)], []
 
 
-def _split_k(hb, out: Packed, x_block: int, ci4: int, depthwise: bool) -> int:
-    """How many parts to split a convolution's input channels into: enough for about
-    `split_k_items` work-items when the grid alone is smaller (late 7x7 layers), while
-    every part keeps at least 8 channel blocks."""
-    target = hb.schedule.split_k_items
-    n, c4, h, w = out.shape
-    items = -(-w // x_block) * h * n * c4
-    if depthwise or not target or items >= target:
-        return 1
-    return max(1, min(8, -(-target // items), ci4 // 8))
+class PackedMean(EpiloguePattern):
+    heads = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
+
+    def spec(self, hb, op, out, pepi, cfg):
+        return PackedMeanSpec(out=out, pepi=pepi, src=packed(op.input)), [hb.buffer(op.input)], []
 
 
-def _lower_conv(hb, head: graph.Conv2dOp, group, out: Packed, pepi: PackedEpilogue, extras, loc) -> None:
-    from xdsl.dialects.builtin import f32
+class PackedResize(EpiloguePattern):
+    heads = (graph.ResizeOp,)
 
-    from adreno_mlir.dialects import opencl
+    def spec(self, hb, op, out, pepi, cfg):
+        spec = PackedResizeSpec(out=out, pepi=pepi, src=packed(op.input), mode=op.mode.data,
+                                coord_mode=op.coordinate_transformation_mode.data,
+                                nearest_mode=op.nearest_mode.data, scales=op.spatial_scales())
+        return spec, [hb.buffer(op.input)], []
 
-    k = graph.weight_shape(head.weight)[2:]
-    src = packed(head.input)
-    ci4 = src.shape[1]
-    depthwise = head.groups.value.data > 1
+
+def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[int]]:
+    """PackedConvSpec fields shared by the direct and the split-K partial kernel, and
+    the launch scalars (input channel blocks, when they are a launch argument)."""
+    k = graph.weight_shape(op.weight)[2:]
+    depthwise = getattr(op, "groups", None) is not None and op.groups.value.data > 1
     dynamic = not depthwise and src.shape[0] == 1
     scalars: list[int] = []
     if dynamic:  # one kernel for every input channel count
-        scalars = [ci4]
+        scalars = [src.shape[1]]
         src = dataclasses.replace(src, shape=(1, 0, *src.shape[2:]))
-    x_block = max(1, min(hb.schedule.conv_x_block, out.shape[3]))
-    geometry = dict(
-        src=src, kernel=tuple(k), strides=graph.ints(head.strides), pads=graph.ints(head.pads),
-        dilations=graph.ints(head.dilations), depthwise=depthwise, x_block=x_block, dynamic_ci=dynamic,
-        co_blocks=hb.schedule.packed_co_blocks if not depthwise and out.shape[1] % hb.schedule.packed_co_blocks == 0 else 1,
-    )
-    has_bias = head.bias is not None
-    bias = [hb.buffer(head.bias)] if has_bias else []
-    x, w = hb.buffer(head.input), hb.buffer(head.weight)
-    split = _split_k(hb, out, x_block, ci4, depthwise)
-    if split == 1:
-        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=has_bias, **geometry)
-        hb.launch(spec, [x, w, *bias, *extras, hb.alloc(group.result)], loc, scalars)
-        return
-    # Split-K: partial sums into a scratch buffer, then one kernel adds them, the bias and
-    # the fused epilogue.
-    n, c4, oh, ow = out.shape
-    scratch = hb.emit(opencl.AllocBufferOp(opencl.BufferType(split * n * c4 * oh * ow * 4, f32))).results[0]
-    hb.launch(PackedConvSpec(out=out, has_bias=False, split_k=split, **geometry), [x, w, scratch], loc, scalars)
-    total = PackedSplitSumSpec(out=out, pepi=pepi, split_k=split, has_bias=has_bias)
-    hb.launch(total, [scratch, *bias, *extras, hb.alloc(group.result)], loc)
+    co_blocks = cfg["co_blocks"]
+    if co_blocks > 1 and (depthwise or out.shape[1] % co_blocks):
+        raise LoweringError(f"{where(op)}: kernel_config co_blocks = {co_blocks} must divide the output channel "
+                            f"blocks ({out.shape[1]}) and be 1 for depthwise convolutions")
+    return dict(
+        src=src, kernel=tuple(k), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
+        dilations=graph.ints(op.dilations), depthwise=depthwise, x_block=min(cfg["x_block"], out.shape[3]),
+        dynamic_ci=dynamic, co_blocks=co_blocks,
+    ), scalars
+
+
+class PackedConvolution(EpiloguePattern):
+    """Direct NCHW4c convolution: `x_block` pixels and `co_blocks` channel blocks per
+    work-item. A `split_k > 1` left in the config means the split-k pass did not run."""
+
+    heads = (graph.Conv2dOp,)
+
+    def spec(self, hb, op, out, pepi, cfg):
+        if cfg["split_k"] > 1:
+            raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
+                                "before convert-graph-to-opencl")
+        geometry, scalars = conv_geometry(op, packed(op.input), out, cfg)
+        bias = [hb.buffer(op.bias)] if op.bias is not None else []
+        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry)
+        return spec, [hb.buffer(op.input), hb.buffer(op.weight), *bias], scalars
+
+
+class SplitKPartial(KernelPattern):
+    """Partial sums of a split-K convolution into a [parts][N][C4][OH][OW] f32 buffer."""
+
+    heads = (graph.Conv2dSplitKOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.Conv2dSplitKOp = group.head
+        parts = op.parts.value.data
+        n, c4, oh, ow, _ = op.result.type.shape
+        out = Packed((n // parts, c4, oh, ow), "buf", "texture", "f32")
+        geometry, scalars = conv_geometry(op, packed(op.input), out, cfg)
+        spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, **geometry)
+        hb.launch(spec, [hb.buffer(op.input), hb.buffer(op.weight), hb.alloc(op.result)], loc, scalars)
+
+
+class SplitKSum(EpiloguePattern):
+    heads = (graph.SplitKSumOp,)
+
+    def spec(self, hb, op, out, pepi, cfg):
+        bias = [hb.buffer(op.bias)] if op.bias is not None else []
+        spec = PackedSplitSumSpec(out=out, pepi=pepi, split_k=op.parts.value.data, has_bias=op.bias is not None)
+        return spec, [hb.buffer(op.partial), *bias], []
+
+
+class WinogradInput(KernelPattern):
+    heads = (texture.WinogradInputOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        from adreno_mlir.lowering.winograd_lowering import lower_winograd_input
+
+        lower_winograd_input(hb, group.head, cfg, loc)
+
+
+class WinogradMatmul(KernelPattern):
+    heads = (texture.WinogradMatmulOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        from adreno_mlir.lowering.winograd_lowering import lower_winograd_matmul
+
+        lower_winograd_matmul(hb, group.head, cfg, loc)
+
+
+class WinogradOutput(KernelPattern):
+    """The inverse transform carries the convolution's bias and fused epilogue."""
+
+    heads = (texture.WinogradOutputOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        from adreno_mlir.lowering.winograd_lowering import lower_winograd_output
+
+        out = packed(group.result)
+        pepi, extras = epilogue(hb, group, out)
+        lower_winograd_output(hb, group.head, group.result, out, pepi, extras, cfg, loc)
+
+
+PACKED_PATTERNS: tuple[KernelPattern, ...] = (
+    Pack(), Unpack(), PackedConcat(), PackedElementwise(), PackedPool(), PackedMean(), PackedResize(),
+    PackedConvolution(), SplitKPartial(), SplitKSum(), WinogradInput(), WinogradMatmul(), WinogradOutput(),
+)

@@ -30,7 +30,6 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.passes.fold_batchnorm import FoldBatchNorm
 from adreno_mlir.passes.constants import constant_value, new_constant
 
 _ELEMENTWISE = (*graph.UNARY_OPS, *graph.BINARY_OPS)
@@ -207,7 +206,6 @@ class ConvertLayoutNCHW4c(ModulePass):
             from adreno_mlir.errors import CompileError
 
             raise CompileError(f"convert-layout-nchw4c: storage must be f32 or f16, got '{self.storage}'")
-        FoldBatchNorm().apply(ctx, op)
         element = f32 if self.storage == "f32" else f16
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             LayoutConverter(op, fn, element).run()

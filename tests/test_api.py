@@ -132,10 +132,20 @@ def test_cli_compile_writes_every_stage(tiny_path, tmp_path):
     r = _cli("compile", str(tiny_path), "-o", str(out), "--textures", "on")
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["0-graph.mlir", "1-graph-opt.mlir", "2-layout.mlir", "3-scope.mlir", "4-opencl.mlir",
+    assert names == ["0-graph.mlir", "1-graph-opt.mlir", "2-layout.mlir", "3-winograd.mlir", "4-scope.mlir",
+                     "5-fuse.mlir", "6-config.mlir", "7-split-k.mlir", "8-opencl.mlir", "pipeline.txt",
                      "tinynet.cl", "weights"]
     assert "image2d_t" in (out / "tinynet.cl").read_text()
     # every stage is real IR that adreno-opt reads back
-    again = subprocess.run(["adreno-opt", str(out / "3-scope.mlir")], capture_output=True, text=True)
+    again = subprocess.run(["adreno-opt", str(out / "4-scope.mlir")], capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert again.stdout == (out / "3-scope.mlir").read_text()
+    assert again.stdout == (out / "4-scope.mlir").read_text()
+    # the printed pipeline lists every decision as a pass ...
+    pipeline = (out / "pipeline.txt").read_text().strip()
+    for name in ("graph-fuse", "conv-winograd", "select-kernel-config", "split-k", "convert-graph-to-opencl"):
+        assert name in pipeline
+    # ... and replays the whole compile from the graph IR with adreno-opt
+    replay = subprocess.run(["adreno-opt", str(out / "0-graph.mlir"), "-p", pipeline, "-t", "opencl"],
+                            capture_output=True, text=True)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout.strip() == (out / "tinynet.cl").read_text().strip()

@@ -1,5 +1,5 @@
-// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{min-work-items=1}' -o %t && filecheck %s < %t
-// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{vectorize=false min-work-items=1}' -o %t && filecheck %s --check-prefix=SCALAR < %t
+// RUN: adreno-opt %s --split-input-file -p 'fold-batchnorm,graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'fold-batchnorm,graph-fuse,select-kernel-config{vectorize=false min-work-items=1},convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=SCALAR < %t
 
 // (min-work-items=1 keeps the 4-pixel blocks these small shapes would otherwise give up.)
 // conv + bias + ReLU + residual add is ONE kernel and ONE launch. 8 output channels:

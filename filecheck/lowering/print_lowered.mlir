@@ -1,4 +1,4 @@
-// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl{min-work-items=1}' -t opencl -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -t opencl -o %t && filecheck %s < %t
 
 // A small classifier, lowered and printed as one OpenCL C program: 1x1 conv + bias +
 // ReLU (float4 schedule, 4 channels x 2 pixels per work-item), a free flatten, and a

@@ -1,5 +1,5 @@
-// RUN: adreno-opt %s -p 'convert-graph-to-opencl{min-work-items=1}' -o %t && filecheck %s --check-prefix=HOST < %t
-// RUN: adreno-opt %s -p 'convert-graph-to-opencl{min-work-items=1}' -t opencl -o %t.cl && filecheck %s < %t.cl
+// RUN: adreno-opt %s -p 'graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=HOST < %t
+// RUN: adreno-opt %s -p 'graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s < %t.cl
 
 // An annotated NCHW4c program: pack into an image, a depthwise 3x3 conv + ReLU on
 // images, a max pool writing a half-float buffer, unpack. The host allocates images of

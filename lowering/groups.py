@@ -1,0 +1,143 @@
+"""Kernels as the lowering sees them: a head op plus the element-wise ops fused after it.
+
+A `graph.fused` region (formed by `graph-fuse`) is one group; every other compute op is
+a group of its own. The lowering never decides fusion: it only reads the regions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, SSAValue
+
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.errors import CompileError
+from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
+
+
+class LoweringError(CompileError):
+    pass
+
+
+def where(op: Operation) -> str:
+    loc = op.location
+    desc = getattr(loc, "desc", None)
+    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+
+
+_UNARY_KIND = {
+    graph.ReluOp: "relu", graph.SigmoidOp: "sigmoid", graph.TanhOp: "tanh", graph.ExpOp: "exp",
+    graph.NegOp: "neg", graph.AbsOp: "abs", graph.SqrtOp: "sqrt", graph.HardSwishOp: "hard_swish",
+    graph.HardSigmoidOp: "hard_sigmoid", graph.LeakyReluOp: "leaky_relu", graph.ClipOp: "clip",
+}
+_BINARY_KIND = {graph.AddOp: "add", graph.SubOp: "sub", graph.MulOp: "mul", graph.DivOp: "div"}
+
+
+def _unary_params(op: Operation) -> tuple[float, ...]:
+    if isinstance(op, graph.ClipOp):
+        return (op.min.value.data, op.max.value.data)
+    if isinstance(op, graph.HardSigmoidOp):
+        return (op.alpha.value.data, op.beta.value.data)
+    if isinstance(op, graph.LeakyReluOp):
+        return (op.alpha.value.data,)
+    return ()
+
+
+def is_elementwise(op: Operation) -> bool:
+    return type(op) in _UNARY_KIND or type(op) in _BINARY_KIND
+
+
+@dataclass
+class Group:
+    """Graph ops computed by one kernel: `ops[0]` is the head, the rest its fused
+    element-wise tail; `fused` is the `graph.fused` region they came from, if any."""
+
+    ops: list[Operation]
+    fused: graph.FusedOp | None = None
+
+    @property
+    def head(self) -> Operation:
+        return self.ops[0]
+
+    @property
+    def result(self) -> SSAValue:
+        """The value the kernel writes (the yielded value of a fused region)."""
+        return self.ops[-1].results[0]
+
+    @property
+    def kernel_op(self) -> Operation:
+        """The op that carries the `kernel_config`."""
+        return self.fused if self.fused is not None else self.head
+
+    @property
+    def location(self):
+        return self.kernel_op.location
+
+    @property
+    def packed(self) -> bool:
+        """Whether this is an NCHW4c (texture-level) kernel."""
+        return isinstance(self.head, (texture.PackOp, texture.UnpackOp)) or isinstance(
+            self.result.type, texture.TextureTensorType)
+
+    @property
+    def has_epilogue(self) -> bool:
+        return len(self.ops) > 1 or is_elementwise(self.head)
+
+
+def groups_of(block: Block) -> list[Group]:
+    """The kernels of a function body, in program order."""
+    groups: list[Group] = []
+    for op in block.ops:
+        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, func.ReturnOp)):
+            continue
+        if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
+            continue  # packed at compile time
+        if isinstance(op, graph.FusedOp):
+            groups.append(Group(op.ops, op))
+            continue
+        if isinstance(op, graph.BatchNormOp):
+            raise LoweringError(f"{where(op)}: batch norm has no kernel; run fold-batchnorm before the lowering")
+        if not op.name.startswith(("graph.", "texture.")):
+            raise LoweringError(f"{where(op)}: cannot lower this op to OpenCL")
+        groups.append(Group([op]))
+    return groups
+
+
+def group_expression(group: Group) -> tuple[Expr, list[SSAValue]]:
+    """The element-wise part of a group as an expression over Src() (the head's value,
+    unless the head is element-wise itself) and In(k), k indexing the returned extra
+    inputs (each distinct outside value once)."""
+    extras: list[SSAValue] = []
+    elementwise_head = is_elementwise(group.head)
+    members = set(group.ops) if elementwise_head else set(group.ops[1:])
+    head_value = None if elementwise_head else group.head.results[0]
+
+    def expr(v: SSAValue) -> Expr:
+        if head_value is not None and v is head_value:
+            return Src()
+        owner = v.owner
+        if owner in members:
+            if type(owner) in _UNARY_KIND:
+                return Un(_UNARY_KIND[type(owner)], expr(owner.operands[0]), _unary_params(owner))
+            return Bin(_BINARY_KIND[type(owner)], expr(owner.operands[0]), expr(owner.operands[1]))
+        if v not in extras:
+            extras.append(v)
+        return In(extras.index(v))
+
+    return expr(group.result), extras
+
+
+class KernelPattern:
+    """A conversion pattern: lowers the groups whose head is one of `heads` (at the
+    NCHW level when `packed` is False, at the NCHW4c level when True) to kernels and
+    launches, reading the group's `kernel_config` (`cfg`, defaults filled in)."""
+
+    heads: tuple[type[Operation], ...] = ()
+    packed: bool = False
+
+    def matches(self, group: Group) -> bool:
+        return isinstance(group.head, self.heads) and group.packed == self.packed
+
+    def lower(self, hb, group: Group, cfg: dict, loc) -> None:
+        raise NotImplementedError

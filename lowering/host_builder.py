@@ -1,0 +1,182 @@
+"""The host side of the lowering: buffers, images, weights and kernel launches.
+
+`HostBuilder` builds the host function that replaces a graph function: arguments and
+results become `!opencl.buffer`s, weights `opencl.weight @name`, intermediate tensors
+`opencl.alloc_buffer`/`alloc_image`, and each kernel one or more `opencl.launch`es in
+program order. Kernels are generated from hashable specs (`lowering/kernels`); a spec
+seen before reuses its kernel, so repeated blocks share code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, f16, f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from adreno_mlir.dialects import graph, opencl, texture
+from adreno_mlir.lowering.groups import LoweringError
+from adreno_mlir.lowering.kernels.common import KernelSpec
+from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
+from adreno_mlir.weights import store_of
+
+
+def local_size(grid: Sequence[int], preferred: Sequence[int]) -> tuple[int, ...] | None:
+    """A local size that divides `grid` exactly (kernels have no bounds checks for
+    rounded-up grids), close to `preferred`: per axis the largest divisor within the
+    preferred extent, then spare capacity goes to the axes that can still grow."""
+    if not preferred:
+        return None
+    pref = list(preferred) + [1] * (len(grid) - len(preferred))
+    budget = math.prod(pref)
+
+    def best(g: int, limit: int) -> int:
+        return max(d for d in range(1, min(g, max(1, limit)) + 1) if g % d == 0)
+
+    local = [best(g, p) for g, p in zip(grid, pref)]
+    for d, g in enumerate(grid):
+        rest = math.prod(local) // local[d]
+        local[d] = best(g, budget // rest)
+    return tuple(local)
+
+
+def numel(t) -> int:
+    return int(math.prod(graph.shape_of(t)))
+
+
+class HostBuilder:
+    """Builds the host function and the kernels for one graph function."""
+
+    def __init__(self, module: ModuleOp, fn: func.FuncOp, kernels: dict):
+        self.module = module
+        self.fn = fn
+        self.kernels: dict[KernelSpec, str] = kernels
+        self.names: set[str] = set(kernels.values()) | {
+            o.sym_name.data for o in module.body.block.ops if hasattr(o, "sym_name")
+        }
+        self.store = store_of(module)
+        self.config: dict[str, Any] = {}
+        """The `kernel_config` of the kernel being lowered (set by the driver)."""
+        in_types = [opencl.BufferType(numel(a.type), f32) for a in fn.args]
+        self.block = Block(arg_types=in_types)
+        self.buffers: dict[SSAValue, SSAValue] = {}
+        for old, new in zip(fn.args, self.block.args):
+            self.buffers[old] = new
+            new.name_hint = old.name_hint
+
+    # ------------------------------------------------------------------ buffers
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def buffer(self, value: SSAValue) -> SSAValue:
+        if value in self.buffers:
+            return self.buffers[value]
+        owner = value.owner
+        if isinstance(owner, graph.ReshapeOp):
+            buf = self.buffer(owner.input)
+        elif isinstance(owner, texture.PackOp) and isinstance(owner.input.owner, graph.ConstantOp):
+            buf = self.packed_constant(owner)
+        elif isinstance(owner, graph.ConstantOp):
+            name = owner.weight_name
+            if name is None:
+                arr = np.array(owner.value.get_values(), dtype=np.float32)
+                name = self.store.add(value.name_hint or "const", arr)
+            buf = self.emit(opencl.WeightOp(name, opencl.BufferType(numel(value.type), f32))).results[0]
+            buf.name_hint = value.name_hint
+        else:
+            raise LoweringError(f"value {value.name_hint or ''} is used before it is computed")
+        self.buffers[value] = buf
+        return buf
+
+    def constant_array(self, value: SSAValue) -> np.ndarray:
+        from adreno_mlir.passes.constants import constant_value
+
+        return constant_value(value, self.store)
+
+    def weight(self, hint: str, array: np.ndarray) -> SSAValue:
+        """Upload an array computed at lowering time as a new weight."""
+        name = self.store.add(hint, array)
+        element = f16 if array.dtype == np.float16 else f32
+        return self.emit(opencl.WeightOp(name, opencl.BufferType(array.size, element))).results[0]
+
+    def packed_constant(self, op: texture.PackOp) -> SSAValue:
+        """A packed constant operand: NCHW4c data computed now, uploaded as a weight."""
+        arr = self.constant_array(op.input)
+        n, c, h, w = arr.shape
+        t = op.result.type
+        data = np.zeros(t.shape, np.float32)
+        data.reshape(n, -1, h, w)[:, :c] = arr
+        data = data.reshape(n, t.shape[1], 4, h, w).transpose(0, 1, 3, 4, 2)
+        half = t.element == f16
+        return self.weight((op.input.name_hint or "const") + "_nchw4c" + ("_f16" if half else ""),
+                           np.ascontiguousarray(data.astype(np.float16 if half else np.float32)))
+
+    def int_constant(self, v: int) -> SSAValue:
+        from xdsl.dialects import arith
+        from xdsl.dialects.builtin import IntegerAttr, i32
+
+        return self.emit(arith.ConstantOp(IntegerAttr(int(v), i32))).results[0]
+
+    def alloc(self, value: SSAValue) -> SSAValue:
+        t = value.type
+        if isinstance(t, texture.TextureTensorType) and t.is_image:
+            w, h = t.image_extent
+            fmt = "rgba_f16" if t.element == f16 else "rgba_f32"
+            op = opencl.AllocImageOp(opencl.ImageType(w, h, fmt))
+        elif isinstance(t, texture.TextureTensorType):
+            op = opencl.AllocBufferOp(opencl.BufferType(t.num_elements, t.element))
+        else:
+            op = opencl.AllocBufferOp(opencl.BufferType(numel(t), f32))
+        buf = self.emit(op).results[0]
+        buf.name_hint = value.name_hint
+        self.buffers[value] = buf
+        return buf
+
+    # ------------------------------------------------------------------ kernels
+
+    def kernel(self, spec: KernelSpec) -> str:
+        if spec not in self.kernels:
+            base = spec.base_name()
+            if base in C_KEYWORDS:
+                # A kernel named like an OpenCL built-in (`exp`, `sqrt`) shadows it: PoCL
+                # then cannot find the kernel, other compilers reject the program.
+                base += "_kernel"
+            name, n = base, 0
+            while name in self.names:
+                n += 1
+                name = f"{base}_{n}"
+            self.names.add(name)
+            self.kernels[spec] = name
+            kernel = spec.build(name)
+            self.module.body.block.insert_op_before(kernel, self.fn)
+        return self.kernels[spec]
+
+    def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc, scalars: Sequence[int] = ()) -> None:
+        grid = spec.global_size()
+        spec = spec.shared()  # extents the kernel does not need are dropped from its identity
+        name = self.kernel(spec)
+        values = [self.int_constant(v) for v in scalars]
+        local = local_size(grid, self.config.get("work_group", ()))
+        op = self.emit(opencl.LaunchOp(name, [*args, *values], grid, local))
+        op.location = loc
+
+    def finish(self) -> func.FuncOp:
+        ret = self.fn.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        outs = [self.buffer(v) for v in ret.operands]
+        self.emit(func.ReturnOp(*outs))
+        host = func.FuncOp(
+            self.fn.sym_name.data,
+            ([a.type for a in self.block.args], [o.type for o in outs]),
+            Region(self.block),
+        )
+        for k, v in self.fn.attributes.items():
+            if k.startswith("graph."):
+                host.attributes[k] = v
+        return host

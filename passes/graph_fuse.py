@@ -1,0 +1,126 @@
+"""`graph-fuse`: group ops that one kernel computes into `graph.fused` regions.
+
+A group starts at a *head*: an op whose kernel can run an element-wise epilogue
+(convolution, gemm, pools, global average pool, keepdims spatial mean, resize, the
+Winograd output transform) or an element-wise op that starts a chain of its own. It
+then follows the head's value while
+
+- the value has exactly one user (a value read by two ops must be materialised, so
+  the second reader is never fused away),
+- that user is element-wise, not already in a group, and
+- the user's result has the value's shape (the epilogue runs once per output element;
+  the user's other operand is read through broadcasting).
+
+So conv + bias + ReLU + residual add, the SE block's `x * hard_sigmoid(...)` and
+hard-swish chains each become one region, and the lowering one kernel. A group of one
+op stays a plain op. The region is placed where the group's last op stood, so every
+outside value it reads is defined by then.
+
+Leave this pass out of a pipeline and every op gets a kernel of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from adreno_mlir.dialects import graph
+
+
+def is_elementwise(op: Operation) -> bool:
+    if hasattr(graph, "is_elementwise"):
+        return graph.is_elementwise(op)
+    return isinstance(op, (*graph.UNARY_OPS, *graph.BINARY_OPS))
+
+
+def _epilogue_head(op: Operation) -> bool:
+    if hasattr(graph, "is_epilogue_head"):
+        return graph.is_epilogue_head(op)
+    return isinstance(op, (graph.Conv2dOp, graph.GemmOp, graph.MaxPoolOp, graph.AvgPoolOp,
+                           graph.GlobalAvgPoolOp, graph.ReduceMeanOp, graph.ResizeOp))
+
+
+def can_take_epilogue(op: Operation) -> bool:
+    """Whether `op`'s kernel can apply a fused element-wise tail to its value."""
+    if isinstance(op, graph.ReduceMeanOp) and not op.keepdims.value.data:
+        return False  # epilogue coordinates are those of the keepdims shape
+    return _epilogue_head(op) or is_elementwise(op) or op.name == "texture.winograd_output"
+
+
+def _single_user(op: Operation) -> Operation | None:
+    users = {u.operation for u in op.results[0].uses}
+    return users.pop() if len(users) == 1 else None
+
+
+def _joins(user: Operation | None, op: Operation) -> bool:
+    return (
+        user is not None
+        and user.parent is op.parent
+        and is_elementwise(user)
+        and graph.shape_of(user.results[0]) == graph.shape_of(op.results[0])
+    )
+
+
+def fusion_chain(head: Operation) -> list[Operation]:
+    """The head and the element-wise ops that follow it into one kernel."""
+    chain = [head]
+    while True:
+        user = _single_user(chain[-1])
+        if not _joins(user, chain[-1]):
+            return chain
+        chain.append(user)
+
+
+def absorbed_upstream(op: Operation) -> bool:
+    """An element-wise op that the group of one of its producers will take in."""
+    if not is_elementwise(op):
+        return False
+    for v in op.operands:
+        p = v.owner
+        if isinstance(p, Operation) and p.parent is op.parent and len(p.results) == 1 \
+                and can_take_epilogue(p) and _single_user(p) is op and _joins(op, p):
+            return True
+    return False
+
+
+class FormFusedGroup(RewritePattern):
+    """Wrap a head and its element-wise followers into a `graph.fused` region."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if isinstance(op.parent_op(), graph.FusedOp) or len(op.results) != 1:
+            return
+        if not can_take_epilogue(op) or absorbed_upstream(op):
+            return
+        chain = fusion_chain(op)
+        if len(chain) == 1:
+            return
+        last = chain[-1]
+        block = Block()
+        fused = graph.FusedOp(last.results[0].type, Region(block))
+        fused.location = last.location
+        rewriter.insert(fused, InsertPoint.after(last))
+        last.results[0].replace_all_uses_with(fused.result)
+        for o in chain:
+            o.detach()
+            block.add_op(o)
+        block.add_op(graph.YieldOp(last.results[0]))
+        fused.result.name_hint = last.results[0].name_hint
+        rewriter.notify_op_modified(fused)
+
+
+@dataclass(frozen=True)
+class GraphFuse(ModulePass):
+    name = "graph-fuse"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(FormFusedGroup(), apply_recursively=False).rewrite_module(op)

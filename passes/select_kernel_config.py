@@ -1,0 +1,330 @@
+"""`select-kernel-config`: every schedule decision of a kernel, as an attribute in the IR.
+
+Each op that becomes a kernel (a `graph.fused` region, or a lone compute op) gets a
+`kernel_config` dictionary (IREE's `lowering_config`), chosen here from the target
+profile. The lowering only reads it, so a schedule can be inspected in printed IR and
+changed by editing it:
+
+    %y = graph.fused {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 4 : i64}} -> ...
+
+Keys by kernel (absent keys take the defaults in `DEFAULTS`):
+
+| kernel | keys |
+|---|---|
+| conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass) |
+| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
+| Winograd matmul | `tiles_per_item`, `co_blocks` |
+| every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
+
+A JSON file of overrides (`overrides=PATH`, what an autotuner writes) replaces any
+default: `{"<signature>": {"x_block": 2}, "loc:/layer4/layer4.0/conv1/Conv": {...}}`,
+keyed by the op's signature (`kernel_signature`: op kind, operand and result types,
+attributes, fused epilogue) or by `loc:` plus the ONNX node name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.errors import CompileError
+
+CONFIG_ATTR = "kernel_config"
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "conv4c": {"x_block": 4, "co_blocks": 1, "split_k": 1},
+    "conv": {"kernel": "vec4", "co_block": 8, "x_block": 4},
+    "winograd_matmul": {"tiles_per_item": 2, "co_blocks": 1},
+}
+"""What the lowering assumes for keys a config does not set (e.g. when
+select-kernel-config did not run)."""
+
+
+# --------------------------------------------------------------------------- reading and writing
+
+
+def kernel_op(op: Operation) -> Operation:
+    """The op that carries the kernel's config: the enclosing `graph.fused`, else `op`."""
+    parent = op.parent_op()
+    return parent if isinstance(parent, graph.FusedOp) else op
+
+
+def head_of(op: Operation) -> Operation:
+    return op.head if isinstance(op, graph.FusedOp) else op
+
+
+def _to_python(a: Attribute) -> Any:
+    if isinstance(a, IntegerAttr):
+        v = a.value.data
+        return bool(v) if a.type == i1 else int(v)
+    if isinstance(a, StringAttr):
+        return a.data
+    if isinstance(a, DenseArrayBase):
+        return tuple(int(v) for v in a.get_values())
+    if isinstance(a, ArrayAttr):
+        return tuple(_to_python(x) for x in a.data)
+    raise CompileError(f"kernel_config values must be integers, booleans, strings or arrays, got {a}")
+
+
+def _to_attr(v: Any) -> Attribute:
+    if isinstance(v, bool):
+        return BoolAttr.from_bool(v)
+    if isinstance(v, int):
+        return IntegerAttr(v, i64)
+    if isinstance(v, str):
+        return StringAttr(v)
+    if isinstance(v, (tuple, list)):
+        return DenseArrayBase.from_list(i64, [int(x) for x in v])
+    raise CompileError(f"kernel_config value {v!r} is not an int, bool, string or list of ints")
+
+
+def config_of(op: Operation) -> dict[str, Any]:
+    """The `kernel_config` of the kernel `op` belongs to, as Python values."""
+    attr = kernel_op(op).attributes.get(CONFIG_ATTR)
+    if attr is None:
+        return {}
+    if not isinstance(attr, DictionaryAttr):
+        raise CompileError(f"{where(op)}: kernel_config must be a dictionary, got {attr}")
+    return {k: _to_python(v) for k, v in attr.data.items()}
+
+
+def set_config(op: Operation, cfg: dict[str, Any]) -> None:
+    kernel_op(op).attributes[CONFIG_ATTR] = DictionaryAttr({k: _to_attr(v) for k, v in cfg.items()})
+
+
+def where(op: Operation) -> str:
+    desc = getattr(op.location, "desc", None)
+    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+
+
+def kernel_kind(head: Operation) -> str | None:
+    """Which family of keys applies to a kernel whose head is `head`."""
+    if isinstance(head, (graph.Conv2dOp, graph.Conv2dSplitKOp)):
+        return "conv4c" if isinstance(head.input.type, texture.TextureTensorType) else "conv"
+    if head.name == "texture.winograd_matmul":
+        return "winograd_matmul"
+    return None
+
+
+def kernel_signature(op: Operation) -> str:
+    """The key a tuned configuration is stored under: op kind, operand and result types,
+    attributes and the fused element-wise tail. The same layer in two models has the
+    same signature."""
+    kop = kernel_op(op)
+    head = head_of(kop)
+    types = ",".join(str(v.type) for v in head.operands)
+    props = ";".join(f"{k}={v}" for k, v in sorted(head.properties.items()))
+    tail = ""
+    if isinstance(kop, graph.FusedOp):
+        tail = "+" + "+".join(o.name.removeprefix("graph.") for o in kop.ops[1:])
+    return f"{head.name}({types})->{kop.results[0].type}{{{props}}}{tail}"
+
+
+_INT_KEYS = {
+    "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65)},
+    "conv": {"co_block": (1, 2, 4, 8), "x_block": (1, 2, 4)},
+    "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
+}
+
+
+def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Check a config against its kernel's keys; returns it merged over the defaults.
+    Errors name the op, the key and the allowed values."""
+    head = head_of(kernel_op(op))
+    kind = kernel_kind(head)
+    allowed = _INT_KEYS.get(kind, {})
+    known = set(allowed) | {"work_group"} | ({"kernel"} if kind == "conv" else set())
+    for k, v in cfg.items():
+        if k not in known:
+            raise CompileError(
+                f"{where(head)}: kernel_config key '{k}' is not used by this kernel; known keys: "
+                f"{', '.join(sorted(known))}")
+        if k == "work_group":
+            if not (isinstance(v, tuple) and 1 <= len(v) <= 3 and all(d >= 1 for d in v)):
+                raise CompileError(f"{where(head)}: kernel_config work_group must be 1-3 positive ints, got {v}")
+        elif k == "kernel":
+            if v not in ("vec4", "scalar"):
+                raise CompileError(f"{where(head)}: kernel_config kernel must be \"vec4\" or \"scalar\", got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, int) or v not in allowed[k]:
+            choices = allowed[k]
+            shown = f"{choices.start}..{choices.stop - 1}" if isinstance(choices, range) else list(choices)
+            raise CompileError(f"{where(head)}: kernel_config {k} = {v!r} is not one of {shown}")
+    return {**DEFAULTS.get(kind, {}), **cfg}
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The default schedule: what the pass options and the target profile imply."""
+
+    gpu: bool
+    conv_co_block: int
+    conv_x_block: int
+    vectorize: bool
+    packed_co_blocks: int
+    min_work_items: int
+    split_k_items: int
+    work_group: tuple[int, ...]
+
+    def choose(self, head: Operation) -> dict[str, Any]:
+        kind = kernel_kind(head)
+        cfg: dict[str, Any] = {}
+        if kind == "conv4c" and isinstance(head, graph.Conv2dOp):
+            cfg = self.conv4c(head)
+        elif kind == "conv":
+            cfg = self.conv(head)
+        if self.work_group:
+            cfg["work_group"] = self.work_group
+        return cfg
+
+    def conv4c(self, op: graph.Conv2dOp) -> dict[str, Any]:
+        n, c4, h, w, _ = op.result.type.shape
+        depthwise = op.groups.value.data > 1
+        x_block = max(1, min(self.conv_x_block, w))
+        co_blocks = self.packed_co_blocks if not depthwise and c4 % self.packed_co_blocks == 0 else 1
+        # Split-K: enough parts for about split_k_items work-items when the grid alone
+        # is smaller (late 7x7 layers), every part keeping >= 8 input channel blocks.
+        # CPUs have few cores that a small grid already fills: no split there.
+        ci4 = op.input.type.shape[1]
+        items = -(-w // x_block) * h * n * c4
+        split = 1
+        if self.gpu and self.split_k_items and not depthwise and items < self.split_k_items:
+            split = max(1, min(8, -(-self.split_k_items // items), ci4 // 8))
+        return {"x_block": x_block, "co_blocks": co_blocks, "split_k": split}
+
+    def conv(self, op: graph.Conv2dOp) -> dict[str, Any]:
+        out = graph.shape_of(op.result)
+        x = graph.shape_of(op.input)
+        co, groups = out[1], op.groups.value.data
+        depthwise = groups > 1 and groups == x[1] == co
+        if (self.vectorize and co % 4 == 0 and (groups == 1 or depthwise)
+                and isinstance(op.weight.owner, graph.ConstantOp)):
+            cb = 8 if co % 8 == 0 and not depthwise and self.conv_co_block >= 8 else 4
+            # Smaller pixel blocks rather than fewer than min_work_items work-items.
+            items_per_row = out[2] * out[0] * co // cb
+            xb = 1
+            for cand in (4, 2, 1):
+                if cand > self.conv_x_block or cand > out[3]:
+                    continue
+                if -(-out[3] // cand) * items_per_row >= (self.min_work_items if self.gpu else 0):
+                    xb = cand
+                    break
+            return {"kernel": "vec4", "co_block": cb, "x_block": xb}
+        cog = co // groups
+        cb = next(b for b in (self.conv_co_block, 4, 2, 1) if b <= cog and cog % b == 0)
+        return {"kernel": "scalar", "co_block": cb}
+
+
+def load_overrides(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise CompileError(f"select-kernel-config: cannot read overrides file {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise CompileError(f"select-kernel-config: {path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise CompileError(
+            f"select-kernel-config: {path} must be a JSON object mapping signatures (or 'loc:NODE') "
+            "to objects of config keys")
+    return {k: {kk: tuple(vv) if isinstance(vv, list) else vv for kk, vv in v.items()} for k, v in data.items()}
+
+
+def is_kernel(op: Operation) -> bool:
+    """Ops that become kernels of their own (top level of a function body)."""
+    if isinstance(op, graph.FusedOp):
+        return True
+    if isinstance(op.parent_op(), graph.FusedOp):
+        return False
+    if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.YieldOp)):
+        return False
+    if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
+        return False
+    return op.name.startswith(("graph.", "texture."))
+
+
+class SelectConfig(RewritePattern):
+    def __init__(self, rules: Rules, overrides: dict[str, dict[str, Any]]):
+        self.rules = rules
+        self.overrides = overrides
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not is_kernel(op) or CONFIG_ATTR in op.attributes:
+            return  # a config written by hand (or an earlier run) is kept
+        head = head_of(op)
+        cfg = self.rules.choose(head)
+        desc = getattr(head.location, "desc", None)
+        for key in (kernel_signature(op), f"loc:{desc.data}" if desc is not None else None):
+            if key is not None and key in self.overrides:
+                cfg.update(self.overrides[key])
+        if not cfg:
+            return
+        validate_config(op, cfg)
+        set_config(op, cfg)
+        rewriter.notify_op_modified(op)
+
+
+@dataclass(frozen=True)
+class SelectKernelConfig(ModulePass):
+    name = "select-kernel-config"
+
+    target: str = "adreno-740"
+    """Target profile (adreno_mlir.target): CPU profiles get no split-K and no occupancy
+    pixel blocking."""
+    conv_co_block: int = 8
+    """Output channels per work-item in NCHW convolutions (1, 2, 4 or 8)."""
+    conv_x_block: int = 4
+    """Adjacent output pixels per work-item in vectorised convolutions."""
+    vectorize: bool = True
+    """Use the float4 (OIHW4o) NCHW convolution where it applies."""
+    packed_co_blocks: int = 1
+    """Output channel blocks per work-item in NCHW4c convolutions (2 was slower on the H200)."""
+    min_work_items: int = 16384
+    """NCHW convolutions use smaller pixel blocks rather than launch fewer work-items."""
+    split_k_items: int = 8192
+    """NCHW4c convolutions with fewer work-items split their input channels (0: never)."""
+    work_group: tuple[int, ...] = ()
+    """Preferred local size for every kernel, e.g. `work-group=16,4,4`; empty: the driver picks."""
+    overrides: str = ""
+    """JSON file of per-signature (or `loc:NODE`) config overrides."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from adreno_mlir.target import get_profile, list_profiles
+
+        if self.conv_co_block not in (1, 2, 4, 8):
+            raise CompileError("select-kernel-config: conv-co-block must be 1, 2, 4 or 8")
+        if self.conv_x_block not in (1, 2, 4) or self.packed_co_blocks not in (1, 2):
+            raise CompileError("select-kernel-config: conv-x-block must be 1, 2 or 4 and packed-co-blocks 1 or 2")
+        if self.min_work_items < 0 or self.split_k_items < 0 or any(d < 1 for d in self.work_group):
+            raise CompileError("select-kernel-config: min-work-items and split-k-items must be >= 0, "
+                               "work-group sizes >= 1")
+        try:
+            profile = get_profile(self.target)
+        except ValueError:
+            raise CompileError(
+                f"select-kernel-config: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
+            ) from None
+        rules = Rules(profile.is_gpu, self.conv_co_block, self.conv_x_block, self.vectorize,
+                      self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group))
+        overrides = load_overrides(self.overrides) if self.overrides else {}
+        PatternRewriteWalker(SelectConfig(rules, overrides), apply_recursively=False).rewrite_module(op)

@@ -1,0 +1,83 @@
+"""`split-k`: carry out the split-K that a convolution's `kernel_config` asks for.
+
+An NCHW4c convolution with `split_k = S > 1` becomes
+
+    %p = graph.conv2d_split_k %x, %w {parts = S, ...}   // S partial sums, f32 buffer
+    %y = graph.split_k_sum %p, %bias {parts = S}        // + bias + the fused epilogue
+
+When the convolution heads a `graph.fused` region, the sum takes its place there, so
+the epilogue stays fused into the summing kernel. The partial-sum kernel keeps the
+convolution's blocking keys; the sum keeps `work_group`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.passes.select_kernel_config import (
+    CONFIG_ATTR,
+    config_of,
+    kernel_op,
+    set_config,
+    validate_config,
+)
+
+
+class SplitConvolution(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.Conv2dOp, rewriter: PatternRewriter, /):
+        t = op.result.type
+        if not isinstance(t, texture.TextureTensorType):
+            return
+        cfg = config_of(op)
+        parts = cfg.get("split_k", 1)
+        if parts <= 1:
+            return
+        validate_config(op, cfg)
+        if op.groups.value.data > 1:
+            from adreno_mlir.errors import CompileError
+            from adreno_mlir.passes.select_kernel_config import where
+
+            raise CompileError(f"{where(op)}: split_k applies to convolutions with groups = 1 only")
+        kop = kernel_op(op)
+        n, c4, h, w, _ = t.shape
+        partial_type = texture.TextureTensorType.make((parts * n, c4, h, w, 4), f32, "nchw4c", "global")
+        partial = graph.Conv2dSplitKOp.create(
+            operands=[op.input, op.weight], result_types=[partial_type],
+            properties={"parts": IntegerAttr(parts, 64), "strides": op.strides, "pads": op.pads,
+                        "dilations": op.dilations})
+        partial.location = op.location
+        rewriter.insert(partial, InsertPoint.before(kop))
+        head_cfg = {k: v for k, v in cfg.items() if k != "split_k"}
+        if head_cfg:
+            set_config(partial, head_cfg)
+        total = graph.SplitKSumOp.create(
+            operands=[partial.result, *([] if op.bias is None else [op.bias])], result_types=[t],
+            properties={"parts": IntegerAttr(parts, 64)})
+        total.location = op.location
+        rewriter.replace(op, total)
+        sum_cfg = {k: v for k, v in cfg.items() if k == "work_group"}
+        if sum_cfg:
+            set_config(total, sum_cfg)
+        else:
+            kernel_op(total).attributes.pop(CONFIG_ATTR, None)
+
+
+@dataclass(frozen=True)
+class SplitK(ModulePass):
+    name = "split-k"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(SplitConvolution(), apply_recursively=False).rewrite_module(op)
