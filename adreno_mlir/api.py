@@ -8,18 +8,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.passes import ModulePass
 
 from adreno_mlir.context import make_context
 from adreno_mlir.errors import CompileError
 from adreno_mlir.frontend import import_onnx
-from adreno_mlir.pipeline import StageResult, run_stages, stages_for
+from adreno_mlir.pipeline import StageResult, pipeline_string, run_stages, stages_for, stages_of_pipeline
 from adreno_mlir.printing import module_to_text
 from adreno_mlir.weights import store_of
 
@@ -40,6 +42,8 @@ class CompiledModel:
     compile_seconds: float = 0.0
     plan: str = ""
     """Layout, memory (textures or buffers), precision and target profile actually used."""
+    pipeline: str = ""
+    """The pass pipeline that was run: `adreno-opt -p PIPELINE` replays it on the graph IR."""
 
     @property
     def device_name(self) -> str:
@@ -102,8 +106,11 @@ PRECISIONS = {"fp32": "f32", "fp16-acc32": "f16"}
 
 
 def _resolve_target(target: str, context) -> str:
-    """Name of the profile to compile for; `auto` registers the live device's profile."""
-    from adreno_mlir.target import get_profile, profile_from_device, register_profile
+    """Name of the profile to compile for. `auto` becomes the live device's name,
+    `device-<device name>`, which `get_profile` (and so the passes, and `adreno-opt`
+    replaying the pipeline on this machine) resolves from the device itself; nothing is
+    registered, so compiling never grows the profile registry."""
+    from adreno_mlir.target import get_profile, live_profile
 
     if target != "auto":
         try:
@@ -111,51 +118,70 @@ def _resolve_target(target: str, context) -> str:
         except ValueError as e:
             raise CompileError(str(e)) from None
         return target
-    import dataclasses
-
-    live = profile_from_device(context.devices[0])
-    name = "device-" + "".join(ch if ch.isalnum() else "-" for ch in live.name[5:]).strip("-").lower()
-    register_profile(dataclasses.replace(live, name=name))
-    return name
+    return live_profile(context.devices[0]).name
 
 
 def work_group_sizes(work_group: str | tuple[int, ...], target_name: str) -> tuple[int, ...]:
+    """The preferred local size for convert-graph-to-opencl (`()`: the driver's choice)."""
+    from adreno_mlir.options import WorkGroup, check_work_group
     from adreno_mlir.target import get_profile
 
-    if work_group == "driver":
+    work_group = check_work_group(work_group)
+    if work_group == WorkGroup.DRIVER:
         return ()
-    if work_group == "auto":
+    if work_group == WorkGroup.AUTO:
         profile = get_profile(target_name)
         return tuple(profile.preferred_work_group_size) if profile.is_gpu else ()
-    if isinstance(work_group, str) or not all(isinstance(d, int) and d > 0 for d in work_group):
-        raise CompileError(f"work_group must be 'auto', 'driver' or a tuple of positive ints, got {work_group!r}")
-    return tuple(work_group)
+    return work_group
 
 
 def plan_options(target: str, device: str | None, textures: bool | None, precision: str,
                  layout: str | None) -> tuple[str, bool, str, str]:
-    """Resolve (layout, textures, storage element, target profile name) for a compile."""
+    """Resolve (layout, textures, storage element, target profile name) for a compile.
+
+    Every option is checked (type and value) before the device is touched; a bad one is a
+    `CompileError` naming the parameter, the value and the choices (see adreno_mlir.options)."""
+    from adreno_mlir.options import (Layout, Precision, check_device, check_layout, check_precision,
+                                     check_target, check_textures)
     from adreno_mlir.runtime import default_context
     from adreno_mlir.target import get_profile
 
-    if precision == "fp16":
-        raise CompileError(
-            "precision='fp16' (half arithmetic) is not implemented; use 'fp16-acc32' for fp16 "
-            "storage with fp32 accumulation"
-        )
-    if precision not in PRECISIONS:
-        raise CompileError(f"unknown precision '{precision}'; choose one of fp32, fp16-acc32")
+    target = check_target(target)
+    device = check_device(device)
+    textures = check_textures(textures)
+    precision = check_precision(precision)
+    layout = check_layout(layout)
     target_name = _resolve_target(target, default_context(device))
     profile = get_profile(target_name)
     if textures is None:
         textures = profile.is_gpu and profile.supports_images
     if layout is None:
-        layout = "nchw4c" if textures or precision != "fp32" else "nchw"
-    if layout not in ("nchw", "nchw4c"):
-        raise CompileError(f"unknown layout '{layout}'; choose nchw or nchw4c")
-    if layout == "nchw" and (textures or precision != "fp32"):
-        raise CompileError("layout='nchw' is the fp32 buffer path: textures and fp16 storage need nchw4c")
-    return layout, bool(textures), PRECISIONS[precision], target_name
+        layout = Layout.NCHW4C if textures or precision != Precision.FP32 else Layout.NCHW
+    if layout == Layout.NCHW and (textures or precision != Precision.FP32):
+        needs = [f"textures={textures!r}"] if textures else []
+        needs += [f"precision={precision.value!r}"] if precision != Precision.FP32 else []
+        raise CompileError(f"layout='nchw' is the fp32 buffer path: {' and '.join(needs)} need "
+                           "layout='nchw4c' (or leave layout=None)")
+    return layout.value, bool(textures), precision.storage, target_name
+
+
+PipelineArg = str | Callable[[str], str] | None
+"""A pipeline for `compile(pipeline=...)`: an `adreno-opt -p` string, or a function
+that takes the default pipeline string of the plan and returns the one to run."""
+
+
+def plan_pipeline(layout: str, textures: bool, storage: str, target_name: str,
+                  work_group: tuple[int, ...] = (), pipeline: PipelineArg = None) -> list[tuple[str, str]]:
+    """The stages a compile runs: the plan's default stages, or a caller's pipeline
+    (one stage per pass)."""
+    stages = stages_for(layout, textures, storage, target_name, work_group)
+    if pipeline is None:
+        return stages
+    spec = pipeline(pipeline_string(stages)) if callable(pipeline) else pipeline
+    if not isinstance(spec, str) or not spec.strip():
+        raise CompileError(f"pipeline must be a non-empty pass pipeline string (or a function returning one), "
+                           f"got {spec!r}")
+    return stages_of_pipeline(spec)
 
 
 def lower(
@@ -166,16 +192,20 @@ def lower(
     target_name: str,
     work_group: tuple[int, ...] = (),
     after_stage=None,
+    pipeline: PipelineArg = None,
+    passes: Sequence[type[ModulePass]] = (),
 ) -> tuple[list[StageResult], str]:
-    """Run a plan's stages on `module` (in place); returns the stage timings and the
-    OpenCL C program. `compile()` and `adreno-mlir compile` both lower through here."""
+    """Run a plan's stages (or a caller's `pipeline`, which may name the pass classes in
+    `passes`) on `module` in place; returns the stage timings and the OpenCL C program.
+    `compile()` and `adreno-mlir compile` both lower through here."""
     from adreno_mlir.lowering.opencl_printer import opencl_source
 
-    from adreno_mlir.target import get_profile
-
-    gpu = get_profile(target_name).is_gpu
     stages = run_stages(make_context(), module,
-                        stages_for(layout, textures, storage, target_name, work_group, gpu), after_stage)
+                        plan_pipeline(layout, textures, storage, target_name, work_group, pipeline),
+                        after_stage, passes)
+    if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
+           for o in module.body.block.ops):
+        raise CompileError("the pipeline did not lower the model to OpenCL: end it with convert-graph-to-opencl")
     return stages, opencl_source(module)
 
 
@@ -189,6 +219,8 @@ def compile(
     layout: str | None = None,
     work_group: str | tuple[int, ...] = "driver",
     keep_ir: bool = False,
+    pipeline: PipelineArg = None,
+    passes: Sequence[type[ModulePass]] = (),
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -204,12 +236,22 @@ def compile(
     work_group: local sizes: "driver" (default: the OpenCL driver picks), "auto" (the
                target's preferred size on GPUs), or a preferred (x, y, z). Explicit sizes
                are experimental: the H200's driver rejected some launches with them.
+    pipeline:  the passes to run instead of the plan's default (`cm.pipeline` shows the
+               default): an `adreno-opt -p` string, or a function that edits the default
+               string (e.g. inserts a pass of your own after graph-fuse). It must end with
+               convert-graph-to-opencl.
+    passes:    your own `ModulePass` classes, so the pipeline can name them (installed
+               `xdsl.universe` plugins are found without this).
     """
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError
 
+    from adreno_mlir.options import check_precision, check_work_group
+
     start = time.perf_counter()
+    work_group = check_work_group(work_group)
     layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
+    precision = check_precision(precision).value
     context = default_context(device)
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
@@ -223,7 +265,7 @@ def compile(
 
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
-    stages, source = lower(module, layout, textures, storage, target_name, wg, keep)
+    stages, source = lower(module, layout, textures, storage, target_name, wg, keep, pipeline, passes)
     try:
         executable = Executable(module, source, store_of(module), context)
     except ImageLimitError:
@@ -231,13 +273,14 @@ def compile(
             raise
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
-        stages, source = lower(module, layout, False, storage, target_name, wg, keep)
+        stages, source = lower(module, layout, False, storage, target_name, wg, keep, pipeline, passes)
         executable = Executable(module, source, store_of(module), context)
     return CompiledModel(
         module=module, source=source,
         input_names=list(in_shapes), output_names=list(out_shapes),
         input_shapes=in_shapes, output_shapes=out_shapes,
         stages=stages, stage_ir=stage_ir, executable=executable,
+        pipeline=",".join(st.pipeline for st in stages),
         compile_seconds=time.perf_counter() - start,
         plan=f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}",
     )

@@ -36,8 +36,18 @@ def _cmd_example(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error convention: usage errors (a bad flag value, a missing
+    argument) print the usage and `error: ...` and exit 1, like every other user error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="adreno-mlir", description=__doc__.splitlines()[0])
+    p = _Parser(prog="adreno-mlir", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     imp = sub.add_parser("import", help="import an ONNX model as graph-dialect IR")

@@ -54,9 +54,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     cl_path = out / (Path(args.model).stem + ".cl")
     cl_path.write_text(source)
     store_of(module).save(weights_dir)
+    pipeline = ",".join(r.pipeline for r in results)
+    (out / "pipeline.txt").write_text(pipeline + "\n")
     print(f"import: {t_import:.2f} s")
     for r in results:
         print(f"{r.name}: {r.seconds:.2f} s  (adreno-opt -p '{r.pipeline}')")
+    print(f"pipeline (replay: adreno-opt {written[0]} -p \"$(cat {out / 'pipeline.txt'})\"):\n  {pipeline}")
     if not args.no_build:
         import pyopencl as cl
 
@@ -149,22 +152,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _textures(args: argparse.Namespace) -> bool | None:
-    return {"auto": None, "on": True, "off": False}[args.textures]
+    from adreno_mlir.options import textures_from_flag
+
+    return textures_from_flag(args.textures)
+
+
+def _work_group_flag(flag: str):
+    """argparse `type=` of --work-group: a bad value is a usage error (exit 1, see cli.main)."""
+    from adreno_mlir.options import work_group_from_flag
+
+    try:
+        return work_group_from_flag(flag)
+    except CompileError as e:
+        raise argparse.ArgumentTypeError("invalid value " + str(e).removeprefix("invalid --work-group ")) from None
 
 
 def _plan_arguments(p: argparse.ArgumentParser) -> None:
+    from adreno_mlir.options import TEXTURE_FLAGS, Layout, Precision
+
+    # choices come from adreno_mlir.options; a bad value exits 1 with `error: argument ...`
     p.add_argument("--device", help="OpenCL device (default: PYOPENCL_CTX or PoCL); e.g. pocl, nvidia, gpu")
     p.add_argument("--target", default="auto",
                    help="target profile: auto (read the device), adreno-660, adreno-740, pocl-cpu, "
-                        "nvidia-opencl, tiny-test")
-    p.add_argument("--textures", choices=["auto", "on", "off"], default="auto",
+                        "nvidia-opencl, tiny-test, or device-<OpenCL device name> of this machine")
+    p.add_argument("--textures", choices=list(TEXTURE_FLAGS), default="auto",
                    help="images for NCHW4c activations (auto: on for GPU targets with images)")
-    p.add_argument("--precision", choices=["fp32", "fp16-acc32"], default="fp32",
+    p.add_argument("--precision", choices=[m.value for m in Precision], default="fp32",
                    help="fp16-acc32: fp16 storage, fp32 arithmetic")
-    p.add_argument("--layout", choices=["nchw", "nchw4c"], default=None,
+    p.add_argument("--layout", choices=[m.value for m in Layout], default=None,
                    help="activation layout (default: nchw4c with textures or fp16 storage, else nchw)")
-    p.add_argument("--work-group", choices=["driver", "auto"], default="driver",
-                   help="local sizes: the driver's choice, or the target's preferred size (experimental)")
+    p.add_argument("--work-group", type=_work_group_flag, default="driver", metavar="{driver,auto,X,Y,Z}",
+                   help="local sizes: the driver's choice, the target's preferred size, or a preferred "
+                        "size such as 16,4,4 (the last two are experimental)")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

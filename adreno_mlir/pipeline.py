@@ -120,7 +120,12 @@ def run_pipeline(ctx: Context, module: ModuleOp, spec: str, extra: Sequence[type
         if name not in available:
             raise CompileError(f"unknown pass '{name}' in pipeline '{spec}'; pass your own ModulePass "
                                "classes with passes=[...] or register them through the xdsl.universe entry point")
-    PassPipeline.parse_spec(available, spec).apply(ctx, module)
+    try:
+        pipeline = PassPipeline.parse_spec(available, spec)
+    except Exception as e:  # noqa: BLE001 - xDSL's spec parser raises several kinds
+        raise CompileError(f"cannot parse pipeline '{spec}': {e} (quote string options, e.g. "
+                           'select-kernel-config{overrides="/path/file.json"})') from None
+    pipeline.apply(ctx, module)
 
 
 def run_stages(

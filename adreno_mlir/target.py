@@ -1,22 +1,32 @@
 """Target profiles: the device facts that compilation decisions depend on.
 
 A `TargetProfile` answers the questions the passes ask: does this image fit (annotate-texture-
-scope falls back to a global buffer when it does not), how large may a work-group be, may we store
-in fp16, how many kernel arguments may a kernel take.
+scope falls back to a global buffer when it does not), is it a GPU (occupancy schedules, images by
+default), what local size to prefer, how large may a work-group be, may we store in fp16.
 
 Named profiles are fixed (their sources are cited per value below; see also
 shared/design/anchors.md); `get_profile("auto")` reads the live OpenCL device through pyopencl.
+
+Live devices also have names, `device-<device name>` (`live_profile_name`): `get_profile` resolves
+such a name lazily from the OpenCL devices of this machine, so a pipeline string that names one
+(`annotate-texture-scope{target=device-...}`) replays under `adreno-opt` on the same machine. They
+are never added to the registry (`list_profiles` lists only the fixed profiles); a small bounded
+cache keeps the last few.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
     "TargetProfile",
     "get_profile",
     "list_profiles",
+    "live_profile",
+    "live_profile_name",
     "profile_from_device",
     "register_profile",
 ]
@@ -26,15 +36,13 @@ __all__ = [
 class TargetProfile:
     """What the compiler needs to know about a device.
 
-    name: profile name (`adreno-660`, ..., `auto:<device name>` for a live device).
+    name: profile name (`adreno-660`, ..., `device-<device name>` for a live device;
+        `auto:<device name>` from `profile_from_device`).
     max_image_width / max_image_height: image2d limits in pixels (CL_DEVICE_IMAGE2D_MAX_*).
-    image_pitch_alignment: bytes; alignment of an image's base address / row pitch when it is
-        created as a view over a buffer (cl_khr_image2d_from_buffer).
     preferred_work_group_size: default 3-D local size for kernels without a tuned one.
     max_work_group_size: CL_DEVICE_MAX_WORK_GROUP_SIZE.
     supports_fp16: `cl_khr_fp16` is available (half storage / arithmetic allowed).
     local_memory_bytes: CL_DEVICE_LOCAL_MEM_SIZE.
-    max_kernel_args: most arguments one kernel may take (split or pack beyond it).
     is_gpu: CL_DEVICE_TYPE_GPU.
     supports_images: CL_DEVICE_IMAGE_SUPPORT (without it everything lives in buffers).
     """
@@ -42,12 +50,10 @@ class TargetProfile:
     name: str
     max_image_width: int
     max_image_height: int
-    image_pitch_alignment: int
     preferred_work_group_size: tuple[int, int, int]
     max_work_group_size: int
     supports_fp16: bool
     local_memory_bytes: int
-    max_kernel_args: int
     is_gpu: bool
     supports_images: bool
 
@@ -66,11 +72,7 @@ class TargetProfile:
 
 # TVM's Adreno target (python/tvm/target/target.py, `adreno` tag) sets
 #   texture_spatial_limit = 16384      -> max image width/height, Adreno 6xx and 7xx alike
-#   max_function_args = 128            -> the Qualcomm driver crashes silently beyond 128 args
-#   image_base_address_alignment = 64  -> bytes, base/pitch alignment for images over buffers
 _TVM_ADRENO_IMAGE_LIMIT = 16384
-_TVM_ADRENO_MAX_ARGS = 128
-_TVM_ADRENO_IMAGE_ALIGN = 64
 
 _PROFILES: dict[str, TargetProfile] = {}
 
@@ -87,14 +89,12 @@ register_profile(
         name="adreno-660",
         max_image_width=_TVM_ADRENO_IMAGE_LIMIT,  # TVM texture_spatial_limit
         max_image_height=_TVM_ADRENO_IMAGE_LIMIT,
-        image_pitch_alignment=_TVM_ADRENO_IMAGE_ALIGN,  # TVM image_base_address_alignment
         # 16x4x4 = 256 threads: the local size of ir-levels.md's conv example; 256 is also
         # TVM's thread cap for cross-work-group reductions on Adreno.
         preferred_work_group_size=(16, 4, 4),
         max_work_group_size=1024,  # CL_DEVICE_MAX_WORK_GROUP_SIZE reported by Adreno 6xx drivers
         supports_fp16=True,  # Adreno exposes cl_khr_fp16; TVM reports FP16 numbers on it
         local_memory_bytes=32 * 1024,  # CL_DEVICE_LOCAL_MEM_SIZE reported by Adreno 6xx (32 KiB)
-        max_kernel_args=_TVM_ADRENO_MAX_ARGS,  # TVM max_function_args
         is_gpu=True,
         supports_images=True,
     )
@@ -107,12 +107,10 @@ register_profile(
         name="adreno-740",
         max_image_width=_TVM_ADRENO_IMAGE_LIMIT,
         max_image_height=_TVM_ADRENO_IMAGE_LIMIT,
-        image_pitch_alignment=_TVM_ADRENO_IMAGE_ALIGN,
         preferred_work_group_size=(16, 4, 4),
         max_work_group_size=1024,
         supports_fp16=True,
         local_memory_bytes=32 * 1024,
-        max_kernel_args=_TVM_ADRENO_MAX_ARGS,
         is_gpu=True,
         supports_images=True,
     )
@@ -120,39 +118,32 @@ register_profile(
 
 # PoCL on the CPU (the test device of this project). Values measured with pyopencl on
 # PoCL 3.x pthread (x86-64): image2d 8192x8192, max work-group 4096, local memory 2 MiB,
-# no cl_khr_fp16, image support yes, CL_DEVICE_MEM_BASE_ADDR_ALIGN 1024 bits = 128 bytes,
-# CL_DEVICE_MAX_PARAMETER_SIZE 1024 bytes = 128 pointer arguments.
+# no cl_khr_fp16, image support yes.
 register_profile(
     TargetProfile(
         name="pocl-cpu",
         max_image_width=8192,
         max_image_height=8192,
-        image_pitch_alignment=128,
         preferred_work_group_size=(16, 4, 1),  # heuristic: a few SIMD-widths per work-group
         max_work_group_size=4096,
         supports_fp16=False,
         local_memory_bytes=2 * 1024 * 1024,
-        max_kernel_args=128,
         is_gpu=False,
         supports_images=True,
     )
 )
 
 # NVIDIA's OpenCL driver (Ampere/Hopper class), values as commonly reported by clinfo:
-# image2d 32768x32768, max work-group 1024, local memory 48 KiB, no cl_khr_fp16 extension,
-# CL_DEVICE_MAX_PARAMETER_SIZE 4352 bytes (we still cap arguments at 128 to keep kernels
-# portable to Adreno). Pitch alignment: not measured; 64 bytes like Adreno.
+# image2d 32768x32768, max work-group 1024, local memory 48 KiB, no cl_khr_fp16 extension.
 register_profile(
     TargetProfile(
         name="nvidia-opencl",
         max_image_width=32768,
         max_image_height=32768,
-        image_pitch_alignment=64,
         preferred_work_group_size=(32, 4, 2),  # a warp wide, 256 threads
         max_work_group_size=1024,
         supports_fp16=False,
         local_memory_bytes=48 * 1024,
-        max_kernel_args=128,
         is_gpu=True,
         supports_images=True,
     )
@@ -165,12 +156,10 @@ register_profile(
         name="tiny-test",
         max_image_width=64,
         max_image_height=64,
-        image_pitch_alignment=64,
         preferred_work_group_size=(4, 4, 1),
         max_work_group_size=256,
         supports_fp16=False,
         local_memory_bytes=16 * 1024,
-        max_kernel_args=128,
         is_gpu=True,
         supports_images=True,
     )
@@ -180,10 +169,6 @@ register_profile(
 # ------------------------------------------------------------------------------------------
 # Live devices
 # ------------------------------------------------------------------------------------------
-
-# Raw OpenCL 2.0 device-info codes (pyopencl does not name them all).
-_CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT = 0x104B
-
 
 def _info(device: Any, attr: str, default: Any) -> Any:
     try:
@@ -208,46 +193,94 @@ def profile_from_device(device: Any) -> TargetProfile:
     is_gpu = bool(int(device.type) & int(cl.device_type.GPU))
     supports_images = bool(_info(device, "image_support", False))
     max_wg = int(device.max_work_group_size)
-    try:
-        align = int(device.get_info(_CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT))
-    except Exception:  # noqa: BLE001 - OpenCL 1.x devices and PoCL do not answer
-        align = 0
-    if align <= 0:
-        align = max(1, int(_info(device, "mem_base_addr_align", 512)) // 8)  # bits -> bytes
-    param_bytes = int(_info(device, "max_parameter_size", 1024))
     return TargetProfile(
         name=f"auto:{str(device.name).strip()}",
         max_image_width=int(_info(device, "image2d_max_width", 0)) if supports_images else 0,
         max_image_height=int(_info(device, "image2d_max_height", 0)) if supports_images else 0,
-        image_pitch_alignment=align,
         preferred_work_group_size=_preferred_wg(is_gpu, max_wg),
         max_work_group_size=max_wg,
         supports_fp16="cl_khr_fp16" in str(_info(device, "extensions", "")),
         local_memory_bytes=int(_info(device, "local_mem_size", 0)),
-        # 8-byte pointers per argument, capped at TVM's 128 (the Adreno driver limit)
-        max_kernel_args=max(1, min(_TVM_ADRENO_MAX_ARGS, param_bytes // 8)),
         is_gpu=is_gpu,
         supports_images=supports_images,
     )
 
 
+LIVE_PREFIX = "device-"
+_LIVE_CACHE_SIZE = 8
+_live_profiles: OrderedDict[str, TargetProfile] = OrderedDict()
+"""The last few live-device profiles by name (bounded: never grows with the number of compiles)."""
+
+
+def live_profile_name(device: Any) -> str:
+    """The name under which `get_profile` finds the profile of `device` (a `pyopencl.Device`):
+    `device-` and the device's name, lower-case, runs of other characters as one `-`."""
+    slug = re.sub(r"[^a-z0-9]+", "-", str(device.name).strip().lower()).strip("-")
+    return LIVE_PREFIX + (slug or "unnamed")
+
+
+def _remember(profile: TargetProfile) -> TargetProfile:
+    _live_profiles[profile.name] = profile
+    _live_profiles.move_to_end(profile.name)
+    while len(_live_profiles) > _LIVE_CACHE_SIZE:
+        _live_profiles.popitem(last=False)
+    return profile
+
+
+def live_profile(device: Any) -> TargetProfile:
+    """The profile of `device`, named `live_profile_name(device)` (cached, not registered)."""
+    name = live_profile_name(device)
+    cached = _live_profiles.get(name)
+    if cached is not None:
+        _live_profiles.move_to_end(name)
+        return cached
+    return _remember(replace(profile_from_device(device), name=name))
+
+
+def _find_live(name: str) -> TargetProfile:
+    """Resolve a `device-...` name against the OpenCL devices of this machine."""
+    cached = _live_profiles.get(name)
+    if cached is not None:
+        _live_profiles.move_to_end(name)
+        return cached
+    import pyopencl as cl
+
+    seen = []
+    for platform in cl.get_platforms():
+        try:
+            devices = platform.get_devices()
+        except cl.Error:  # a platform without devices
+            continue
+        for device in devices:
+            if live_profile_name(device) == name:
+                return live_profile(device)
+            seen.append(live_profile_name(device))
+    raise ValueError(
+        f"unknown target profile '{name}': no OpenCL device of this machine has that name "
+        f"(live devices: {', '.join(seen) or 'none'}; fixed profiles: {', '.join(_PROFILES)}, auto)"
+    )
+
+
 def list_profiles() -> list[str]:
-    """Names of the registered profiles (`auto` is accepted by `get_profile` as well)."""
+    """Names of the registered (fixed) profiles. `get_profile` accepts `auto` and the
+    `device-<name>` of any OpenCL device of this machine as well; those are never listed."""
     return list(_PROFILES)
 
 
 def get_profile(name: str, device: Any = None) -> TargetProfile:
     """The profile called `name`, or for `"auto"` the profile of `device` (a
     `pyopencl.Device`; default: the first device of
-    `pyopencl.create_some_context(interactive=False)`, which respects PYOPENCL_CTX)."""
+    `pyopencl.create_some_context(interactive=False)`, which respects PYOPENCL_CTX), or for
+    `"device-<name>"` the profile of that OpenCL device of this machine (see `live_profile`)."""
     if name == "auto":
         if device is None:
             import pyopencl as cl
 
             device = cl.create_some_context(interactive=False).devices[0]
         return profile_from_device(device)
-    try:
+    if name in _PROFILES:
         return _PROFILES[name]
-    except KeyError:
-        known = ", ".join([*_PROFILES, "auto"])
-        raise ValueError(f"unknown target profile '{name}'; known profiles: {known}") from None
+    if name.startswith(LIVE_PREFIX):
+        return _find_live(name)
+    known = ", ".join([*_PROFILES, "auto", f"{LIVE_PREFIX}<OpenCL device name>"])
+    raise ValueError(f"unknown target profile '{name}'; known profiles: {known}")

@@ -5,6 +5,13 @@ The module names its store with the attribute `graph.weights = "<key>"`: a direc
 of `.npy` files (one per weight, written by `adreno-mlir import -o`) or an in-memory
 key (`mem:N`) for pipelines that never touch the disk. This keeps ResNet-50's IR to a
 few hundred kB of text while it still round-trips through `adreno-opt`.
+
+Lifetime: the registries below only *find* stores by key (weak references); the modules own
+them. `attach` and `store_of` record the store of each module they see in `_owners` (keyed
+weakly by the module), so a store lives exactly as long as some module that resolved it (or
+any other holder, e.g. an importer) is alive; a `CompiledModel` keeps its module, hence its
+weights. A clone or a re-parse of a module names the same key and resolves it while the
+original store is alive; once every owner is gone an in-memory key no longer resolves.
 """
 
 from __future__ import annotations
@@ -12,14 +19,19 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import weakref
 from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 WEIGHTS_ATTR = "graph.weights"
-_memory_stores: dict[str, "WeightStore"] = {}
-_disk_stores: dict[str, "WeightStore"] = {}
+_memory_stores: "weakref.WeakValueDictionary[str, WeightStore]" = weakref.WeakValueDictionary()
+"""Every live store by its `mem:N` key (weak: the registry never keeps a store alive)."""
+_disk_stores: "weakref.WeakValueDictionary[str, WeightStore]" = weakref.WeakValueDictionary()
+"""Disk stores by resolved directory, shared while some module uses them (weak as well)."""
+_owners: "weakref.WeakKeyDictionary[ModuleOp, WeightStore]" = weakref.WeakKeyDictionary()
+"""The strong references: module -> the store its `graph.weights` attribute resolved to."""
 _counter = itertools.count()
 base_directory: Path | None = None
 """Relative weight directories resolve against this (adreno-opt sets the input's folder)."""
@@ -85,11 +97,15 @@ class WeightStore:
 
 
 def attach(module: ModuleOp, store: WeightStore) -> None:
+    """Point `module` at `store`; the module keeps the store alive."""
     module.attributes[WEIGHTS_ATTR] = StringAttr(store.key)
+    _owners[module] = store
 
 
 def store_of(module: ModuleOp) -> WeightStore:
-    """The weight store a module refers to (an empty in-memory one if it names none)."""
+    """The weight store a module refers to (an empty in-memory one if it names none).
+
+    The module becomes an owner of the store: it stays alive as long as the module does."""
     attr = module.attributes.get(WEIGHTS_ATTR)
     if attr is None:
         store = WeightStore()
@@ -97,20 +113,31 @@ def store_of(module: ModuleOp) -> WeightStore:
         return store
     assert isinstance(attr, StringAttr)
     key = attr.data
-    if key in _memory_stores:
-        return _memory_stores[key]
-    path = Path(key)
-    if not path.is_absolute():
-        path = (base_directory or Path.cwd()) / path
-    resolved = str(path.resolve())
-    if resolved not in _disk_stores:
-        if not path.is_dir():
+    owned = _owners.get(module)
+    if owned is not None and owned.key == key:
+        return owned
+    store = _memory_stores.get(key)
+    if store is None:
+        if re.fullmatch(r"mem:\d+", key):
             raise FileNotFoundError(
-                f"the module's weights directory '{key}' (resolved to {path}) does not exist"
+                f"the module's in-memory weights '{key}' no longer exist: the module is a copy "
+                "(clone or re-parsed text) of a module that has been freed; keep the original "
+                "alive, or write the weights to disk first (adreno_mlir.weights.save_beside)"
             )
-        store = WeightStore(path)
-        _disk_stores[resolved] = store
-    return _disk_stores[resolved]
+        path = Path(key)
+        if not path.is_absolute():
+            path = (base_directory or Path.cwd()) / path
+        resolved = str(path.resolve())
+        store = _disk_stores.get(resolved)
+        if store is None:
+            if not path.is_dir():
+                raise FileNotFoundError(
+                    f"the module's weights directory '{key}' (resolved to {path}) does not exist"
+                )
+            store = WeightStore(path)
+            _disk_stores[resolved] = store
+    _owners[module] = store
+    return store
 
 
 def save_beside(module: ModuleOp, ir_path: Path) -> Path:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
 
 from xdsl.dialects.builtin import (
     I64,
@@ -30,7 +32,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -38,6 +40,8 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_op_definition,
+    lazy_traits_def,
+    region_def,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -48,10 +52,21 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, HasParent, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from adreno_mlir.dialects.texture import TextureTensorType
+from adreno_mlir.dialects.traits import (  # noqa: F401 (re-exported: graph.Elementwise, ...)
+    Elementwise,
+    EpilogueHead,
+    ImageOperands,
+    NCHW4cConvertible,
+    is_elementwise,
+    is_epilogue_head,
+)
+
+if TYPE_CHECKING:
+    from xdsl.pattern_rewriter import RewritePattern
 
 
 # --------------------------------------------------------------------------- helpers
@@ -177,6 +192,56 @@ class GraphOp(IRDLOperation):
         """Check the result shape implied by operands and attributes."""
 
 
+# --------------------------------------------------------------------------- traits
+#
+# What passes need to know about an op is attached to the op (query with
+# `op.has_trait(T)` / `op.get_trait(T)`), not kept in tables of op classes per pass.
+# Elementwise, EpilogueHead, ImageOperands and NCHW4cConvertible live in
+# dialects/traits.py (texture ops can use them too) and are re-exported here.
+
+
+class ElementwiseHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    """Element-wise ops on constants are evaluated (with the op's `evaluate`)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise
+
+        return (FoldConstantElementwise(),)
+
+
+class ClipHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import RemoveNoOpClip
+
+        return (RemoveNoOpClip(),)
+
+
+class ReshapeHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise, RemoveIdentityReshape
+
+        return (RemoveIdentityReshape(), FoldConstantElementwise())
+
+
+class TransposeHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import RemoveIdentityTranspose
+
+        return (RemoveIdentityTranspose(),)
+
+
+class ConcatHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import RemoveSingleConcat
+
+        return (RemoveSingleConcat(),)
+
+
 # --------------------------------------------------------------------------- constants
 
 
@@ -259,11 +324,43 @@ class UnaryOp(GraphOp):
 
     `graph.relu %x : tensor<...>` when the result type equals the operand type, else
     `: T -> U` (packed tensors may change memory scope or storage element type).
+
+    Each subclass says once what it computes: `KIND` (its name in expressions,
+    `lowering.expr.Un(kind, x, params)`), `emit` (the OpenCL computation through a
+    kernel builder: `kb.fmax`, `kb.exp`, ...; the builder is duck-typed, the dialect
+    does not import the lowering), `evaluate` (numpy, for constant folding) and, for ops
+    with attributes, `expr_params` (the attributes as the `params` of both).
     """
 
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(
+        Pure(), Elementwise(), ImageOperands(), NCHW4cConvertible(),
+        ElementwiseHasCanonicalizationPatterns(),
+    )
+
+    KIND: ClassVar[str]
+    """Short name of the computation, e.g. "relu", "hard_swish" (key of ELEMENTWISE_BY_KIND;
+    xDSL wants op class constants upper-case, `op.kind` reads it on an instance)."""
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @classmethod
+    def emit(cls, kb, x: SSAValue, params: tuple[float, ...] = ()) -> SSAValue:
+        """Append the computation of one element (a float or float4 value `x`) to the
+        kernel builder `kb` and return the result."""
+        raise NotImplementedError(f"{cls.__name__} has no OpenCL emission")
+
+    @classmethod
+    def evaluate(cls, x: np.ndarray, *, params: tuple[float, ...] = ()) -> np.ndarray:
+        """The op on a numpy array (constant folding)."""
+        raise NotImplementedError(f"{cls.__name__} has no numpy evaluation")
+
+    def expr_params(self) -> tuple[float, ...]:
+        """The op's attributes as the `params` of `emit`/`evaluate`/`Un`."""
+        return ()
 
     def __init__(self, x: SSAValue | Operation, result_type: Attribute | None = None, **props: Attribute):
         super().__init__(
@@ -311,36 +408,115 @@ class UnaryOp(GraphOp):
 @irdl_op_definition
 class ReluOp(UnaryOp):
     name = "graph.relu"
+    KIND: ClassVar[str] = "relu"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.fmax(x, 0.0)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.maximum(x, 0)
 
 
 @irdl_op_definition
 class SigmoidOp(UnaryOp):
     name = "graph.sigmoid"
+    KIND: ClassVar[str] = "sigmoid"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.fdiv(1.0, kb.fadd(1.0, kb.exp(kb.fneg(x))))
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return 1 / (1 + np.exp(-x))
 
 
 @irdl_op_definition
 class TanhOp(UnaryOp):
     name = "graph.tanh"
+    KIND: ClassVar[str] = "tanh"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.tanh(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.tanh(x)
 
 
 @irdl_op_definition
 class ExpOp(UnaryOp):
     name = "graph.exp"
+    KIND: ClassVar[str] = "exp"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.exp(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.exp(x)
 
 
 @irdl_op_definition
 class NegOp(UnaryOp):
     name = "graph.neg"
+    KIND: ClassVar[str] = "neg"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.fneg(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return -x
 
 
 @irdl_op_definition
 class AbsOp(UnaryOp):
     name = "graph.abs"
+    KIND: ClassVar[str] = "abs"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.absf(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.abs(x)
 
 
 @irdl_op_definition
 class SqrtOp(UnaryOp):
     name = "graph.sqrt"
+    KIND: ClassVar[str] = "sqrt"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.sqrt(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.sqrt(x)
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """The Gauss error function (ONNX Erf; GELU is x * 0.5 * (1 + erf(x / sqrt 2)))."""
+
+    name = "graph.erf"
+    KIND: ClassVar[str] = "erf"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.erf(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
 @irdl_op_definition
@@ -348,6 +524,15 @@ class HardSwishOp(UnaryOp):
     """x * max(0, min(1, x/6 + 1/2)), as ONNX HardSwish."""
 
     name = "graph.hard_swish"
+    KIND: ClassVar[str] = "hard_swish"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.fmul(x, kb.fmin(kb.fmax(kb.fadd(kb.fmul(x, 1.0 / 6.0), 0.5), 0.0), 1.0))
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return x * np.clip(x / 6 + 0.5, 0, 1)
 
 
 @irdl_op_definition
@@ -355,14 +540,42 @@ class HardSigmoidOp(UnaryOp):
     """max(0, min(1, alpha * x + beta))."""
 
     name = "graph.hard_sigmoid"
+    KIND: ClassVar[str] = "hard_sigmoid"
     alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.2))
     beta = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.5))
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (self.alpha.value.data, self.beta.value.data)
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        a, b = params
+        return kb.fmin(kb.fmax(kb.fadd(kb.fmul(x, a), b), 0.0), 1.0)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        a, b = params
+        return np.clip(x * a + b, 0, 1)
 
 
 @irdl_op_definition
 class LeakyReluOp(UnaryOp):
     name = "graph.leaky_relu"
+    KIND: ClassVar[str] = "leaky_relu"
     alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.01))
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (self.alpha.value.data,)
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        (a,) = params  # max(x, 0) + a * min(x, 0): no compare, so it works on float4 too
+        return kb.fadd(kb.fmax(x, 0.0), kb.fmul(kb.fmin(x, 0.0), a))
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        (a,) = params
+        return np.where(x >= 0, x, x * a)
 
 
 @irdl_op_definition
@@ -370,8 +583,27 @@ class ClipOp(UnaryOp):
     """min(max(x, min), max); ReLU6 is clip{min = 0, max = 6}."""
 
     name = "graph.clip"
+    KIND: ClassVar[str] = "clip"
     min = prop_def(FloatAttr[Float32Type], default_value=f32_attr(-math.inf))
     max = prop_def(FloatAttr[Float32Type], default_value=f32_attr(math.inf))
+    traits = traits_def(ClipHasCanonicalizationPatterns())
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (self.min.value.data, self.max.value.data)
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        lo, hi = params
+        if lo != float("-inf"):
+            x = kb.fmax(x, lo)
+        if hi != float("inf"):
+            x = kb.fmin(x, hi)
+        return x
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        lo, hi = params
+        return np.clip(x, lo, hi)
 
     def verify_shapes(self) -> None:
         super().verify_shapes()
@@ -383,12 +615,35 @@ class ClipOp(UnaryOp):
 
 
 class BinaryOp(GraphOp):
-    """Element-wise op with numpy broadcasting between its two operands."""
+    """Element-wise op with numpy broadcasting between its two operands.
+
+    Like `UnaryOp`, each subclass has a `KIND` (`lowering.expr.Bin(kind, a, b)`), `emit`
+    (OpenCL through a kernel builder) and `evaluate` (numpy)."""
 
     lhs = operand_def(AnyTensor)
     rhs = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(
+        Pure(), Elementwise(), ImageOperands(), NCHW4cConvertible(),
+        ElementwiseHasCanonicalizationPatterns(),
+    )
+
+    KIND: ClassVar[str]
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @classmethod
+    def emit(cls, kb, a: SSAValue, b: SSAValue) -> SSAValue:
+        raise NotImplementedError(f"{cls.__name__} has no OpenCL emission")
+
+    @classmethod
+    def evaluate(cls, a: np.ndarray, b: np.ndarray, *, params: tuple[float, ...] = ()) -> np.ndarray:
+        raise NotImplementedError(f"{cls.__name__} has no numpy evaluation")
+
+    def expr_params(self) -> tuple[float, ...]:
+        return ()
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, result_type: Attribute):
@@ -403,21 +658,57 @@ class BinaryOp(GraphOp):
 @irdl_op_definition
 class AddOp(BinaryOp):
     name = "graph.add"
+    KIND: ClassVar[str] = "add"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.fadd(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.add(a, b)
 
 
 @irdl_op_definition
 class SubOp(BinaryOp):
     name = "graph.sub"
+    KIND: ClassVar[str] = "sub"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.fsub(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.subtract(a, b)
 
 
 @irdl_op_definition
 class MulOp(BinaryOp):
     name = "graph.mul"
+    KIND: ClassVar[str] = "mul"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.fmul(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.multiply(a, b)
 
 
 @irdl_op_definition
 class DivOp(BinaryOp):
     name = "graph.div"
+    KIND: ClassVar[str] = "div"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.fdiv(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.divide(a, b)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -442,7 +733,7 @@ class Conv2dOp(GraphOp):
     dilations = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
     groups = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
     irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(operands=("input",)), NCHW4cConvertible())
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
         "(`,` type($bias)^)? `->` type($result)"
@@ -541,7 +832,7 @@ class PoolOp(GraphOp):
     strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
     pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
     ceil_mode = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(), NCHW4cConvertible())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def dilation_values(self) -> tuple[int, int]:
@@ -587,7 +878,7 @@ class GlobalAvgPoolOp(GraphOp):
     name = "graph.global_avg_pool"
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(), NCHW4cConvertible())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:
@@ -604,7 +895,7 @@ class ReduceMeanOp(GraphOp):
     result = result_def(AnyTensor)
     axes = prop_def(DenseArrayBase)
     keepdims = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(), NCHW4cConvertible())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:
@@ -631,7 +922,7 @@ class ReshapeOp(GraphOp):
     name = "graph.reshape"
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ReshapeHasCanonicalizationPatterns())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:
@@ -649,7 +940,7 @@ class TransposeOp(GraphOp):
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
     perm = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), TransposeHasCanonicalizationPatterns())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:
@@ -667,7 +958,12 @@ class ConcatOp(GraphOp):
     inputs = var_operand_def(AnyTensor)
     result = result_def(AnyTensor)
     axis = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    # Reads images, but writes stay buffers: a concat is one copy per input, write-bound;
+    # on the H200 its copies took 1.6x longer into images than into buffers (DenseNet-121,
+    # docs/measurements.md).
+    traits = traits_def(
+        Pure(), ImageOperands(writes=False), NCHW4cConvertible(), ConcatHasCanonicalizationPatterns()
+    )
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:
@@ -729,7 +1025,7 @@ class ResizeOp(GraphOp):
     coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
     nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
     scales = opt_prop_def(ArrayAttr[FloatAttr])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(), NCHW4cConvertible())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def spatial_scales(self) -> tuple[float, float]:
@@ -794,7 +1090,7 @@ class GemmOp(GraphOp):
     trans_a = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
     trans_b = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
     irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead())
     assembly_format = (
         "$a `,` $b (`,` $c^)? attr-dict `:` type($a) `,` type($b) (`,` type($c)^)? "
         "`->` type($result)"
@@ -850,11 +1146,152 @@ class MatMulOp(GraphOp):
         _expect_shape(self, shape_of(self.result), matmul_shape(shape_of(self.lhs), shape_of(self.rhs)))
 
 
+# --------------------------------------------------------------------------- kernels in IR
+
+
+@irdl_op_definition
+class FusedOp(IRDLOperation):
+    """Ops computed by one kernel: a head (a convolution, gemm, pool, reduction, resize,
+    Winograd output transform, or an element-wise op) and the element-wise ops fused
+    after it, ending in `graph.yield`. `graph-fuse` forms these regions; the lowering
+    turns each into exactly one kernel (two with split-K) and never fuses by itself.
+
+    The region is not isolated from above: the ops inside read outside values (weights,
+    residual inputs) directly, as IREE's `flow.dispatch.region` does. Values defined
+    inside are private to the kernel; only the yielded value is materialised. The
+    `kernel_config` attribute (from `select-kernel-config`) sits on this op when the
+    group was fused, else on the op itself.
+    """
+
+    name = "graph.fused"
+    result = result_def(AnyTensor)
+    body = region_def("single_block")
+    assembly_format = "attr-dict `->` type($result) $body"
+
+    def __init__(self, result_type: Attribute, body: Region):
+        super().__init__(result_types=[result_type], regions=[body])
+
+    @property
+    def ops(self) -> list[Operation]:
+        """The fused ops in order, without the terminator: `ops[0]` is the head."""
+        return [o for o in self.body.block.ops if not isinstance(o, YieldOp)]
+
+    @property
+    def head(self) -> Operation:
+        return self.ops[0]
+
+    @property
+    def yielded(self) -> SSAValue:
+        last = self.body.block.last_op
+        assert isinstance(last, YieldOp)
+        return last.values[0]
+
+    def verify_(self) -> None:
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp) or len(last.values) != 1:
+            raise VerifyException("'graph.fused' body must end in 'graph.yield' of one value")
+        if last.values[0].type != self.result.type:
+            raise VerifyException(
+                f"'graph.fused' yields {last.values[0].type} but its result is {self.result.type}")
+        if len(self.ops) < 1:
+            raise VerifyException("'graph.fused' needs at least one op before its yield")
+        for o in self.ops:
+            if not o.name.startswith(("graph.", "texture.")) or isinstance(o, (FusedOp, ConstantOp)):
+                raise VerifyException(f"'graph.fused' cannot hold '{o.name}' (graph/texture compute ops only)")
+            for r in o.results:
+                if r is last.values[0]:
+                    continue
+                for use in r.uses:
+                    if use.operation.parent_op() is not self:
+                        raise VerifyException(
+                            f"'graph.fused': the result of '{o.name}' is used outside the region; "
+                            "only the yielded value may leave it")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """The value a `graph.fused` region computes."""
+
+    name = "graph.yield"
+    values = var_operand_def(AnyTensor)
+    assembly_format = "$values attr-dict `:` type($values)"
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusedOp)))
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class Conv2dSplitKOp(GraphOp):
+    """The partial sums of a split-K convolution (NCHW4c only): input channel blocks are
+    cut into `parts` ranges, each summed by its own work-items into
+    `result[part * N + n]` (no bias). `graph.split_k_sum` adds the parts. The `split-k`
+    pass creates this pair from a convolution whose `kernel_config` asks for
+    `split_k > 1`: late 7x7 layers otherwise launch too few work-items to fill a GPU."""
+
+    name = "graph.conv2d_split_k"
+    input = operand_def(AnyTensor)
+    weight = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    parts = prop_def(IntegerAttr[I64])
+    strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
+    dilations = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)"
+
+    def verify_shapes(self) -> None:
+        x, w = shape_of(self.input), weight_shape(self.weight)
+        if not isinstance(self.input.type, TextureTensorType) or len(x) != 4:
+            raise VerifyException("'graph.conv2d_split_k' reads an NCHW4c texture tensor")
+        parts = self.parts.value.data
+        if parts < 2:
+            raise VerifyException(f"'graph.conv2d_split_k' parts must be >= 2, got {parts}")
+        out = conv_out_shape(x, w, ints(self.strides), ints(self.pads), ints(self.dilations))
+        _expect_shape(self, shape_of(self.result), (parts * out[0], *out[1:]))
+
+
+@irdl_op_definition
+class SplitKSumOp(GraphOp):
+    """Adds the `parts` partial sums of `graph.conv2d_split_k` (and the bias): the head
+    of the kernel that also runs the convolution's fused epilogue."""
+
+    name = "graph.split_k_sum"
+    partial = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    parts = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$partial (`,` $bias^)? attr-dict `:` type($partial) (`,` type($bias)^)? `->` type($result)"
+    )
+
+    def verify_shapes(self) -> None:
+        p, out = shape_of(self.partial), shape_of(self.result)
+        parts = self.parts.value.data
+        _expect_shape(self, out, (p[0] // max(parts, 1), *p[1:]))
+        if p[0] % max(parts, 1):
+            raise VerifyException(f"'graph.split_k_sum' partial batch {p[0]} is not a multiple of parts {parts}")
+        if self.bias is not None and shape_of(self.bias) != (out[1],):
+            raise VerifyException(f"'graph.split_k_sum' bias must have shape [{out[1]}]")
+
+
 UNARY_OPS = (
-    ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, HardSwishOp, HardSigmoidOp,
+    ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, ErfOp, HardSwishOp, HardSigmoidOp,
     LeakyReluOp, ClipOp,
 )
 BINARY_OPS = (AddOp, SubOp, MulOp, DivOp)
+
+ELEMENTWISE_BY_KIND: dict[str, type[UnaryOp] | type[BinaryOp]] = {
+    op.KIND: op for op in (*UNARY_OPS, *BINARY_OPS)
+}
+"""The element-wise op class of each expression kind (`Un(kind, ...)`, `Bin(kind, ...)`)."""
+
+
+def elementwise_expr(op: Operation) -> tuple[str, tuple[float, ...]]:
+    """(kind, params) of an element-wise op: what `lowering.expr.Un`/`Bin` record of it."""
+    assert isinstance(op, UnaryOp | BinaryOp), op.name
+    return op.kind, op.expr_params()
 
 Graph = Dialect(
     "graph",
@@ -876,6 +1313,10 @@ Graph = Dialect(
         SoftmaxOp,
         GemmOp,
         MatMulOp,
+        FusedOp,
+        YieldOp,
+        Conv2dSplitKOp,
+        SplitKSumOp,
     ],
     [],
 )

@@ -710,3 +710,232 @@ __all__ = [
     "packed_rank",
     "packed_shape",
 ]
+
+
+# ======================================================================================
+# Winograd convolution ops (F(2x2,3x3) and F(4x4,3x3)); created by the conv-winograd pass
+# (passes/conv_winograd.py), lowered by lowering/winograd_lowering.py. Section start.
+# ======================================================================================
+#
+#   %v = texture.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>}
+#        : !texture.tensor<1x16x14x14x4xf32, nchw4c, global>
+#        -> !texture.tensor<16x16x1x49x4xf32, nchw4c, global>
+#   %m = texture.winograd_matmul %v, %u
+#        : !texture.tensor<16x16x1x49x4xf32, nchw4c, global>, tensor<16x16x64x4xf32>
+#        -> !texture.tensor<16x16x1x49x4xf32, nchw4c, global>
+#   %y = texture.winograd_output %m, %b {tile = 2 : i64}
+#        : !texture.tensor<16x16x1x49x4xf32, nchw4c, global>, tensor<64xf32>
+#        -> !texture.tensor<1x16x14x14x4xf32, nchw4c, global>
+#
+# V and M are NCHW4c-typed so that they can live in images or buffers like any
+# activation: "batch" = the alpha^2 positions xi of a transformed tile, channel blocks,
+# one row, P = N * ceil(OH/tile) * ceil(OW/tile) tiles wide (tile p = (n*TH + th)*TW + tw).
+# The filter U is a constant [alpha^2, K/4, C, 4] (OIHW4o per xi, see
+# lowering/kernels/winograd.py); the bias a constant [K]. All three ops read their
+# `input` from and write their result to images or buffers alike (trait ImageOperands,
+# for annotate-texture-scope); filter and bias stay buffers. The output transform is an
+# EpilogueHead (graph-fuse fuses the element-wise ops after it into its kernel).
+
+from xdsl.dialects.builtin import I64 as _I64  # noqa: E402
+from xdsl.dialects.builtin import DenseArrayBase as _DenseArrayBase  # noqa: E402
+from xdsl.dialects.builtin import IntegerAttr as _IntegerAttr  # noqa: E402
+from xdsl.irdl import opt_operand_def as _opt_operand_def  # noqa: E402
+
+from adreno_mlir.dialects.traits import EpilogueHead, ImageOperands  # noqa: E402
+
+WINOGRAD_TILES: tuple[int, ...] = (2, 4)
+"""Output tile sizes m of F(m x m, 3 x 3); the transformed tile is alpha = m + 2 wide."""
+
+
+def winograd_tile_count(batch: int, out_h: int, out_w: int, tile: int) -> int:
+    """P: tiles covering an N x OH x OW output (the last row/column may hang over)."""
+    return batch * (-(-out_h // tile)) * (-(-out_w // tile))
+
+
+class _WinogradOp(IRDLOperation):
+    """Shared checks of the three Winograd ops (`tile` is a property of two of them).
+    Each reads `input` from an image or a buffer and writes its result to either
+    (`ImageOperands(("input",))`: the kernels go through `Packed`)."""
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def reads_images(self, value: SSAValue) -> bool:
+        """Whether `value`, an operand of this op, may be an image."""
+        trait = self.get_trait(ImageOperands)
+        return trait is not None and trait.reads(self, value)
+
+    def _fail(self, message: str):
+        desc = getattr(self.location, "desc", None)
+        where = f' (at loc("{desc.data}"))' if desc is not None else ""
+        raise VerifyException(f"'{self.name}' {message}{where}")
+
+    def _nchw4c(self, value: SSAValue, what: str) -> tuple[int, ...]:
+        t = value.type
+        if not isinstance(t, TextureTensorType) or t.layout_name != "nchw4c":
+            self._fail(f"{what} must be an NCHW4c !texture.tensor, got {t}")
+        return t.shape
+
+    def _tile_of(self, attr) -> int:
+        tile = attr.value.data
+        if tile not in WINOGRAD_TILES:
+            self._fail(f"tile must be 2 or 4 (F(2x2,3x3) or F(4x4,3x3)), got {tile}")
+        return tile
+
+    def _expect(self, what: str, got: Sequence[int], want: Sequence[int], why: str) -> None:
+        if tuple(got) != tuple(want):
+            self._fail(f"{what} shape {list(got)} does not match the expected {list(want)} ({why})")
+
+
+@irdl_op_definition
+class WinogradInputOp(_WinogradOp):
+    """Input transform: V[xi][c4][0][p] = (B^T d B)[xi] for the alpha x alpha patch d of
+    tile p (zeros in the padding). x is (N, C4, H, W); V is (alpha^2, C4, 1, P) with
+    OH = H + top + bottom - 2, OW = W + left + right - 2 (stride 1, 3x3)."""
+
+    name = "texture.winograd_input"
+
+    input = operand_def(TextureTensorType)
+    result = result_def(TextureTensorType)
+    tile = prop_def(_IntegerAttr[_I64])
+    pads = prop_def(_DenseArrayBase)
+    """Top, left, bottom, right zero padding of the convolution."""
+
+    traits = traits_def(Pure(), ImageOperands(operands=("input",)))
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: TextureTensorType, tile: int, pads: Sequence[int]):
+        from xdsl.dialects.builtin import i64
+
+        super().__init__(
+            operands=[input], result_types=[result_type],
+            properties={"tile": _IntegerAttr(tile, 64), "pads": _DenseArrayBase.from_list(i64, list(pads))},
+        )
+
+    @property
+    def tile_size(self) -> int:
+        return self.tile.value.data
+
+    @property
+    def pad_values(self) -> tuple[int, int, int, int]:
+        return tuple(int(v) for v in self.pads.get_values())  # type: ignore[return-value]
+
+    def output_extent(self) -> tuple[int, int]:
+        """(OH, OW) of the convolution this transform feeds."""
+        _, _, h, w, _ = self.input.type.shape
+        t, l, b, r = self.pad_values
+        return h + t + b - 2, w + l + r - 2
+
+    def verify_(self) -> None:
+        n, c4, _, _, _ = self._nchw4c(self.input, "input")
+        self._nchw4c(self.result, "result")
+        tile = self._tile_of(self.tile)
+        pads = self.pad_values
+        if len(pads) != 4 or min(pads) < 0:
+            self._fail(f"pads must be 4 values >= 0 (top, left, bottom, right), got {list(pads)}")
+        oh, ow = self.output_extent()
+        if oh < 1 or ow < 1:
+            self._fail(f"a 3x3 window does not fit the padded input: output would be {oh}x{ow}")
+        alpha = tile + 2
+        p = winograd_tile_count(n, oh, ow, tile)
+        self._expect("result", self.result.type.shape, (alpha * alpha, c4, 1, p, BLOCK),
+                      f"alpha^2 = {alpha * alpha}, {c4} channel blocks, 1, "
+                      f"{p} tiles of {tile}x{tile} over N = {n}, {oh}x{ow} output")
+
+
+@irdl_op_definition
+class WinogradMatmulOp(_WinogradOp):
+    """Batched product over input channels: M[xi][k][p] = sum_c U[xi][k][c] V[xi][c][p].
+    V is (alpha^2, C4, 1, P), the constant filter U is [alpha^2, K4, 4*C4, 4] and M is
+    (alpha^2, K4, 1, P)."""
+
+    name = "texture.winograd_matmul"
+
+    input = operand_def(TextureTensorType)
+    filter = operand_def(TensorType)
+    result = result_def(TextureTensorType)
+
+    traits = traits_def(Pure(), ImageOperands(operands=("input",)))
+
+    assembly_format = "$input `,` $filter attr-dict `:` type($input) `,` type($filter) `->` type($result)"
+
+    def __init__(self, input: SSAValue, filter: SSAValue, result_type: TextureTensorType):
+        super().__init__(operands=[input, filter], result_types=[result_type])
+
+    @property
+    def tile_size(self) -> int:
+        """m, from alpha^2 = (m + 2)^2 (the verifier checks it is 16 or 36)."""
+        return int(round(self.input.type.shape[0] ** 0.5)) - 2
+
+    def verify_(self) -> None:
+        a2, c4, one, p, _ = self._nchw4c(self.input, "input")
+        if a2 not in (16, 36) or one != 1:
+            self._fail(f"input must be (alpha^2, C4, 1, P, 4) with alpha^2 = 16 (tile 2) or 36 (tile 4), "
+                       f"got {list(self.input.type.shape)}")
+        u = self.filter.type
+        u_shape = list(u.get_shape())
+        if len(u_shape) != 4:
+            self._fail(f"filter must be a 4-D constant [alpha^2, K4, C, 4], got {u}")
+        k4 = u_shape[1]
+        self._expect("filter", u_shape, (a2, k4, 4 * c4, BLOCK),
+                      f"[alpha^2, K4, C, 4] with alpha^2 = {a2} and C = 4 * {c4} input channel blocks")
+        self._nchw4c(self.result, "result")
+        self._expect("result", self.result.type.shape, (a2, k4, 1, p, BLOCK),
+                      f"alpha^2 = {a2}, K4 = {k4} from the filter, 1, P = {p} tiles")
+
+
+@irdl_op_definition
+class WinogradOutputOp(_WinogradOp):
+    """Output transform: Y = A^T M_p A per tile p and output channel block, plus bias.
+    M is (alpha^2, K4, 1, P); the result is the convolution's NCHW4c (N, K4, OH, OW).
+
+    An epilogue head: the lowering fuses element-wise ops that follow it into its
+    kernel (`PackedEpilogue`), like a convolution's."""
+
+    name = "texture.winograd_output"
+
+    input = operand_def(TextureTensorType)
+    bias = _opt_operand_def(TensorType)
+    result = result_def(TextureTensorType)
+    tile = prop_def(_IntegerAttr[_I64])
+
+    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(operands=("input",)))
+
+    assembly_format = (
+        "$input (`,` $bias^)? attr-dict `:` type($input) (`,` type($bias)^)? `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, bias: SSAValue | None, result_type: TextureTensorType, tile: int):
+        super().__init__(
+            operands=[input, [] if bias is None else [bias]], result_types=[result_type],
+            properties={"tile": _IntegerAttr(tile, 64)},
+        )
+
+    @property
+    def tile_size(self) -> int:
+        return self.tile.value.data
+
+    def verify_(self) -> None:
+        a2, k4, one, p, _ = self._nchw4c(self.input, "input")
+        n, k4_out, oh, ow, _ = self._nchw4c(self.result, "result")
+        tile = self._tile_of(self.tile)
+        alpha = tile + 2
+        want_p = winograd_tile_count(n, oh, ow, tile)
+        self._expect("input", (a2, k4, one, p, BLOCK), (alpha * alpha, k4_out, 1, want_p, BLOCK),
+                      f"alpha^2 = {alpha * alpha}, K4 = {k4_out} of the result, 1, "
+                      f"{want_p} tiles of {tile}x{tile} over N = {n}, {oh}x{ow} output")
+        if self.bias is not None:
+            self._expect("bias", self.bias.type.get_shape(), (BLOCK * k4_out,),
+                          f"one value per (padded) output channel, {k4_out} blocks of 4")
+
+
+Texture = Dialect(
+    "texture",
+    [*Texture.operations, WinogradInputOp, WinogradMatmulOp, WinogradOutputOp],
+    [*Texture.attributes],
+)
+__all__ += ["WINOGRAD_TILES", "WinogradInputOp", "WinogradMatmulOp", "WinogradOutputOp", "winograd_tile_count"]
+
+# ======================================================================================
+# Winograd section end.
+# ======================================================================================

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
+from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 
 
@@ -35,8 +36,9 @@ class In(Expr):
 
 @dataclass(frozen=True)
 class Un(Expr):
-    """A unary op: relu, clip(lo, hi), sigmoid, hard_sigmoid(a, b), hard_swish, tanh,
-    exp, neg, abs, sqrt, leaky_relu(a), scale(s)."""
+    """A unary op: the `KIND` of a graph element-wise op class (relu, clip(lo, hi),
+    hard_sigmoid(a, b), leaky_relu(a), erf, ...; params are its `expr_params()`), or the
+    internal `scale(s)` (Gemm's beta)."""
 
     kind: str
     x: Expr
@@ -45,18 +47,15 @@ class Un(Expr):
 
 @dataclass(frozen=True)
 class Bin(Expr):
-    """add, sub, mul or div of two expressions."""
+    """The `KIND` of a binary graph op (add, sub, mul, div) on two expressions."""
 
     kind: str
     a: Expr
     b: Expr
 
 
-UNARY_KINDS = {
-    "relu", "clip", "sigmoid", "hard_sigmoid", "hard_swish", "tanh", "exp", "neg", "abs",
-    "sqrt", "leaky_relu", "scale",
-}
-BINARY_KINDS = {"add", "sub", "mul", "div"}
+UNARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(op, graph.UnaryOp)} | {"scale"}
+BINARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(op, graph.BinaryOp)}
 
 
 def describe(e: Expr) -> str:
@@ -71,47 +70,22 @@ def describe(e: Expr) -> str:
 
 
 def emit_unary(kb: KernelBuilder, kind: str, x: SSAValue, params: tuple[float, ...]) -> SSAValue:
-    if kind == "relu":
-        return kb.fmax(x, 0.0)
-    if kind == "clip":
-        lo, hi = params
-        if lo != float("-inf"):
-            x = kb.fmax(x, lo)
-        if hi != float("inf"):
-            x = kb.fmin(x, hi)
-        return x
-    if kind == "sigmoid":
-        return kb.fdiv(1.0, kb.fadd(1.0, kb.exp(kb.fneg(x))))
-    if kind == "hard_sigmoid":
-        a, b = params
-        return kb.fmin(kb.fmax(kb.fadd(kb.fmul(x, a), b), 0.0), 1.0)
-    if kind == "hard_swish":
-        return kb.fmul(x, kb.fmin(kb.fmax(kb.fadd(kb.fmul(x, 1.0 / 6.0), 0.5), 0.0), 1.0))
-    if kind == "tanh":
-        return kb.tanh(x)
-    if kind == "exp":
-        return kb.exp(x)
-    if kind == "neg":
-        return kb.fneg(x)
-    if kind == "abs":
-        return kb.absf(x)
-    if kind == "sqrt":
-        return kb.sqrt(x)
-    if kind == "leaky_relu":
-        (a,) = params  # max(x, 0) + a * min(x, 0): no compare, so it works on float4 too
-        return kb.fadd(kb.fmax(x, 0.0), kb.fmul(kb.fmin(x, 0.0), a))
-    if kind == "scale":
+    """The unary op `kind` on `x`: the graph op class of that kind emits it."""
+    if kind == "scale":  # internal (Gemm's beta), no graph op
         (s,) = params
         return x if s == 1.0 else kb.fmul(x, s)
-    raise ValueError(f"unknown unary kind {kind}")
+    op = graph.ELEMENTWISE_BY_KIND.get(kind)
+    if op is None or not issubclass(op, graph.UnaryOp):
+        raise ValueError(f"unknown unary kind {kind}")
+    return op.emit(kb, x, params)
 
 
-_BINARY = {
-    "add": KernelBuilder.fadd,
-    "sub": KernelBuilder.fsub,
-    "mul": KernelBuilder.fmul,
-    "div": KernelBuilder.fdiv,
-}
+def emit_binary(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    """The binary op `kind` on `a` and `b`: the graph op class of that kind emits it."""
+    op = graph.ELEMENTWISE_BY_KIND.get(kind)
+    if op is None or not issubclass(op, graph.BinaryOp):
+        raise ValueError(f"unknown binary kind {kind}")
+    return op.emit(kb, a, b)
 
 
 def emit_expr(
@@ -131,7 +105,7 @@ def emit_expr(
     if isinstance(e, Bin):
         a = emit_expr(kb, e.a, src, load_input)
         b = emit_expr(kb, e.b, src, load_input)
-        return _BINARY[e.kind](kb, a, b)
+        return emit_binary(kb, e.kind, a, b)
     raise TypeError(e)
 
 

@@ -26,26 +26,8 @@ def where(op: Operation) -> str:
     return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
 
 
-_UNARY_KIND = {
-    graph.ReluOp: "relu", graph.SigmoidOp: "sigmoid", graph.TanhOp: "tanh", graph.ExpOp: "exp",
-    graph.NegOp: "neg", graph.AbsOp: "abs", graph.SqrtOp: "sqrt", graph.HardSwishOp: "hard_swish",
-    graph.HardSigmoidOp: "hard_sigmoid", graph.LeakyReluOp: "leaky_relu", graph.ClipOp: "clip",
-}
-_BINARY_KIND = {graph.AddOp: "add", graph.SubOp: "sub", graph.MulOp: "mul", graph.DivOp: "div"}
-
-
-def _unary_params(op: Operation) -> tuple[float, ...]:
-    if isinstance(op, graph.ClipOp):
-        return (op.min.value.data, op.max.value.data)
-    if isinstance(op, graph.HardSigmoidOp):
-        return (op.alpha.value.data, op.beta.value.data)
-    if isinstance(op, graph.LeakyReluOp):
-        return (op.alpha.value.data,)
-    return ()
-
-
 def is_elementwise(op: Operation) -> bool:
-    return type(op) in _UNARY_KIND or type(op) in _BINARY_KIND
+    return graph.is_elementwise(op)
 
 
 @dataclass
@@ -117,10 +99,10 @@ def group_expression(group: Group) -> tuple[Expr, list[SSAValue]]:
         if head_value is not None and v is head_value:
             return Src()
         owner = v.owner
-        if owner in members:
-            if type(owner) in _UNARY_KIND:
-                return Un(_UNARY_KIND[type(owner)], expr(owner.operands[0]), _unary_params(owner))
-            return Bin(_BINARY_KIND[type(owner)], expr(owner.operands[0]), expr(owner.operands[1]))
+        if owner in members:  # each element-wise op names its kind and parameters
+            if isinstance(owner, graph.UnaryOp):
+                return Un(owner.kind, expr(owner.input), owner.expr_params())
+            return Bin(owner.kind, expr(owner.lhs), expr(owner.rhs))
         if v not in extras:
             extras.append(v)
         return In(extras.index(v))

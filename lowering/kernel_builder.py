@@ -228,6 +228,9 @@ class KernelBuilder:
     def tanh(self, a) -> SSAValue:
         return self.emit(math.TanhOp(self.f(a)))
 
+    def erf(self, a) -> SSAValue:
+        return self.emit(math.ErfOp(self.f(a)))
+
     def sqrt(self, a) -> SSAValue:
         return self.emit(math.SqrtOp(self.f(a)))
 

@@ -10,8 +10,13 @@ def all_passes():
 
     from adreno_mlir.passes.annotate_texture_scope import AnnotateTextureScope
     from adreno_mlir.passes.convert_layout_nchw4c import ConvertLayoutNCHW4c
+    from adreno_mlir.passes.conv_winograd import ConvWinograd
+    from adreno_mlir.passes.graph_fuse import GraphFuse
+    from adreno_mlir.passes.select_kernel_config import SelectKernelConfig
+    from adreno_mlir.passes.split_k import SplitK
 
-    return [GraphCanonicalize, FoldBatchNorm, ConvertLayoutNCHW4c, AnnotateTextureScope, ConvertGraphToOpenCL]
+    return [GraphCanonicalize, FoldBatchNorm, ConvertLayoutNCHW4c, ConvWinograd, AnnotateTextureScope, GraphFuse,
+            SelectKernelConfig, SplitK, ConvertGraphToOpenCL]
 
 
 __all__ = ["FoldBatchNorm", "GraphCanonicalize", "all_passes"]

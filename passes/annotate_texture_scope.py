@@ -24,27 +24,34 @@ from adreno_mlir.errors import CompileError
 from adreno_mlir.target import TargetProfile, get_profile, list_profiles
 from adreno_mlir.dialects import graph, texture
 
-_IMAGE_OPS = (graph.Conv2dOp, graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp,
-              graph.ReduceMeanOp, graph.ResizeOp, graph.ConcatOp, *graph.UNARY_OPS, *graph.BINARY_OPS)
 MAPPINGS = ("texture", "texture-nhwc")
 
 
+def image_operands(op: Operation) -> graph.ImageOperands | None:
+    """The op's `ImageOperands` trait; texture ops that cannot import graph.py (the
+    Winograd ops) declare the same as class constants IMAGE_OPERANDS / WRITES_IMAGES."""
+    trait = op.get_trait(graph.ImageOperands)
+    if trait is None and hasattr(type(op), "IMAGE_OPERANDS"):
+        trait = graph.ImageOperands(tuple(op.IMAGE_OPERANDS), bool(getattr(op, "WRITES_IMAGES", True)))
+    return trait
+
+
 def reads_images(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` can read its operand `value` from an image (the op's `ImageOperands`
+    trait says which operands: a convolution's weights and bias stay buffers)."""
     if isinstance(op, texture.UnpackOp):
         return True
-    if isinstance(op, graph.Conv2dOp):
-        return value is op.input  # weights and bias stay buffers
-    return isinstance(op, _IMAGE_OPS)
+    trait = image_operands(op)
+    return trait is not None and trait.reads(op, value)
 
 
 def writes_images(op: Operation) -> bool:
+    """Whether `op` can write its result to an image (`ImageOperands(writes=True)`;
+    concats, write-bound copies, keep buffers)."""
     if isinstance(op, texture.PackOp):
         return not isinstance(op.input.owner, graph.ConstantOp)
-    if isinstance(op, graph.ConcatOp):
-        # A concat is one copy per input, write-bound: on the H200 its copies took 1.6x
-        # longer into images than into buffers (DenseNet-121, docs/measurements.md).
-        return False
-    return isinstance(op, _IMAGE_OPS)
+    trait = image_operands(op)
+    return trait is not None and trait.writes
 
 
 def choose_mapping(shape: tuple[int, ...], profile: TargetProfile) -> str | None:

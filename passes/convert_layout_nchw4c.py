@@ -32,8 +32,6 @@ from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.passes.constants import constant_value, new_constant
 
-_ELEMENTWISE = (*graph.UNARY_OPS, *graph.BINARY_OPS)
-
 
 def packed_type(logical: tuple[int, ...], element=f32) -> texture.TextureTensorType:
     return texture.TextureTensorType.make(texture.packed_shape("nchw4c", logical), element, "nchw4c", "global")
@@ -106,7 +104,7 @@ class LayoutConverter:
             # Padding channels are zeros: 0 / 0 would put NaN there, and a following
             # convolution multiplies them by its zero weights (NaN everywhere).
             return False
-        if isinstance(op, _ELEMENTWISE):
+        if graph.is_elementwise(op):
             out = graph.shape_of(op.results[0])
             return len(out) == 4 and all(self.operand_ok(v, out) for v in op.operands)
         return False
@@ -145,7 +143,7 @@ class LayoutConverter:
             recip = self.constant(1.0 / constant_value(op.rhs, self.store), (op.rhs.name_hint or "c") + "_recip", op)
             new = graph.MulOp(self.operand(op.lhs, out_shape, op), self.operand(recip, out_shape, op),
                               packed_type(out_padded, self.element))
-        elif isinstance(op, _ELEMENTWISE):
+        elif graph.is_elementwise(op):
             operands = [self.operand(v, out_shape, op) for v in op.operands]
             new = type(op).create(operands=operands, result_types=[packed_type(out_padded, self.element)],
                                   properties=dict(op.properties))
@@ -178,10 +176,12 @@ class LayoutConverter:
             b_val = self.constant(b, (op.bias.owner.weight_name or "conv_bias") + "_c4", op)
         out = graph.shape_of(op.result)
         groups = co_p if g > 1 else 1
-        return graph.Conv2dOp(
+        new = graph.Conv2dOp(
             self.packed(op.input), w_val, b_val, packed_type((out[0], co_p, out[2], out[3]), self.element),
             graph.ints(op.strides), graph.ints(op.pads), graph.ints(op.dilations), groups,
         )
+        new.attributes.update(op.attributes)  # e.g. a hand-set `winograd` choice
+        return new
 
     def run(self) -> None:
         for op in list(self.fn.body.block.ops):

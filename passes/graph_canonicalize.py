@@ -3,8 +3,13 @@
 - identity reshapes/transposes/clips and single-input concats disappear;
 - reshape(reshape(x)) and transpose(transpose(x)) collapse into one op;
 - element-wise ops and reshapes whose operands are all constants are evaluated with
-  numpy (small results inline, larger ones into the weight store);
+  numpy, each element-wise op with its own `evaluate` (small results inline, larger
+  ones into the weight store);
 - unused pure ops are erased by the greedy driver.
+
+The patterns belong to the ops: each graph op lists its own in a
+`HasCanonicalizationPatternsTrait` (dialects/graph.py), so xDSL's `canonicalize`
+applies them too. This pass applies the graph ops' patterns only.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.traits import HasCanonicalizationPatternsTrait
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph
@@ -37,28 +43,13 @@ def make_constant(rewriter: PatternRewriter, op: Operation, arr: np.ndarray, hin
     rewriter.replace(op, new_constant(store_of(module_of(op)), arr, hint))
 
 
-_NUMPY_UNARY = {
-    graph.ReluOp: lambda x, op: np.maximum(x, 0),
-    graph.SigmoidOp: lambda x, op: 1 / (1 + np.exp(-x)),
-    graph.TanhOp: lambda x, op: np.tanh(x),
-    graph.ExpOp: lambda x, op: np.exp(x),
-    graph.NegOp: lambda x, op: -x,
-    graph.AbsOp: lambda x, op: np.abs(x),
-    graph.SqrtOp: lambda x, op: np.sqrt(x),
-    graph.ClipOp: lambda x, op: np.clip(x, op.min.value.data, op.max.value.data),
-}
-_NUMPY_BINARY = {
-    graph.AddOp: np.add, graph.SubOp: np.subtract, graph.MulOp: np.multiply, graph.DivOp: np.divide,
-}
-
-
 class FoldConstantElementwise(RewritePattern):
-    """Evaluate element-wise ops and reshapes whose operands are all constants."""
+    """Evaluate element-wise ops (with the op class's `evaluate`) and reshapes whose
+    operands are all constants."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        fold = _NUMPY_UNARY.get(type(op))
-        binary = _NUMPY_BINARY.get(type(op))
-        if fold is None and binary is None and not isinstance(op, graph.ReshapeOp):
+        elementwise = isinstance(op, graph.UnaryOp | graph.BinaryOp)
+        if not elementwise and not isinstance(op, graph.ReshapeOp):
             return
         if not op.operands or not all(isinstance(v.owner, graph.ConstantOp) for v in op.operands):
             return
@@ -69,10 +60,8 @@ class FoldConstantElementwise(RewritePattern):
         with np.errstate(all="ignore"):
             if isinstance(op, graph.ReshapeOp):
                 result = args[0].reshape(out_shape)
-            elif binary is not None:
-                result = binary(args[0], args[1])
             else:
-                result = fold(args[0], op)
+                result = type(op).evaluate(*args, params=op.expr_params())
         make_constant(rewriter, op, np.asarray(result, np.float32).reshape(out_shape), "folded")
 
 
@@ -115,18 +104,23 @@ class RemoveSingleConcat(RewritePattern):
             rewriter.replace(op, [], [op.inputs[0]])
 
 
+def graph_patterns() -> list[RewritePattern]:
+    """The canonicalization patterns of the graph ops (from their traits), one of each."""
+    patterns: dict[type, RewritePattern] = {}
+    for op_type in graph.Graph.operations:
+        for trait in op_type.get_traits_of_type(HasCanonicalizationPatternsTrait):
+            for p in trait.get_patterns(op_type):
+                patterns.setdefault(type(p), p)
+    # Removals before folding (the order the pass always used; the result is the same).
+    return sorted(patterns.values(), key=lambda p: isinstance(p, FoldConstantElementwise))
+
+
 @dataclass(frozen=True)
 class GraphCanonicalize(ModulePass):
     name = "graph-canonicalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([
-                RemoveIdentityReshape(),
-                RemoveIdentityTranspose(),
-                RemoveNoOpClip(),
-                RemoveSingleConcat(),
-                FoldConstantElementwise(),
-            ]),
+            GreedyRewritePatternApplier(graph_patterns()),
             apply_recursively=True,
         ).rewrite_module(op)

@@ -11,9 +11,11 @@ then follows the head's value while
 - the user's result has the value's shape (the epilogue runs once per output element;
   the user's other operand is read through broadcasting).
 
-So conv + bias + ReLU + residual add, the SE block's `x * hard_sigmoid(...)` and
-hard-swish chains each become one region, and the lowering one kernel. A group of one
-op stays a plain op. The region is placed where the group's last op stood, so every
+So conv + bias + ReLU + residual add, an SE block's conv + hard-sigmoid and hard-swish
+chains each become one region, and the lowering one kernel. (The SE block's final
+`x * scale` stays a kernel of its own: its result has the block input's shape, not
+the 1x1 scale's, so it cannot be the scale conv's epilogue.) A group of one op stays a
+plain op. The region is placed where the group's last op stood, so every
 outside value it reads is defined by then.
 
 Leave this pass out of a pipeline and every op gets a kernel of its own.
@@ -38,23 +40,14 @@ from adreno_mlir.dialects import graph
 
 
 def is_elementwise(op: Operation) -> bool:
-    if hasattr(graph, "is_elementwise"):
-        return graph.is_elementwise(op)
-    return isinstance(op, (*graph.UNARY_OPS, *graph.BINARY_OPS))
-
-
-def _epilogue_head(op: Operation) -> bool:
-    if hasattr(graph, "is_epilogue_head"):
-        return graph.is_epilogue_head(op)
-    return isinstance(op, (graph.Conv2dOp, graph.GemmOp, graph.MaxPoolOp, graph.AvgPoolOp,
-                           graph.GlobalAvgPoolOp, graph.ReduceMeanOp, graph.ResizeOp))
+    return graph.is_elementwise(op)
 
 
 def can_take_epilogue(op: Operation) -> bool:
     """Whether `op`'s kernel can apply a fused element-wise tail to its value."""
     if isinstance(op, graph.ReduceMeanOp) and not op.keepdims.value.data:
         return False  # epilogue coordinates are those of the keepdims shape
-    return _epilogue_head(op) or is_elementwise(op) or op.name == "texture.winograd_output"
+    return graph.is_epilogue_head(op) or is_elementwise(op)
 
 
 def _single_user(op: Operation) -> Operation | None:

@@ -7,7 +7,7 @@ changed by editing it:
 
     %y = graph.fused {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 4 : i64}} -> ...
 
-Keys by kernel (absent keys take the defaults in `DEFAULTS`):
+Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 
 | kernel | keys |
 |---|---|
@@ -16,10 +16,12 @@ Keys by kernel (absent keys take the defaults in `DEFAULTS`):
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
 
-A JSON file of overrides (`overrides=PATH`, what an autotuner writes) replaces any
-default: `{"<signature>": {"x_block": 2}, "loc:/layer4/layer4.0/conv1/Conv": {...}}`,
+A JSON file of overrides (`overrides="PATH"`, quoted in a pipeline string; what an
+autotuner writes) replaces any default: `{"<signature>": {"x_block": 2}, "loc:/layer4/layer4.0/conv1/Conv": {...}}`,
 keyed by the op's signature (`kernel_signature`: op kind, operand and result types,
-attributes, fused epilogue) or by `loc:` plus the ONNX node name.
+attributes, fused epilogue) or by `loc:` plus the ONNX node name of any op in the
+kernel. Node names win over signatures. Entries that match no op are reported (a
+warning: a shared tuning file may hold other models' entries).
 """
 
 from __future__ import annotations
@@ -50,13 +52,10 @@ from adreno_mlir.errors import CompileError
 
 CONFIG_ATTR = "kernel_config"
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "conv4c": {"x_block": 4, "co_blocks": 1, "split_k": 1},
-    "conv": {"kernel": "vec4", "co_block": 8, "x_block": 4},
-    "winograd_matmul": {"tiles_per_item": 2, "co_blocks": 1},
-}
-"""What the lowering assumes for keys a config does not set (e.g. when
-select-kernel-config did not run)."""
+DEFAULT_RULES: "Rules"
+"""Where a config lacks a key (select-kernel-config did not run, or a hand-written
+config sets only some keys), the lowering takes that key from these rules: the pass's
+defaults for a GPU target."""
 
 
 # --------------------------------------------------------------------------- reading and writing
@@ -168,7 +167,7 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
             choices = allowed[k]
             shown = f"{choices.start}..{choices.stop - 1}" if isinstance(choices, range) else list(choices)
             raise CompileError(f"{where(head)}: kernel_config {k} = {v!r} is not one of {shown}")
-    return {**DEFAULTS.get(kind, {}), **cfg}
+    return {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
 
 
 # --------------------------------------------------------------------------- the rules
@@ -187,20 +186,26 @@ class Rules:
     split_k_items: int
     work_group: tuple[int, ...]
 
-    def choose(self, head: Operation) -> dict[str, Any]:
+    def choose(self, head: Operation, kernel: str | None = None) -> dict[str, Any]:
+        """The default config of the kernel headed by `head` (`kernel` forces the NCHW
+        convolution's kernel kind, so the other keys fit it)."""
         kind = kernel_kind(head)
         cfg: dict[str, Any] = {}
-        if kind == "conv4c" and isinstance(head, graph.Conv2dOp):
+        if kind == "conv4c":
             cfg = self.conv4c(head)
         elif kind == "conv":
-            cfg = self.conv(head)
+            cfg = self.conv(head, kernel)
+        elif kind == "winograd_matmul":
+            cfg = self.winograd_matmul(head)
         if self.work_group:
             cfg["work_group"] = self.work_group
         return cfg
 
-    def conv4c(self, op: graph.Conv2dOp) -> dict[str, Any]:
+    def conv4c(self, op: graph.Conv2dOp | graph.Conv2dSplitKOp) -> dict[str, Any]:
         n, c4, h, w, _ = op.result.type.shape
-        depthwise = op.groups.value.data > 1
+        if isinstance(op, graph.Conv2dSplitKOp):
+            n //= op.parts.value.data
+        depthwise = isinstance(op, graph.Conv2dOp) and op.groups.value.data > 1
         x_block = max(1, min(self.conv_x_block, w))
         co_blocks = self.packed_co_blocks if not depthwise and c4 % self.packed_co_blocks == 0 else 1
         # Split-K: enough parts for about split_k_items work-items when the grid alone
@@ -213,13 +218,22 @@ class Rules:
             split = max(1, min(8, -(-self.split_k_items // items), ci4 // 8))
         return {"x_block": x_block, "co_blocks": co_blocks, "split_k": split}
 
-    def conv(self, op: graph.Conv2dOp) -> dict[str, Any]:
+    def winograd_matmul(self, op: Operation) -> dict[str, Any]:
+        """One tile and one channel block per work-item on GPUs (fastest on the H200);
+        CPUs gain from reusing each filter float4 for two tiles and two channel blocks
+        (measured on PoCL)."""
+        if self.gpu:
+            return {"tiles_per_item": 1, "co_blocks": 1}
+        k4 = op.result.type.shape[1]
+        return {"tiles_per_item": 2, "co_blocks": 2 if k4 % 2 == 0 else 1}
+
+    def conv(self, op: graph.Conv2dOp, kernel: str | None = None) -> dict[str, Any]:
         out = graph.shape_of(op.result)
         x = graph.shape_of(op.input)
         co, groups = out[1], op.groups.value.data
         depthwise = groups > 1 and groups == x[1] == co
-        if (self.vectorize and co % 4 == 0 and (groups == 1 or depthwise)
-                and isinstance(op.weight.owner, graph.ConstantOp)):
+        vec4_ok = co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)
+        if kernel == "vec4" or (kernel is None and self.vectorize and vec4_ok):
             cb = 8 if co % 8 == 0 and not depthwise and self.conv_co_block >= 8 else 4
             # Smaller pixel blocks rather than fewer than min_work_items work-items.
             items_per_row = out[2] * out[0] * co // cb
@@ -264,22 +278,34 @@ def is_kernel(op: Operation) -> bool:
 
 
 class SelectConfig(RewritePattern):
-    def __init__(self, rules: Rules, overrides: dict[str, dict[str, Any]]):
+    def __init__(self, rules: Rules, overrides: dict[str, dict[str, Any]], source: str = ""):
         self.rules = rules
         self.overrides = overrides
+        self.source = source
+        self.used: set[str] = set()
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not is_kernel(op) or CONFIG_ATTR in op.attributes:
             return  # a config written by hand (or an earlier run) is kept
         head = head_of(op)
         cfg = self.rules.choose(head)
-        desc = getattr(head.location, "desc", None)
-        for key in (kernel_signature(op), f"loc:{desc.data}" if desc is not None else None):
-            if key is not None and key in self.overrides:
+        members = op.ops if isinstance(op, graph.FusedOp) else [op]
+        keys = [kernel_signature(op)] + [
+            f"loc:{d.data}" for d in (getattr(m.location, "desc", None) for m in [op, *members]) if d is not None]
+        for key in dict.fromkeys(keys):  # the signature first, then node names (more specific)
+            if key in self.overrides:
                 cfg.update(self.overrides[key])
+                self.used.add(key)
+                if "kernel" in self.overrides[key]:  # the other keys must fit the chosen kernel
+                    cfg = {**self.rules.choose(head, kernel=cfg["kernel"]), **cfg}
         if not cfg:
             return
-        validate_config(op, cfg)
+        try:
+            validate_config(op, cfg)
+        except CompileError as e:
+            if self.source and any(k in self.overrides for k in keys):
+                raise CompileError(f"{e} (config from overrides file {self.source})") from None
+            raise
         set_config(op, cfg)
         rewriter.notify_op_modified(op)
 
@@ -327,4 +353,17 @@ class SelectKernelConfig(ModulePass):
         rules = Rules(profile.is_gpu, self.conv_co_block, self.conv_x_block, self.vectorize,
                       self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group))
         overrides = load_overrides(self.overrides) if self.overrides else {}
-        PatternRewriteWalker(SelectConfig(rules, overrides), apply_recursively=False).rewrite_module(op)
+        pattern = SelectConfig(rules, overrides, self.overrides)
+        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
+        unused = [k for k in overrides if k not in pattern.used]
+        if unused:
+            # A shared tuning file may hold entries for other models: a note, not an error.
+            import warnings
+
+            warnings.warn(f"select-kernel-config: {len(unused)} entr{'y' if len(unused) == 1 else 'ies'} of "
+                          f"{self.overrides} matched no op: {', '.join(unused[:5])}"
+                          + (" ..." if len(unused) > 5 else ""), stacklevel=2)
+
+
+DEFAULT_RULES = Rules(gpu=True, conv_co_block=8, conv_x_block=4, vectorize=True, packed_co_blocks=1,
+                      min_work_items=16384, split_k_items=0, work_group=())

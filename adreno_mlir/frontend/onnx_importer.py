@@ -390,6 +390,7 @@ def _emit(n: _Node, op):
 _UNARY = {
     "Relu": graph.ReluOp, "Sigmoid": graph.SigmoidOp, "Tanh": graph.TanhOp, "Exp": graph.ExpOp,
     "Neg": graph.NegOp, "Abs": graph.AbsOp, "Sqrt": graph.SqrtOp, "HardSwish": graph.HardSwishOp,
+    "Erf": graph.ErfOp,
 }
 
 

@@ -6,7 +6,7 @@
 
 // Every unsupported op type is listed once with all of its nodes; no traceback.
 // OPS: error: the model uses operators adreno-mlir does not support:
-// OPS-NEXT: Erf (2 nodes): /erf1, /erf2
+// OPS-NEXT: Sin (2 nodes): /sin1, /sin2
 // OPS-NEXT: TopK (1 node): /topk
 // OPS-NOT: Traceback
 

@@ -49,3 +49,22 @@ func.func @single_concat(%x: tensor<1x2xf32>) -> tensor<1x2xf32> {
   %c = graph.concat %x {axis = 1 : i64} : (tensor<1x2xf32>) -> tensor<1x2xf32>
   func.return %c : tensor<1x2xf32>
 }
+
+// CHECK-LABEL: func.func @fold_activations
+func.func @fold_activations() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+  // Every element-wise op folds on constants through its own `evaluate`.
+  // CHECK-NEXT: %{{.*}} = graph.constant dense<[3.000000e+00, 1.125000e+00]> : tensor<2xf32>
+  // CHECK-NEXT: %{{.*}} = graph.constant dense<[0.000000e+00, 7.500000e-01]> : tensor<2xf32>
+  // CHECK-NEXT: %{{.*}} = graph.constant dense<[-5.000000e-01, 4.000000e+00]> : tensor<2xf32>
+  // CHECK-NEXT: %{{.*}} = graph.constant dense<[0.000000e+00, 0.842700779]> : tensor<2xf32>
+  // CHECK-NEXT: func.return
+  %a = graph.constant dense<[3.0, 1.5]> : tensor<2xf32>
+  %hs = graph.hard_swish %a : tensor<2xf32>
+  %b = graph.constant dense<[-2.0, 1.0]> : tensor<2xf32>
+  %hg = graph.hard_sigmoid %b {alpha = 0.5 : f32, beta = 0.25 : f32} : tensor<2xf32>
+  %c = graph.constant dense<[-2.0, 4.0]> : tensor<2xf32>
+  %lr = graph.leaky_relu %c {alpha = 0.25 : f32} : tensor<2xf32>
+  %d = graph.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %e = graph.erf %d : tensor<2xf32>
+  func.return %hs, %hg, %lr, %e : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+}

@@ -3,7 +3,7 @@
     python make_models.py OUT_DIR
 small.onnx: Conv -> BatchNormalization -> Relu, a Shape/Gather/Unsqueeze/Concat
 subgraph feeding Reshape (must fold away), an Identity (dropped) and a Gemm.
-unsupported.onnx: two unsupported op types (Erf twice, TopK once) among supported ones.
+unsupported.onnx: two unsupported op types (Sin twice, TopK once) among supported ones.
 dynamic.onnx: a model whose input has a symbolic batch dimension.
 """
 
@@ -55,8 +55,8 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out
 
 nodes = [
     helper.make_node("Relu", ["x"], ["a"], name="/relu"),
-    helper.make_node("Erf", ["a"], ["b"], name="/erf1"),
-    helper.make_node("Erf", ["b"], ["c"], name="/erf2"),
+    helper.make_node("Sin", ["a"], ["b"], name="/sin1"),
+    helper.make_node("Sin", ["b"], ["c"], name="/sin2"),
     helper.make_node("TopK", ["c", "k"], ["d", "idx"], name="/topk", axis=1),
 ]
 g = helper.make_graph(

@@ -1,0 +1,130 @@
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config' | filecheck %s
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{target=pocl-cpu}' | filecheck %s --check-prefix=CPU
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{work-group=16,4,1}' | filecheck %s --check-prefix=WG
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{overrides="%S/Inputs/kernel_config_overrides.json"}' | filecheck %s --check-prefix=OVR
+
+// select-kernel-config puts a `kernel_config` dictionary on every op that becomes a
+// kernel: the `graph.fused` region when there is one, else the lone op. Default target
+// adreno-740 (a GPU); pocl-cpu gets no split-K and no occupancy-driven pixel blocking.
+
+// NCHW conv + relu (one region) then a max pool (a lone op).
+// On the GPU: float4 (OIHW4o) kernel, 8 output channels per work-item; this tiny grid is far
+// below min-work-items (16384), so one pixel per work-item (x_block = 1).
+// On the CPU target: no occupancy rule, the full 4-pixel block.
+// The pool has no keys of its own: no kernel_config at all, unless work-group is set.
+// With overrides, `loc:nchw_conv` in the JSON overrides file selects the scalar kernel.
+
+// CHECK-LABEL: func.func @nchw
+// CHECK:         %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64}} -> tensor<1x8x6x6xf32> {
+// CHECK:         %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} :
+// CPU-LABEL:   func.func @nchw
+// CPU:           %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 4 : i64}} -> tensor<1x8x6x6xf32> {
+// CPU:           %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} :
+// WG-LABEL:    func.func @nchw
+// WG:            %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64, work_group = array<i64: 16, 4, 1>}} -> tensor<1x8x6x6xf32> {
+// WG:            %m = graph.max_pool %r {kernel_config = {work_group = array<i64: 16, 4, 1>}, kernel_shape = array<i64: 2, 2>} :
+// OVR-LABEL:   func.func @nchw
+// OVR:           %r = graph.fused {kernel_config = {kernel = "scalar", co_block = 4 : i64, x_block = 1 : i64}} -> tensor<1x8x6x6xf32> {
+func.func @nchw(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x5x5xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x8x3x3xf32>
+  %c = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32> -> tensor<1x8x6x6xf32> loc("nchw_conv")
+  %r = graph.relu %c : tensor<1x8x6x6xf32>
+  %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} : (tensor<1x8x6x6xf32>) -> tensor<1x8x5x5xf32>
+  func.return %m : tensor<1x8x5x5xf32>
+}
+
+// -----
+
+// 6 output channels: not a multiple of 4, so the scalar kernel with the largest
+// co_block that divides 6 (8 and 4 do not: 2). A lone conv carries the config itself.
+
+// CHECK-LABEL: func.func @nchw_scalar
+// CHECK:         graph.conv2d %x, %w {kernel_config = {kernel = "scalar", co_block = 2 : i64}} :
+// CPU-LABEL:   func.func @nchw_scalar
+// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "scalar", co_block = 2 : i64}} :
+func.func @nchw_scalar(%x: tensor<1x4x6x6xf32>) -> tensor<1x6x6x6xf32> {
+  %w = graph.constant dense<0.5> : tensor<6x4x1x1xf32>
+  %c = graph.conv2d %x, %w : tensor<1x4x6x6xf32>, tensor<6x4x1x1xf32> -> tensor<1x6x6x6xf32>
+  func.return %c : tensor<1x6x6x6xf32>
+}
+
+// -----
+
+// NCHW4c conv, 8 input channels (2 blocks): 4 pixels and 1 channel block per
+// work-item; no split-K (a part must keep >= 8 input channel blocks). When the output
+// is only 2 pixels wide, x_block is clamped to 2.
+
+// CHECK-LABEL: func.func @packed
+// CHECK:         graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, pads = array<i64: 1, 1, 1, 1>} :
+// CHECK:         graph.conv2d %x, %w {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, strides = array<i64: 4, 4>} :
+// CPU-LABEL:   func.func @packed
+// CPU:           graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, pads = array<i64: 1, 1, 1, 1>} :
+// WG-LABEL:    func.func @packed
+// WG:            graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, work_group = array<i64: 16, 4, 1>}, pads = array<i64: 1, 1, 1, 1>} :
+func.func @packed(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) -> (!texture.tensor<1x2x8x8x4xf32, nchw4c, global>, !texture.tensor<1x2x2x2x4xf32, nchw4c, global>) {
+  %w = graph.constant dense<0.5> : tensor<2x8x3x3x4xf32>
+  %c = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x2x8x8x4xf32, nchw4c, global>, tensor<2x8x3x3x4xf32> -> !texture.tensor<1x2x8x8x4xf32, nchw4c, global>
+  %s = graph.conv2d %x, %w {strides = array<i64: 4, 4>} : !texture.tensor<1x2x8x8x4xf32, nchw4c, global>, tensor<2x8x3x3x4xf32> -> !texture.tensor<1x2x2x2x4xf32, nchw4c, global>
+  func.return %c, %s : !texture.tensor<1x2x8x8x4xf32, nchw4c, global>, !texture.tensor<1x2x2x2x4xf32, nchw4c, global>
+}
+
+// -----
+
+// A small late NCHW4c conv (7x7 output, 128 input channels = 32 blocks):
+// ceil(7 / 4) * 7 * 8 = 112 work-items, far below split-k-items (8192). On the GPU the
+// input channels are split: min(8, ceil(8192 / 112), 32 / 8) = 4 parts. The CPU target
+// never splits. The config sits on the conv + relu region. A depthwise conv of the same
+// size is never split.
+// With overrides, `loc:late_conv` asks for split_k = 2 and x_block = 2 (keys merged over the
+// defaults).
+
+// CHECK-LABEL: func.func @late
+// CHECK:         %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
+// CHECK:         graph.conv2d %x, %dw {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, groups = 128 : i64} :
+// CPU-LABEL:   func.func @late
+// CPU:           %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
+// WG-LABEL:    func.func @late
+// WG:            %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64, work_group = array<i64: 16, 4, 1>}}
+// OVR-LABEL:   func.func @late
+// OVR:           %r = graph.fused {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 2 : i64}}
+func.func @late(%x: !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) -> (!texture.tensor<1x8x7x7x4xf32, nchw4c, global>, !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) {
+  %w = graph.constant dense<0.5> : tensor<8x128x1x1x4xf32>
+  %b = graph.constant dense<0.5> : tensor<32xf32>
+  %dw = graph.constant dense<0.5> : tensor<32x1x1x1x4xf32>
+  %c = graph.conv2d %x, %w, %b : !texture.tensor<1x32x7x7x4xf32, nchw4c, global>, tensor<8x128x1x1x4xf32>, tensor<32xf32> -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> loc("late_conv")
+  %r = graph.relu %c : !texture.tensor<1x8x7x7x4xf32, nchw4c, global>
+  %d = graph.conv2d %x, %dw {groups = 128 : i64} : !texture.tensor<1x32x7x7x4xf32, nchw4c, global>, tensor<32x1x1x1x4xf32> -> !texture.tensor<1x32x7x7x4xf32, nchw4c, global>
+  func.return %r, %d : !texture.tensor<1x8x7x7x4xf32, nchw4c, global>, !texture.tensor<1x32x7x7x4xf32, nchw4c, global>
+}
+
+// -----
+
+// A config already in the input (written by hand, or by an earlier run) is kept as it
+// is, on a region and on a lone op, even when partial: absent keys take the lowering's
+// defaults later. The lone relu gets an override keyed by its signature in OVR.
+
+// CHECK-LABEL: func.func @kept
+// CHECK:         %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// CHECK:         graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} :
+// CHECK:         graph.relu %y : tensor<1x8x6x6xf32>
+// CPU-LABEL:   func.func @kept
+// CPU:           %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// CPU:           graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} :
+// WG-LABEL:    func.func @kept
+// WG:            %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// WG:            graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} :
+// WG:            graph.relu %y {kernel_config = {work_group = array<i64: 16, 4, 1>}} : tensor<1x8x6x6xf32>
+// OVR-LABEL:   func.func @kept
+// OVR:           %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// OVR:           graph.relu %y {kernel_config = {work_group = array<i64: 64>}} : tensor<1x8x6x6xf32>
+func.func @kept(%x: tensor<1x8x6x6xf32>, %y: tensor<1x8x6x6xf32>) -> (tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>) {
+  %w = graph.constant dense<0.5> : tensor<8x8x1x1xf32>
+  %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+    %c = graph.conv2d %x, %w : tensor<1x8x6x6xf32>, tensor<8x8x1x1xf32> -> tensor<1x8x6x6xf32>
+    %a = graph.relu %c : tensor<1x8x6x6xf32>
+    graph.yield %a : tensor<1x8x6x6xf32>
+  }
+  %c2 = graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} : tensor<1x8x6x6xf32>, tensor<8x8x1x1xf32> -> tensor<1x8x6x6xf32>
+  %s = graph.relu %y : tensor<1x8x6x6xf32>
+  func.return %c2, %s : tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>
+}

@@ -1,0 +1,212 @@
+"""Kernel configs end to end: `select-kernel-config{overrides=FILE}` (what an autotuner
+writes) through `adreno_mlir.compile(pipeline=...)`, on a small ONNX model run on the
+default OpenCL device and compared with onnxruntime.
+
+The model: conv1 (3x3, 16 -> 16, pad 1) + ReLU, conv2 (1x1, 16 -> 8) + ReLU; graph-fuse
+makes one region (one kernel) of each conv and its ReLU, whose config sits on the region.
+Overrides are keyed by `loc:<ONNX node name>` (the region's head, the conv) or by
+`kernel_signature` of the region. Outputs must match onnxruntime to 1e-4 relative to
+the largest output (fp32).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.parser import Parser
+
+import adreno_mlir
+from adreno_mlir.context import make_context
+from adreno_mlir.errors import CompileError
+from adreno_mlir.passes.select_kernel_config import config_of, head_of, is_kernel, kernel_signature
+
+ort = pytest.importorskip("onnxruntime")
+
+RTOL = 1e-4
+PLAN = dict(target="adreno-740", layout="nchw4c", textures=False)
+
+
+def small_model():
+    rng = np.random.default_rng(0)
+
+    def init(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c2"], ["y"], name="relu2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+        [init("w1", (16, 16, 3, 3)), init("b1", (16,)), init("w2", (8, 16, 1, 1)), init("b2", (8,))],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.fixture(scope="module")
+def model():
+    return small_model()
+
+
+@pytest.fixture(scope="module")
+def feeds_and_reference(model):
+    x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return {"x": x}, sess.run(None, {"x": x})[0]
+
+
+def with_overrides(path):
+    """A pipeline function: the default pipeline with `overrides="PATH"` added to
+    select-kernel-config (the path quoted: the pipeline syntax does not take a bare one)."""
+    return lambda p: p.replace("select-kernel-config{", f'select-kernel-config{{overrides="{path}" ')
+
+
+def compile_with(model, path, **kw):
+    return adreno_mlir.compile(model, keep_ir=True, pipeline=with_overrides(path), **{**PLAN, **kw})
+
+
+def kernels_by_node(ir: str) -> dict[str, tuple[dict, str]]:
+    """{ONNX node name of a kernel's head: (its kernel_config, its kernel_signature)}."""
+    module = Parser(make_context(), ir).parse_module()
+    out = {}
+    for op in module.walk():
+        if is_kernel(op):
+            desc = getattr(head_of(op).location, "desc", None)
+            if desc is not None:
+                out[desc.data] = (config_of(op), kernel_signature(op))
+    return out
+
+
+def assert_matches_onnxruntime(cm, feeds_and_reference):
+    feeds, ref = feeds_and_reference
+    got = cm.run(feeds)["y"]
+    err = float(np.abs(got - ref).max() / np.abs(ref).max())
+    assert err < RTOL, f"max error {err:.3g} relative to the largest output"
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def test_overrides_by_loc_and_signature(model, feeds_and_reference, tmp_path):
+    default = adreno_mlir.compile(model, keep_ir=True, **PLAN)
+    before = kernels_by_node(default.stage_ir["config"])
+    assert before["conv1"][0] == {"x_block": 4, "co_blocks": 1, "split_k": 1}
+    assert before["conv2"][0] == {"x_block": 4, "co_blocks": 1, "split_k": 1}
+    assert "_x2" not in default.source
+    conv2_signature = before["conv2"][1]
+    assert conv2_signature.startswith("graph.conv2d(") and conv2_signature.endswith("+relu")
+
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({
+        "loc:conv1": {"x_block": 2},
+        conv2_signature: {"x_block": 1, "co_blocks": 2},
+    }))
+    cm = compile_with(model, path)
+    assert f'overrides="{path}"' in cm.pipeline
+    after = kernels_by_node(cm.stage_ir["select-kernel-config"])
+    # override keys replace the defaults; the others stay
+    assert after["conv1"][0] == {"x_block": 2, "co_blocks": 1, "split_k": 1}
+    assert after["conv2"][0] == {"x_block": 1, "co_blocks": 2, "split_k": 1}
+    config_ir = cm.stage_ir["select-kernel-config"]
+    assert "kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64}" in config_ir
+    # the lowering follows: two output channel blocks per work-item for conv2
+    assert "__kernel void conv1x1_4c_x2_relu(" in cm.source
+    assert_matches_onnxruntime(cm, feeds_and_reference)
+
+
+def test_signature_override_applies_to_every_equal_layer(tmp_path):
+    """Two identical conv + ReLU layers share a signature: one entry configures both."""
+    rng = np.random.default_rng(2)
+    w = [numpy_helper.from_array((rng.standard_normal((16, 16, 1, 1)) * 0.2).astype(np.float32), f"w{i}")
+         for i in range(2)]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], name="a"), helper.make_node("Relu", ["c0"], ["r0"], name="ra"),
+        helper.make_node("Conv", ["r0", "w1"], ["c1"], name="b"), helper.make_node("Relu", ["c1"], ["y"], name="rb"),
+    ]
+    graph = helper.make_graph(nodes, "twice", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])], w)
+    twice = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    sig = kernels_by_node(adreno_mlir.compile(twice, keep_ir=True, **PLAN).stage_ir["config"])["a"][1]
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({sig: {"x_block": 1}}))
+    cm = compile_with(twice, path)
+    configs = kernels_by_node(cm.stage_ir["select-kernel-config"])
+    assert configs["a"][0]["x_block"] == configs["b"][0]["x_block"] == 1
+    x = np.random.default_rng(3).standard_normal((1, 16, 4, 4)).astype(np.float32)
+    ref = ort.InferenceSession(twice.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert_matches_onnxruntime(cm, ({"x": x}, ref))
+
+
+def test_nchw_overrides(model, feeds_and_reference, tmp_path):
+    """The NCHW plan's keys: the scalar kernel for conv1, 2-pixel blocks for conv2."""
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({"loc:conv1": {"kernel": "scalar", "co_block": 4},
+                                "loc:conv2": {"x_block": 2}}))
+    cm = compile_with(model, path, layout="nchw")
+    configs = kernels_by_node(cm.stage_ir["select-kernel-config"])
+    assert configs["conv1"][0]["kernel"] == "scalar" and configs["conv1"][0]["co_block"] == 4
+    assert configs["conv2"][0] == {"kernel": "vec4", "co_block": 8, "x_block": 2}
+    assert "__kernel void conv1x1_c8x2_relu(" in cm.source
+    assert_matches_onnxruntime(cm, feeds_and_reference)
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"loc:conv1": {"x_block": 2,}}', ["{path}", "is not valid JSON"]),
+    ('[{"x_block": 2}]', ["{path}", "must be a JSON object"]),
+    ('{"loc:conv1": 4}', ["{path}", "must be a JSON object"]),
+    ('{"loc:conv1": {"xblock": 2}}', ["'graph.conv2d' at loc(\"conv1\")", "key 'xblock'", "known keys", "x_block"]),
+    ('{"loc:conv2": {"x_block": 7}}', ["'graph.conv2d' at loc(\"conv2\")", "x_block = 7", "[1, 2, 3, 4]"]),
+    ('{"loc:conv2": {"split_k": 0}}', ["'graph.conv2d' at loc(\"conv2\")", "split_k = 0"]),
+    ('{"loc:conv1": {"work_group": [0, 4]}}', ["loc(\"conv1\")", "work_group"]),
+], ids=["json-syntax", "not-an-object", "entry-not-an-object", "unknown-key", "bad-x-block", "bad-split-k",
+        "bad-work-group"])
+def test_bad_override_file(model, tmp_path, text, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(CompileError) as err:
+        compile_with(model, path)
+    message = str(err.value)
+    for fragment in expected:
+        assert fragment.format(path=path) in message, message
+
+
+def test_missing_override_file(model, tmp_path):
+    path = tmp_path / "absent.json"
+    with pytest.raises(CompileError, match="cannot read overrides file") as err:
+        compile_with(model, path)
+    assert str(path) in str(err.value)
+
+
+# --------------------------------------------------------------------------- split-K
+
+
+@pytest.mark.parametrize("textures", [False, True], ids=["buffers", "images"])
+def test_split_k_forced_by_override(model, feeds_and_reference, tmp_path, textures):
+    """select-kernel-config never splits these convs (too few input channel blocks); forced
+    through the overrides it becomes a partial-sum kernel and a summing kernel that
+    also runs the ReLU. conv1 has 4 input channel blocks, split 3 ways (uneven)."""
+    path = tmp_path / "split.json"
+    path.write_text(json.dumps({"loc:conv1": {"split_k": 3}, "loc:conv2": {"split_k": 2, "x_block": 2}}))
+    cm = compile_with(model, path, textures=textures)
+    configs = kernels_by_node(cm.stage_ir["select-kernel-config"])
+    assert configs["conv1"][0]["split_k"] == 3 and configs["conv2"][0]["split_k"] == 2
+    split_ir = cm.stage_ir["split-k"]
+    assert "graph.conv2d_split_k" in split_ir and "graph.split_k_sum" in split_ir
+    assert "parts = 3 : i64" in split_ir and "parts = 2 : i64" in split_ir
+    assert "graph.conv2d " not in split_ir  # every conv was split
+    # the partial-sum op keeps the blocking keys, without split_k
+    assert "kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64}" in split_ir
+    assert "__kernel void conv3x3_4c_split3(" in cm.source
+    assert "__kernel void conv1x1_4c_split2(" in cm.source
+    assert "__kernel void conv_split_sum_4c_relu" in cm.source
+    assert_matches_onnxruntime(cm, feeds_and_reference)
