@@ -1,6 +1,18 @@
 """adreno-mlir: ONNX models to OpenCL C for mobile GPUs, as an xDSL dialect pipeline."""
 
-from adreno_mlir.errors import CompileError
+import os as _os
+
+# The compiler's folders (dialects/, passes/, lowering/) sit beside this package in the
+# repository and install as adreno_mlir.dialects etc. (pyproject's package-dir). When
+# the package runs straight from a checkout without being installed (PYTHONPATH=repo,
+# as on the GPU machine), the repository root joins this package's search path so those
+# names resolve the same way.
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(__path__[0], "dialects")) and _os.path.isfile(
+        _os.path.join(_root, "dialects", "graph.py")):
+    __path__.append(_root)
+
+from adreno_mlir.errors import CompileError  # noqa: E402
 
 
 def compile(*args, **kwargs):

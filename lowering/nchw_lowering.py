@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
-from adreno_mlir.lowering.groups import Group, KernelPattern, group_expression, is_elementwise
+from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides
 from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, MapSpec
@@ -63,8 +63,6 @@ class Convolution(KernelPattern):
         )
         scalars: list[int] = []
         if cfg["kernel"] == "vec4":
-            from adreno_mlir.lowering.groups import LoweringError, where
-
             if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
                 raise LoweringError(f"{where(op)}: kernel_config kernel = \"vec4\" needs constant weights, output "
                                     "channels divisible by 4 and groups 1 or depthwise; use \"scalar\"")
@@ -82,9 +80,7 @@ class Convolution(KernelPattern):
         else:
             cb = cfg["co_block"]
             if (co // groups) % cb:
-                from adreno_mlir.lowering.groups import LoweringError, where
-
-                raise LoweringError(f"{where(op)}: kernel_config co_block = {cb} must divide the output "
+                    raise LoweringError(f"{where(op)}: kernel_config co_block = {cb} must divide the output "
                                     f"channels per group ({co // groups})")
             spec = ConvSpec(co_block=cb, **geometry)
             w_buf = hb.buffer(op.weight)

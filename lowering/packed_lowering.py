@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from xdsl.dialects.builtin import f16
 from xdsl.ir import SSAValue
 
 from adreno_mlir.dialects import graph, texture
@@ -28,17 +27,16 @@ from adreno_mlir.lowering.kernels.packed import (
     PackedSplitSumSpec,
     PackSpec,
     UnpackSpec,
+    packed_of,
+)
+from adreno_mlir.lowering.winograd_lowering import (
+    lower_winograd_input,
+    lower_winograd_matmul,
+    lower_winograd_output,
 )
 
 
-def packed(value: SSAValue) -> Packed:
-    t = value.type
-    assert isinstance(t, texture.TextureTensorType), t
-    n, c4, h, w, _ = t.shape
-    element = "f16" if t.element == f16 else "f32"
-    if t.is_image:
-        return Packed((n, c4, h, w), "img", t.scope_name, element)
-    return Packed((n, c4, h, w), "buf", "texture", element)
+packed = packed_of
 
 
 def _broadcast(value: SSAValue, out: Packed) -> tuple[bool, bool, bool]:
@@ -218,8 +216,6 @@ class WinogradInput(KernelPattern):
     packed = True
 
     def lower(self, hb, group, cfg, loc):
-        from adreno_mlir.lowering.winograd_lowering import lower_winograd_input
-
         lower_winograd_input(hb, group.head, cfg, loc)
 
 
@@ -228,8 +224,6 @@ class WinogradMatmul(KernelPattern):
     packed = True
 
     def lower(self, hb, group, cfg, loc):
-        from adreno_mlir.lowering.winograd_lowering import lower_winograd_matmul
-
         lower_winograd_matmul(hb, group.head, cfg, loc)
 
 
@@ -240,8 +234,6 @@ class WinogradOutput(KernelPattern):
     packed = True
 
     def lower(self, hb, group, cfg, loc):
-        from adreno_mlir.lowering.winograd_lowering import lower_winograd_output
-
         out = packed(group.result)
         pepi, extras = epilogue(hb, group, out)
         lower_winograd_output(hb, group.head, group.result, out, pepi, extras, cfg, loc)

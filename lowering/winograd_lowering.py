@@ -28,7 +28,7 @@ from xdsl.ir import SSAValue
 
 from adreno_mlir.dialects import texture
 from adreno_mlir.errors import CompileError
-from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue
+from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue, packed_of
 from adreno_mlir.lowering.kernels.winograd import (
     WinogradInputSpec,
     WinogradMatmulSpec,
@@ -54,9 +54,7 @@ def _where(op) -> str:
 
 
 def _packed(value: SSAValue) -> Packed:
-    from adreno_mlir.lowering.packed_lowering import packed
-
-    return packed(value)
+    return packed_of(value)
 
 
 def _check_keys(op, cfg: Mapping[str, object], allowed: frozenset[str]) -> None:

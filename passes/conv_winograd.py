@@ -53,6 +53,12 @@ The transforms cost per channel (not per channel pair) and the batched product g
 too thin: on the H200 (NVIDIA OpenCL) 32 -> 32 channels at 56x56 took 0.030 ms with
 Winograd against 0.021 ms direct (16 and 8 channels: 2-4x slower), while 64 -> 64
 tied at 56x56 (0.040 / 0.041) and won at 112x112 (0.080 / 0.129)."""
+NARROW_CHANNELS_GPU = 128
+NARROW_MIN_PIXELS_GPU = 96 * 96
+"""GPUs: with fewer than `NARROW_CHANNELS_GPU` channels Winograd pays only on large
+outputs. On the H200 (bench/winograd.py, docs/measurements.md) 64 -> 64 channels at
+56x56 ran 0.036 ms direct against 0.039 (F2) and 0.045 ms (F4) in images, while at
+112x112 F4 won 1.39x and 128 channels won from 28x28 up (1.8x)."""
 MIN_CHANNELS_CPU = 8
 """CPUs (PoCL): Winograd won from 8 channels up (8 -> 8 at 56x56: 0.41 vs 0.86 ms on
 the 2-core EPYC), 4 channels tied; the direct NCHW4c kernel is arithmetic-bound there."""
@@ -75,7 +81,8 @@ def select_winograd_tile(in_channels: int, out_channels: int, out_h: int, out_w:
 
     GPUs (`profile.is_gpu`):
     - 0 when either channel count is below `MIN_CHANNELS_GPU` or either output side is
-      below `MIN_OUTPUT_SIDE`;
+      below `MIN_OUTPUT_SIDE`, or with fewer than `NARROW_CHANNELS_GPU` channels on
+      outputs smaller than `NARROW_MIN_PIXELS_GPU` pixels;
     - 4 when both sides are at least `MIN_TILE4_SIDE` and multiples of 4 (F(4,3) does
       2.25 multiplications per output against F(2,3)'s 4);
     - else 2.
@@ -93,6 +100,8 @@ def select_winograd_tile(in_channels: int, out_channels: int, out_h: int, out_w:
     if not profile.is_gpu:
         return 4 if min(in_channels, out_channels) >= MIN_CHANNELS_CPU else 0
     if min(in_channels, out_channels) < MIN_CHANNELS_GPU:
+        return 0
+    if min(in_channels, out_channels) < NARROW_CHANNELS_GPU and out_h * out_w < NARROW_MIN_PIXELS_GPU:
         return 0
     if min(out_h, out_w) >= MIN_TILE4_SIDE and out_h % 4 == 0 and out_w % 4 == 0:
         return 4

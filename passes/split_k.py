@@ -26,12 +26,14 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph, texture
+from adreno_mlir.errors import CompileError
 from adreno_mlir.passes.select_kernel_config import (
     CONFIG_ATTR,
     config_of,
     kernel_op,
     set_config,
     validate_config,
+    where,
 )
 
 
@@ -47,9 +49,6 @@ class SplitConvolution(RewritePattern):
             return
         validate_config(op, cfg)
         if op.groups.value.data > 1:
-            from adreno_mlir.errors import CompileError
-            from adreno_mlir.passes.select_kernel_config import where
-
             raise CompileError(f"{where(op)}: split_k applies to convolutions with groups = 1 only")
         kop = kernel_op(op)
         n, c4, h, w, _ = t.shape

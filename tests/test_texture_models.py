@@ -19,12 +19,24 @@ from tests.test_models import scaled_error
 TOLERANCE = {"fp32": 1e-4, "fp16-acc32": 5e-2}
 
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16-acc32"])
+# The three NCHW4c plans, each through a different Winograd rule: fp32 textures compile
+# for the live device (PoCL's CPU profile: F(4,3) on every 3x3 conv from 8 channels up),
+# fp16-acc32 textures and fp32 buffers for the Adreno 740 profile (the GPU rule: F(4,3)
+# or F(2,3) from 64 channels, plus split-K and the GPU pixel blocking).
+PLANS = {
+    "fp32": dict(textures=True, precision="fp32"),
+    "fp16-acc32": dict(textures=True, precision="fp16-acc32", target="adreno-740"),
+    "buffer4c": dict(textures=False, layout="nchw4c", target="adreno-740"),
+}
+TOLERANCE["buffer4c"] = TOLERANCE["fp32"]
+
+
+@pytest.mark.parametrize("precision", list(PLANS))
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_texture_plan_matches_onnxruntime(name, precision, model_path):
     path = str(model_path(name))
-    cm = adreno_mlir.compile(path, textures=True, precision=precision)
-    assert "image2d_t" in cm.source
+    cm = adreno_mlir.compile(path, **PLANS[precision])
+    assert ("image2d_t" in cm.source) == PLANS[precision]["textures"]
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(2)
     feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}

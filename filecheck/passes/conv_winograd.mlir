@@ -3,21 +3,21 @@
 // RUN: adreno-opt %s -p 'conv-winograd{tile=off}' -o %t.off.mlir && filecheck %s --check-prefix=OFF < %t.off.mlir
 // RUN: adreno-opt %s -p 'conv-winograd{target=pocl-cpu}' -o %t.cpu.mlir && filecheck %s --check-prefix=CPU < %t.cpu.mlir
 
-// 64 -> 64 channels at 16x16 (Adreno 740 rule: tile 4, the sides are multiples of 4):
+// 128 -> 128 channels at 16x16 (Adreno 740 rule: tile 4, the sides are multiples of 4):
 // the conv becomes the input transform (V: 6*6 = 36 positions x 16 channel blocks x 1 x
 // 4*4 = 16 tiles), the batched product with the filter transform U (a new weight,
-// [36, K/4 = 16, C = 64, 4]) and the output transform with the bias, all at the conv's
+// [36, K/4 = 32, C = 128, 4]) and the output transform with the bias, all at the conv's
 // location; the relu after it is untouched (the lowering fuses it into the output
 // kernel), the packed 3x3 weights are gone.
 
 // CHECK-LABEL: func.func @auto
-// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: !texture.tensor<1x16x16x16x4xf32, nchw4c, global>)
-// CHECK-DAG:     %[[B:[a-z0-9_]+]] = graph.constant dense<1.000000e+00> : tensor<64xf32>
-// CHECK-DAG:     %[[U:[a-z0-9_]+]] = graph.constant @conv_weight_winograd4 : tensor<36x16x64x4xf32> loc("conv_a")
+// CHECK-SAME:    (%[[X:[a-z0-9_]+]]: !texture.tensor<1x32x16x16x4xf32, nchw4c, global>)
+// CHECK-DAG:     %[[B:[a-z0-9_]+]] = graph.constant dense<1.000000e+00> : tensor<128xf32>
+// CHECK-DAG:     %[[U:[a-z0-9_]+]] = graph.constant @conv_weight_winograd4 : tensor<36x32x128x4xf32> loc("conv_a")
 // CHECK-NOT:     graph.conv2d
-// CHECK:         %[[V:[a-z0-9_]+]] = texture.winograd_input %[[X]] {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x16x16x16x4xf32, nchw4c, global> -> !texture.tensor<36x16x1x16x4xf32, nchw4c, global> loc("conv_a")
-// CHECK-NEXT:    %[[M:[a-z0-9_]+]] = texture.winograd_matmul %[[V]], %[[U]] : !texture.tensor<36x16x1x16x4xf32, nchw4c, global>, tensor<36x16x64x4xf32> -> !texture.tensor<36x16x1x16x4xf32, nchw4c, global> loc("conv_a")
-// CHECK-NEXT:    %[[Y:[a-z0-9_]+]] = texture.winograd_output %[[M]], %[[B]] {tile = 4 : i64} : !texture.tensor<36x16x1x16x4xf32, nchw4c, global>, tensor<64xf32> -> !texture.tensor<1x16x16x16x4xf32, nchw4c, global> loc("conv_a")
+// CHECK:         %[[V:[a-z0-9_]+]] = texture.winograd_input %[[X]] {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x32x16x16x4xf32, nchw4c, global> -> !texture.tensor<36x32x1x16x4xf32, nchw4c, global> loc("conv_a")
+// CHECK-NEXT:    %[[M:[a-z0-9_]+]] = texture.winograd_matmul %[[V]], %[[U]] : !texture.tensor<36x32x1x16x4xf32, nchw4c, global>, tensor<36x32x128x4xf32> -> !texture.tensor<36x32x1x16x4xf32, nchw4c, global> loc("conv_a")
+// CHECK-NEXT:    %[[Y:[a-z0-9_]+]] = texture.winograd_output %[[M]], %[[B]] {tile = 4 : i64} : !texture.tensor<36x32x1x16x4xf32, nchw4c, global>, tensor<128xf32> -> !texture.tensor<1x32x16x16x4xf32, nchw4c, global> loc("conv_a")
 // CHECK-NEXT:    %[[R:[a-z0-9_]+]] = graph.relu %[[Y]]
 // CHECK-NEXT:    func.return %[[R]]
 
@@ -28,12 +28,12 @@
 // CPU-LABEL:   func.func @auto
 // CPU:           texture.winograd_input {{.*}}tile = 4
 
-func.func @auto(%x: !texture.tensor<1x16x16x16x4xf32, nchw4c, global>) -> !texture.tensor<1x16x16x16x4xf32, nchw4c, global> {
-  %w = graph.constant dense<0.5> : tensor<16x64x3x3x4xf32>
-  %b = graph.constant dense<1.0> : tensor<64xf32>
-  %c = graph.conv2d %x, %w, %b {pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x16x16x16x4xf32, nchw4c, global>, tensor<16x64x3x3x4xf32>, tensor<64xf32> -> !texture.tensor<1x16x16x16x4xf32, nchw4c, global> loc("conv_a")
-  %r = graph.relu %c : !texture.tensor<1x16x16x16x4xf32, nchw4c, global>
-  func.return %r : !texture.tensor<1x16x16x16x4xf32, nchw4c, global>
+func.func @auto(%x: !texture.tensor<1x32x16x16x4xf32, nchw4c, global>) -> !texture.tensor<1x32x16x16x4xf32, nchw4c, global> {
+  %w = graph.constant dense<0.5> : tensor<32x128x3x3x4xf32>
+  %b = graph.constant dense<1.0> : tensor<128xf32>
+  %c = graph.conv2d %x, %w, %b {pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x32x16x16x4xf32, nchw4c, global>, tensor<32x128x3x3x4xf32>, tensor<128xf32> -> !texture.tensor<1x32x16x16x4xf32, nchw4c, global> loc("conv_a")
+  %r = graph.relu %c : !texture.tensor<1x32x16x16x4xf32, nchw4c, global>
+  func.return %r : !texture.tensor<1x32x16x16x4xf32, nchw4c, global>
 }
 
 // `{winograd = 2}` forces F(2x2,3x3) where the rule would take 4, also with tile=off;

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import f16, f32, i32
 from xdsl.ir import Attribute, SSAValue
 
-from adreno_mlir.dialects import opencl
+from adreno_mlir.dialects import opencl, texture
 from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
 from adreno_mlir.lowering.kernels.common import KernelSpec, window_count, window_leaves_input
@@ -79,6 +79,18 @@ class Packed:
             return zero
         v = self.read(kb, ptr, n, c4, kb.select(valid, kb.i(h), kb.i(0)), kb.select(valid, kb.i(w), kb.i(0)))
         return kb.select(valid, v, zero)
+
+
+def packed_of(value: SSAValue) -> Packed:
+    """The accessor of an NCHW4c value: the memory annotate-texture-scope gave it
+    (global buffer or image, and which mapping) and its storage element."""
+    t = value.type
+    assert isinstance(t, texture.TextureTensorType), t
+    n, c4, h, w, _ = t.shape
+    element = "f16" if t.element == f16 else "f32"
+    if t.is_image:
+        return Packed((n, c4, h, w), "img", t.scope_name, element)
+    return Packed((n, c4, h, w), "buf", "texture", element)
 
 
 @dataclass(frozen=True)
