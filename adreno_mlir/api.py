@@ -265,7 +265,7 @@ def compile(
 
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
-    stages, source = lower(module, layout, textures, storage, target_name, wg, keep, pipeline, passes)
+    stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes)
     try:
         executable = Executable(module, source, store_of(module), context)
     except ImageLimitError:
@@ -273,7 +273,7 @@ def compile(
             raise
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
-        stages, source = lower(module, layout, False, storage, target_name, wg, keep, pipeline, passes)
+        stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline, passes)
         executable = Executable(module, source, store_of(module), context)
     return CompiledModel(
         module=module, source=source,

@@ -289,9 +289,11 @@ class SelectConfig(RewritePattern):
             return  # a config written by hand (or an earlier run) is kept
         head = head_of(op)
         cfg = self.rules.choose(head)
-        members = op.ops if isinstance(op, graph.FusedOp) else [op]
-        keys = [kernel_signature(op)] + [
-            f"loc:{d.data}" for d in (getattr(m.location, "desc", None) for m in [op, *members]) if d is not None]
+        keys: list[str] = []
+        if self.overrides:  # signatures print types: only worth it when there is a file to match
+            members = op.ops if isinstance(op, graph.FusedOp) else [op]
+            keys = [kernel_signature(op)] + [
+                f"loc:{d.data}" for d in (getattr(m.location, "desc", None) for m in [op, *members]) if d is not None]
         for key in dict.fromkeys(keys):  # the signature first, then node names (more specific)
             if key in self.overrides:
                 cfg.update(self.overrides[key])
