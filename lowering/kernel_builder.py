@@ -8,6 +8,8 @@ Constants are cached per block so repeated literals do not bloat the IR.
 
 from __future__ import annotations
 
+import math as math_
+
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, math, scf
@@ -66,10 +68,17 @@ class KernelBuilder:
         key = ("f", float(v), self.width)
         if key not in self._consts:
             if self.width == 1:
-                attr = FloatAttr(float(v), f32)
+                self._consts[key] = self.emit(arith.ConstantOp(FloatAttr(float(v), f32)))
+            elif not math_.isfinite(v):
+                # xDSL 0.74 prints a non-finite splat as `dense<0xff800000>` and parses
+                # that back as the integer 4286578688.0: a max pool's -inf start value
+                # would change when lowered IR is printed and read again. A splat of the
+                # scalar (which round-trips) is the same float4.
+                scalar = self.emit(arith.ConstantOp(FloatAttr(float(v), f32)))
+                self._consts[key] = self.emit(opencl.VecSplatOp(scalar))
             else:
                 attr = DenseIntOrFPElementsAttr.from_list(VectorType(f32, [self.width]), [float(v)])
-            self._consts[key] = self.emit(arith.ConstantOp(attr))
+                self._consts[key] = self.emit(arith.ConstantOp(attr))
         return self._consts[key]
 
     # ------------------------------------------------------------------ integer math
