@@ -85,6 +85,10 @@ class LayoutConverter:
     # ------------------------------------------------------------------ legality
 
     def can_convert(self, op: Operation) -> bool:
+        """Ops declare by the `NCHW4cConvertible` trait that they have NCHW4c kernels; this
+        adds the shape and attribute conditions those kernels need."""
+        if not op.has_trait(graph.NCHW4cConvertible):
+            return False
         if isinstance(op, graph.Conv2dOp):
             x, w = graph.shape_of(op.input), graph.shape_of(op.weight)
             g = op.groups.value.data
@@ -185,7 +189,7 @@ class LayoutConverter:
 
     def run(self) -> None:
         for op in list(self.fn.body.block.ops):
-            if op.name.startswith("graph.") and self.can_convert(op):
+            if self.can_convert(op):
                 self.convert(op)
         # Unpacks nobody reads (the pack/unpack pairs that cancelled) and the replaced
         # unpacked weights go away.
