@@ -202,7 +202,7 @@ def lower(
 
     stages = run_stages(make_context(), module,
                         plan_pipeline(layout, textures, storage, target_name, work_group, pipeline),
-                        after_stage, passes)
+                        after_stage, passes, verify_each=pipeline is not None)
     if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
            for o in module.body.block.ops):
         raise CompileError("the pipeline did not lower the model to OpenCL: end it with convert-graph-to-opencl")
@@ -282,5 +282,6 @@ def compile(
         stages=stages, stage_ir=stage_ir, executable=executable,
         pipeline=",".join(st.pipeline for st in stages),
         compile_seconds=time.perf_counter() - start,
-        plan=f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}",
+        plan=f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}"
+             + (" (custom pipeline: see .pipeline)" if pipeline is not None else ""),
     )

@@ -122,7 +122,9 @@ def run_pipeline(ctx: Context, module: ModuleOp, spec: str, extra: Sequence[type
                                "classes with passes=[...] or register them through the xdsl.universe entry point")
     try:
         pipeline = PassPipeline.parse_spec(available, spec)
-    except Exception as e:  # noqa: BLE001 - xDSL's spec parser raises several kinds
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - xDSL's spec parser raises several kinds, one a BaseException
         raise CompileError(f"cannot parse pipeline '{spec}': {e} (quote string options, e.g. "
                            'select-kernel-config{overrides="/path/file.json"})') from None
     pipeline.apply(ctx, module)
@@ -134,18 +136,22 @@ def run_stages(
     stages: list[tuple[str, str]],
     after_stage: Callable[[str, ModuleOp], None] | None = None,
     extra: Sequence[type[ModulePass]] = (),
+    verify_each: bool = False,
 ) -> list[StageResult]:
-    """Run `stages` in order. The IR is verified after every stage whose IR is handed to
-    `after_stage` (written out or kept), else before the last stage and after it: the
-    small graph-level passes cost less to run than to verify after each (10 ms a stage
-    on MobileNetV2), and a broken graph is still caught before it is lowered."""
+    """Run `stages` in order. The IR is verified after every stage when `verify_each`
+    (a caller's own pipeline: its passes may be anyone's) or when the stage's IR is
+    handed to `after_stage` (written out or kept); else before the lowering and after
+    the last stage: our small graph-level passes cost less to run than to verify after
+    each (10 ms a stage on MobileNetV2), and a broken graph is still caught before it
+    is lowered."""
     import time
 
     results = []
     for i, (name, spec) in enumerate(stages):
         start = time.perf_counter()
         run_pipeline(ctx, module, spec, extra)
-        if after_stage is not None or i >= len(stages) - 2:
+        last = i == len(stages) - 1
+        if verify_each or after_stage is not None or last or "convert-graph-to-opencl" in stages[i + 1][1]:
             module.verify()
         results.append(StageResult(name, spec, time.perf_counter() - start))
         if after_stage is not None:

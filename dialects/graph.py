@@ -1193,8 +1193,28 @@ class FusedOp(IRDLOperation):
         if last.values[0].type != self.result.type:
             raise VerifyException(
                 f"'graph.fused' yields {last.values[0].type} but its result is {self.result.type}")
-        if len(self.ops) < 1:
+        ops = self.ops
+        if len(ops) < 1:
             raise VerifyException("'graph.fused' needs at least one op before its yield")
+        if last.values[0].owner is not ops[-1] or len(ops[-1].results) != 1:
+            raise VerifyException("'graph.fused' must yield the result of its last op (the kernel stores that value)")
+        head = ops[0]
+        if len(ops) > 1 and not (is_epilogue_head(head) or is_elementwise(head)):
+            raise VerifyException(f"'graph.fused' head '{head.name}' cannot take a fused element-wise epilogue")
+        shape = shape_of(self.result)
+        for o in ops[1:]:
+            if not is_elementwise(o):
+                raise VerifyException(
+                    f"'graph.fused' may hold one head op followed by element-wise ops only; '{o.name}' is not "
+                    "element-wise (give it a region of its own)")
+            if shape_of(o.results[0]) != shape:
+                raise VerifyException(
+                    f"'graph.fused' element-wise op '{o.name}' has shape {list(shape_of(o.results[0]))}, not the "
+                    f"region's {list(shape)}: an epilogue runs once per output element of its head")
+        if len(ops) > 1 and not is_elementwise(head) and shape_of(head.results[0]) != shape:
+            raise VerifyException(
+                f"'graph.fused' head '{head.name}' has shape {list(shape_of(head.results[0]))}, not the region's "
+                f"{list(shape)}")
         for o in self.ops:
             if not o.name.startswith(("graph.", "texture.")) or isinstance(o, (FusedOp, ConstantOp)):
                 raise VerifyException(f"'graph.fused' cannot hold '{o.name}' (graph/texture compute ops only)")
@@ -1261,7 +1281,7 @@ class SplitKSumOp(GraphOp):
     bias = opt_operand_def(AnyTensor)
     result = result_def(AnyTensor)
     parts = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead())
     assembly_format = (
         "$partial (`,` $bias^)? attr-dict `:` type($partial) (`,` type($bias)^)? `->` type($result)"
     )

@@ -38,6 +38,8 @@ from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
 
+CONFIG_ATTR = "kernel_config"  # select_kernel_config.CONFIG_ATTR (that module reads fused regions)
+
 
 def is_elementwise(op: Operation) -> bool:
     return graph.is_elementwise(op)
@@ -108,6 +110,8 @@ class FormFusedGroup(RewritePattern):
             block.add_op(o)
         block.add_op(graph.YieldOp(last.results[0]))
         fused.result.name_hint = last.results[0].name_hint
+        if CONFIG_ATTR in op.attributes:  # a config written on the head now configures the region
+            fused.attributes[CONFIG_ATTR] = op.attributes.pop(CONFIG_ATTR)
         rewriter.notify_op_modified(fused)
 
 

@@ -145,13 +145,19 @@ _INT_KEYS = {
 }
 
 
+def known_keys(head: Operation) -> set[str]:
+    """The config keys the kernel headed by `head` reads."""
+    kind = kernel_kind(head)
+    return set(_INT_KEYS.get(kind, {})) | {"work_group"} | ({"kernel"} if kind == "conv" else set())
+
+
 def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
     """Check a config against its kernel's keys; returns it merged over the defaults.
     Errors name the op, the key and the allowed values."""
     head = head_of(kernel_op(op))
     kind = kernel_kind(head)
     allowed = _INT_KEYS.get(kind, {})
-    known = set(allowed) | {"work_group"} | ({"kernel"} if kind == "conv" else set())
+    known = known_keys(head)
     for k, v in cfg.items():
         if k not in known:
             raise CompileError(
@@ -261,6 +267,12 @@ def load_overrides(path: str) -> dict[str, dict[str, Any]]:
         raise CompileError(
             f"select-kernel-config: {path} must be a JSON object mapping signatures (or 'loc:NODE') "
             "to objects of config keys")
+    every_key = set().union(*_INT_KEYS.values()) | {"work_group", "kernel"}
+    for entry, cfg in data.items():
+        typos = sorted(set(cfg) - every_key)
+        if typos:
+            raise CompileError(f"select-kernel-config: {path}: entry '{entry}' has key(s) {', '.join(typos)} that no "
+                               f"kernel reads; known keys: {', '.join(sorted(every_key))}")
     return {k: {kk: tuple(vv) if isinstance(vv, list) else vv for kk, vv in v.items()} for k, v in data.items()}
 
 
@@ -282,7 +294,8 @@ class SelectConfig(RewritePattern):
         self.rules = rules
         self.overrides = overrides
         self.source = source
-        self.used: set[str] = set()
+        self.used: dict[str, set[str]] = {}
+        """Override entries that matched a kernel, with the config keys applied from each."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not is_kernel(op) or CONFIG_ATTR in op.attributes:
@@ -294,12 +307,19 @@ class SelectConfig(RewritePattern):
             members = op.ops if isinstance(op, graph.FusedOp) else [op]
             keys = [kernel_signature(op)] + [
                 f"loc:{d.data}" for d in (getattr(m.location, "desc", None) for m in [op, *members]) if d is not None]
+        known = known_keys(head)
         for key in dict.fromkeys(keys):  # the signature first, then node names (more specific)
-            if key in self.overrides:
-                cfg.update(self.overrides[key])
-                self.used.add(key)
-                if "kernel" in self.overrides[key]:  # the other keys must fit the chosen kernel
-                    cfg = {**self.rules.choose(head, kernel=cfg["kernel"]), **cfg}
+            if key not in self.overrides:
+                continue
+            entry = self.overrides[key]
+            if key.startswith("loc:"):
+                # One ONNX node may become several kernels (a Winograd conv becomes three):
+                # each takes the keys it reads; keys no kernel of the node read are reported.
+                entry = {k: v for k, v in entry.items() if k in known}
+            self.used.setdefault(key, set()).update(entry)
+            cfg.update(entry)
+            if "kernel" in entry:  # the other keys must fit the chosen kernel
+                cfg = {**self.rules.choose(head, kernel=cfg["kernel"]), **cfg}
         if not cfg:
             return
         try:
@@ -357,14 +377,19 @@ class SelectKernelConfig(ModulePass):
         overrides = load_overrides(self.overrides) if self.overrides else {}
         pattern = SelectConfig(rules, overrides, self.overrides)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
+        import warnings
+
         unused = [k for k in overrides if k not in pattern.used]
         if unused:
             # A shared tuning file may hold entries for other models: a note, not an error.
-            import warnings
-
             warnings.warn(f"select-kernel-config: {len(unused)} entr{'y' if len(unused) == 1 else 'ies'} of "
                           f"{self.overrides} matched no op: {', '.join(unused[:5])}"
                           + (" ..." if len(unused) > 5 else ""), stacklevel=2)
+        for key, applied in pattern.used.items():
+            ignored = sorted(set(overrides[key]) - applied)
+            if ignored:  # e.g. direct-conv keys for a layer that became Winograd on this target
+                warnings.warn(f"select-kernel-config: {self.overrides}: keys {', '.join(ignored)} of entry '{key}' "
+                              "are read by none of the kernels it matched", stacklevel=2)
 
 
 DEFAULT_RULES = Rules(gpu=True, conv_co_block=8, conv_x_block=4, vectorize=True, packed_co_blocks=1,

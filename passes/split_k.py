@@ -44,10 +44,12 @@ class SplitConvolution(RewritePattern):
         if not isinstance(t, texture.TextureTensorType):
             return
         cfg = config_of(op)
-        parts = cfg.get("split_k", 1)
+        if "split_k" not in cfg:
+            return
+        validate_config(op, cfg)  # a clear error for split_k = "2" and friends
+        parts = cfg["split_k"]
         if parts <= 1:
             return
-        validate_config(op, cfg)
         if op.groups.value.data > 1:
             raise CompileError(f"{where(op)}: split_k applies to convolutions with groups = 1 only")
         kop = kernel_op(op)

@@ -164,7 +164,7 @@ def test_nchw_overrides(model, feeds_and_reference, tmp_path):
     ('{"loc:conv1": {"x_block": 2,}}', ["{path}", "is not valid JSON"]),
     ('[{"x_block": 2}]', ["{path}", "must be a JSON object"]),
     ('{"loc:conv1": 4}', ["{path}", "must be a JSON object"]),
-    ('{"loc:conv1": {"xblock": 2}}', ["'graph.conv2d' at loc(\"conv1\")", "key 'xblock'", "known keys", "x_block"]),
+    ('{"loc:conv1": {"xblock": 2}}', ["{path}", "'loc:conv1'", "xblock", "known keys", "x_block"]),
     ('{"loc:conv2": {"x_block": 7}}', ["'graph.conv2d' at loc(\"conv2\")", "x_block = 7", "[1, 2, 3, 4]"]),
     ('{"loc:conv2": {"split_k": 0}}', ["'graph.conv2d' at loc(\"conv2\")", "split_k = 0"]),
     ('{"loc:conv1": {"work_group": [0, 4]}}', ["loc(\"conv1\")", "work_group"]),
