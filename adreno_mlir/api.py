@@ -102,9 +102,6 @@ def _shapes(module: ModuleOp) -> tuple[dict, dict]:
     return in_shapes, out_shapes
 
 
-PRECISIONS = {"fp32": "f32", "fp16-acc32": "f16"}
-
-
 def _resolve_target(target: str, context) -> str:
     """Name of the profile to compile for. `auto` becomes the live device's name,
     `device-<device name>`, which `get_profile` (and so the passes, and `adreno-opt`

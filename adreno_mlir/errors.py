@@ -8,6 +8,12 @@ class CompileError(Exception):
     """
 
 
+def op_where(op) -> str:
+    """`'graph.conv2d' at loc("/layer1/conv")`: how errors name an op (its ONNX node)."""
+    desc = getattr(op.location, "desc", None)
+    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+
+
 def report_internal_error(tool: str, exc: BaseException) -> int:
     """Last resort for a bug in the compiler itself: one line that says so (the
     traceback only with ADRENO_MLIR_DEBUG=1), exit status 2."""

@@ -12,7 +12,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
 
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import CompileError, op_where
 from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
 
 
@@ -20,10 +20,7 @@ class LoweringError(CompileError):
     pass
 
 
-def where(op: Operation) -> str:
-    loc = op.location
-    desc = getattr(loc, "desc", None)
-    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+where = op_where
 
 
 def is_elementwise(op: Operation) -> bool:

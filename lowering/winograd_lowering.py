@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from xdsl.ir import SSAValue
 
 from adreno_mlir.dialects import texture
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import CompileError, op_where
 from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue, packed_of
 from adreno_mlir.lowering.kernels.winograd import (
     WinogradInputSpec,
@@ -48,9 +48,7 @@ COMMON_KEYS = frozenset({"work_group"})
 MATMUL_KEYS = COMMON_KEYS | {"tiles_per_item", "co_blocks"}
 
 
-def _where(op) -> str:
-    desc = getattr(op.location, "desc", None)
-    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+_where = op_where
 
 
 def _packed(value: SSAValue) -> Packed:

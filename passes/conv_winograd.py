@@ -38,7 +38,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import CompileError, op_where
 from adreno_mlir.lowering.kernels.winograd import winograd_weight
 from adreno_mlir.passes.constants import constant_value, module_of, new_constant
 from adreno_mlir.target import TargetProfile, get_profile, list_profiles
@@ -135,9 +135,7 @@ def ineligible_reason(op: graph.Conv2dOp) -> str | None:
     return None
 
 
-def _where(op: Operation) -> str:
-    desc = getattr(op.location, "desc", None)
-    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+_where = op_where
 
 
 class WinogradConv(RewritePattern):

@@ -48,7 +48,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import CompileError, op_where
 
 CONFIG_ATTR = "kernel_config"
 
@@ -110,9 +110,7 @@ def set_config(op: Operation, cfg: dict[str, Any]) -> None:
     kernel_op(op).attributes[CONFIG_ATTR] = DictionaryAttr({k: _to_attr(v) for k, v in cfg.items()})
 
 
-def where(op: Operation) -> str:
-    desc = getattr(op.location, "desc", None)
-    return f"'{op.name}' at loc(\"{desc.data}\")" if desc is not None else f"'{op.name}'"
+where = op_where
 
 
 def kernel_kind(head: Operation) -> str | None:
