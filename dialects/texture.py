@@ -63,10 +63,13 @@ from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects.builtin import (
+    I64,
     ArrayAttr,
+    DenseArrayBase,
     Float16Type,
     Float32Type,
     IntAttr,
+    IntegerAttr,
     StringAttr,
     TensorType,
     f16,
@@ -85,6 +88,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     prop_def,
     result_def,
     traits_def,
@@ -93,6 +97,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import MemoryAllocEffect, Pure
 from xdsl.utils.exceptions import VerifyException
+
+from adreno_mlir.dialects.traits import EpilogueHead, ImageOperands
 
 # --------------------------------------------------------------------------------------
 # Vocabulary
@@ -683,38 +689,9 @@ class CastScopeOp(IRDLOperation):
             )
 
 
-Texture = Dialect(
-    "texture",
-    [PackOp, UnpackOp, AllocOp, PackWeightsOp, CastScopeOp],
-    [LayoutAttr, ScopeAttr, ImageAttr, TextureTensorType],
-)
-
-__all__ = [
-    "BLOCK",
-    "IMAGE_SCOPES",
-    "LAYOUTS",
-    "PACKED_LAYOUTS",
-    "SCOPES",
-    "WEIGHT_LAYOUTS",
-    "AllocOp",
-    "CastScopeOp",
-    "ImageAttr",
-    "LayoutAttr",
-    "PackOp",
-    "PackWeightsOp",
-    "ScopeAttr",
-    "Texture",
-    "TextureTensorType",
-    "UnpackOp",
-    "image_extent",
-    "packed_rank",
-    "packed_shape",
-]
-
-
 # ======================================================================================
 # Winograd convolution ops (F(2x2,3x3) and F(4x4,3x3)); created by the conv-winograd pass
-# (passes/conv_winograd.py), lowered by lowering/winograd_lowering.py. Section start.
+# (passes/conv_winograd.py), lowered by lowering/winograd_lowering.py.
 # ======================================================================================
 #
 #   %v = texture.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>}
@@ -736,12 +713,6 @@ __all__ = [
 # for annotate-texture-scope); filter and bias stay buffers. The output transform is an
 # EpilogueHead (graph-fuse fuses the element-wise ops after it into its kernel).
 
-from xdsl.dialects.builtin import I64 as _I64  # noqa: E402
-from xdsl.dialects.builtin import DenseArrayBase as _DenseArrayBase  # noqa: E402
-from xdsl.dialects.builtin import IntegerAttr as _IntegerAttr  # noqa: E402
-from xdsl.irdl import opt_operand_def as _opt_operand_def  # noqa: E402
-
-from adreno_mlir.dialects.traits import EpilogueHead, ImageOperands  # noqa: E402
 
 WINOGRAD_TILES: tuple[int, ...] = (2, 4)
 """Output tile sizes m of F(m x m, 3 x 3); the transformed tile is alpha = m + 2 wide."""
@@ -796,8 +767,8 @@ class WinogradInputOp(_WinogradOp):
 
     input = operand_def(TextureTensorType)
     result = result_def(TextureTensorType)
-    tile = prop_def(_IntegerAttr[_I64])
-    pads = prop_def(_DenseArrayBase)
+    tile = prop_def(IntegerAttr[I64])
+    pads = prop_def(DenseArrayBase)
     """Top, left, bottom, right zero padding of the convolution."""
 
     traits = traits_def(Pure(), ImageOperands(operands=("input",)))
@@ -809,7 +780,7 @@ class WinogradInputOp(_WinogradOp):
 
         super().__init__(
             operands=[input], result_types=[result_type],
-            properties={"tile": _IntegerAttr(tile, 64), "pads": _DenseArrayBase.from_list(i64, list(pads))},
+            properties={"tile": IntegerAttr(tile, 64), "pads": DenseArrayBase.from_list(i64, list(pads))},
         )
 
     @property
@@ -895,9 +866,9 @@ class WinogradOutputOp(_WinogradOp):
     name = "texture.winograd_output"
 
     input = operand_def(TextureTensorType)
-    bias = _opt_operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
     result = result_def(TextureTensorType)
-    tile = prop_def(_IntegerAttr[_I64])
+    tile = prop_def(IntegerAttr[I64])
 
     traits = traits_def(Pure(), EpilogueHead(), ImageOperands(operands=("input",)))
 
@@ -908,7 +879,7 @@ class WinogradOutputOp(_WinogradOp):
     def __init__(self, input: SSAValue, bias: SSAValue | None, result_type: TextureTensorType, tile: int):
         super().__init__(
             operands=[input, [] if bias is None else [bias]], result_types=[result_type],
-            properties={"tile": _IntegerAttr(tile, 64)},
+            properties={"tile": IntegerAttr(tile, 64)},
         )
 
     @property
@@ -931,11 +902,33 @@ class WinogradOutputOp(_WinogradOp):
 
 Texture = Dialect(
     "texture",
-    [*Texture.operations, WinogradInputOp, WinogradMatmulOp, WinogradOutputOp],
-    [*Texture.attributes],
+    [PackOp, UnpackOp, AllocOp, PackWeightsOp, CastScopeOp, WinogradInputOp, WinogradMatmulOp, WinogradOutputOp],
+    [LayoutAttr, ScopeAttr, ImageAttr, TextureTensorType],
 )
-__all__ += ["WINOGRAD_TILES", "WinogradInputOp", "WinogradMatmulOp", "WinogradOutputOp", "winograd_tile_count"]
 
-# ======================================================================================
-# Winograd section end.
-# ======================================================================================
+__all__ = [
+    "BLOCK",
+    "IMAGE_SCOPES",
+    "LAYOUTS",
+    "PACKED_LAYOUTS",
+    "SCOPES",
+    "WEIGHT_LAYOUTS",
+    "AllocOp",
+    "CastScopeOp",
+    "ImageAttr",
+    "LayoutAttr",
+    "PackOp",
+    "PackWeightsOp",
+    "ScopeAttr",
+    "Texture",
+    "TextureTensorType",
+    "UnpackOp",
+    "WINOGRAD_TILES",
+    "WinogradInputOp",
+    "WinogradMatmulOp",
+    "WinogradOutputOp",
+    "image_extent",
+    "packed_rank",
+    "packed_shape",
+    "winograd_tile_count",
+]

@@ -7,13 +7,11 @@ the value's memory; `hb.launch(spec, args, loc, scalars)`). Memory kinds come fr
 the values' types through `packed()`, so V and M may be images or buffers and the
 activations f32 or f16.
 
-Schedule knobs (`cfg`, from the op's `kernel_config`; missing keys take the
-defaults below):
+Schedule knobs (`cfg`, from the op's `kernel_config`; missing keys take the values of
+select-kernel-config's `DEFAULT_RULES`, one tile and one channel block per work-item):
 
-- winograd_matmul: `tiles_per_item` (tiles per work-item, >= 1, default
-  `DEFAULT_TILES_PER_ITEM`, at most the tile count P), `co_blocks` (output channel blocks per work-item,
-  must divide K/4; default `DEFAULT_CO_BLOCKS`, reduced to the largest divisor of
-  K/4 not above it).
+- winograd_matmul: `tiles_per_item` (tiles per work-item, >= 1, at most the tile count
+  P), `co_blocks` (output channel blocks per work-item, must divide K/4).
 - winograd_input and winograd_output take no knobs (one work-item per tile and
   channel block).
 - `work_group` (any kernel) is the caller's business (local sizes) and ignored here;
@@ -35,14 +33,7 @@ from adreno_mlir.lowering.kernels.winograd import (
     WinogradOutputSpec,
     winograd_tiles,
 )
-
-DEFAULT_TILES_PER_ITEM = 1
-"""One tile per work-item: the largest grid, fastest on the H200 (NVIDIA OpenCL). On
-PoCL 2-4 tiles with co_blocks 2 were faster (each loaded filter float4 feeds more
-multiply-adds); `select-kernel-config` may choose that for CPU targets."""
-DEFAULT_CO_BLOCKS = 1
-"""One output channel block per work-item keeps the grid large (as the direct NCHW4c
-convolution's `packed_co_blocks=1`, faster on the H200)."""
+from adreno_mlir.passes.select_kernel_config import DEFAULT_RULES
 
 COMMON_KEYS = frozenset({"work_group"})
 MATMUL_KEYS = COMMON_KEYS | {"tiles_per_item", "co_blocks"}
@@ -72,19 +63,17 @@ def _int_knob(op, cfg: Mapping[str, object], key: str, default: int) -> int:
 
 
 def matmul_schedule(op: texture.WinogradMatmulOp, cfg: Mapping[str, object]) -> tuple[int, int]:
-    """(tiles_per_item, co_blocks) for a matmul: the config's values, checked, or the
-    defaults (co_blocks lowered to a divisor of K/4 when only the default applies)."""
+    """(tiles_per_item, co_blocks) for a matmul: the config's values, checked, else the
+    default rules' (one of each: the largest grid, fastest on the H200)."""
     _check_keys(op, cfg, MATMUL_KEYS)
+    defaults = DEFAULT_RULES.winograd_matmul(op)
     _, k4, _, p, _ = op.result.type.shape
     # more tiles per work-item than there are tiles would only repeat the last one
-    tiles = min(_int_knob(op, cfg, "tiles_per_item", DEFAULT_TILES_PER_ITEM), p)
-    if "co_blocks" in cfg:
-        cb = _int_knob(op, cfg, "co_blocks", DEFAULT_CO_BLOCKS)
-        if k4 % cb:
-            raise CompileError(f"{_where(op)}: kernel_config co_blocks = {cb} must divide the {k4} output "
-                               "channel blocks")
-    else:
-        cb = max(b for b in range(1, DEFAULT_CO_BLOCKS + 1) if k4 % b == 0)
+    tiles = min(_int_knob(op, cfg, "tiles_per_item", defaults["tiles_per_item"]), p)
+    cb = _int_knob(op, cfg, "co_blocks", defaults["co_blocks"])
+    if k4 % cb:
+        raise CompileError(f"{_where(op)}: kernel_config co_blocks = {cb} must divide the {k4} output "
+                           "channel blocks")
     return tiles, cb
 
 

@@ -27,21 +27,12 @@ from adreno_mlir.dialects import graph, texture
 MAPPINGS = ("texture", "texture-nhwc")
 
 
-def image_operands(op: Operation) -> graph.ImageOperands | None:
-    """The op's `ImageOperands` trait; texture ops that cannot import graph.py (the
-    Winograd ops) declare the same as class constants IMAGE_OPERANDS / WRITES_IMAGES."""
-    trait = op.get_trait(graph.ImageOperands)
-    if trait is None and hasattr(type(op), "IMAGE_OPERANDS"):
-        trait = graph.ImageOperands(tuple(op.IMAGE_OPERANDS), bool(getattr(op, "WRITES_IMAGES", True)))
-    return trait
-
-
 def reads_images(op: Operation, value: SSAValue) -> bool:
     """Whether `op` can read its operand `value` from an image (the op's `ImageOperands`
     trait says which operands: a convolution's weights and bias stay buffers)."""
     if isinstance(op, texture.UnpackOp):
         return True
-    trait = image_operands(op)
+    trait = op.get_trait(graph.ImageOperands)
     return trait is not None and trait.reads(op, value)
 
 
@@ -50,7 +41,7 @@ def writes_images(op: Operation) -> bool:
     concats, write-bound copies, keep buffers)."""
     if isinstance(op, texture.PackOp):
         return not isinstance(op.input.owner, graph.ConstantOp)
-    trait = image_operands(op)
+    trait = op.get_trait(graph.ImageOperands)
     return trait is not None and trait.writes
 
 

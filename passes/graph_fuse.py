@@ -37,8 +37,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
+from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR
 
-CONFIG_ATTR = "kernel_config"  # select_kernel_config.CONFIG_ATTR (that module reads fused regions)
 
 
 def is_elementwise(op: Operation) -> bool:
