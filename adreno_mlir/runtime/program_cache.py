@@ -56,6 +56,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
 import pyopencl as cl
 
 __all__ = [
@@ -109,7 +110,7 @@ class BuildInfo:
     """The entry's file, ``None`` when off."""
 
 
-# Folders we already warned about, so that a read-only cache location produces
+# Cache folders we already warned about, so that a read-only cache location produces
 # one warning per process rather than one per kernel program.
 _warned_dirs: set[str] = set()
 _warned_lock = threading.Lock()
@@ -217,14 +218,16 @@ def _decode_entry(data: bytes) -> bytes | None:
     return payload
 
 
-def _read_entry(path: Path) -> bytes | None:
+def _read_entry(path: Path, root: Path) -> bytes | None:
     """The entry's payload, or ``None`` (missing, unreadable, or corrupt and removed)."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # No entry yet. (NotADirectoryError: a path component is a file; the
+        # store that follows reports the unusable folder.)
         return None
     except OSError as e:
-        _warn_dir_once(path.parent, f"cannot read the program cache entry {path} ({e}); "
+        _warn_dir_once(root, f"cannot read the program cache entry {path} ({e}); "
                                     "building from source without the cache")
         return None
     payload = _decode_entry(data)
@@ -244,7 +247,7 @@ def _remove(path: Path) -> None:
         pass
 
 
-def _write_entry(path: Path, payload: bytes) -> bool:
+def _write_entry(path: Path, payload: bytes, root: Path) -> bool:
     """Store ``payload`` at ``path`` atomically; ``False`` (after a warning) on failure."""
     folder = path.parent
     tmp_name: str | None = None
@@ -259,7 +262,7 @@ def _write_entry(path: Path, payload: bytes) -> bool:
         tmp_name = None
         return True
     except OSError as e:
-        _warn_dir_once(folder, f"cannot write to the program cache folder {folder} ({e}); "
+        _warn_dir_once(root, f"cannot write to the program cache folder {root} ({e}); "
                                "continuing without the cache")
         return False
     finally:
@@ -328,7 +331,7 @@ def build_program(context: cl.Context, source: str, options: Sequence[str] = _DE
     if path is None:
         return _build_from_source(context, source, options), info("off")
 
-    payload = _read_entry(path)
+    payload = _read_entry(path, directory)
     if payload is not None:
         program = _try_binary(context, device, payload, options, f"the cache entry {path}")
         if program is not None:
@@ -338,13 +341,13 @@ def build_program(context: cl.Context, source: str, options: Sequence[str] = _DE
     try:
         built = program_binary(program, device)
     except (cl.Error, ValueError) as e:
-        _warn_dir_once(path.parent, f"cannot fetch the program binary from the driver ({e}); "
+        _warn_dir_once(directory, f"cannot fetch the program binary from the driver ({e}); "
                                     "continuing without the cache")
         return program, info("off")
     if not built:
         # Some drivers report an empty binary; nothing worth storing.
         return program, info("off")
-    stored = _write_entry(path, built)
+    stored = _write_entry(path, built, directory)
     return program, info("miss" if stored else "off")
 
 
