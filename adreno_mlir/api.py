@@ -8,11 +8,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import onnx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -21,14 +20,23 @@ from xdsl.passes import ModulePass
 from adreno_mlir.context import make_context
 from adreno_mlir.errors import CompileError
 from adreno_mlir.frontend import import_onnx
-from adreno_mlir.pipeline import StageResult, pipeline_string, run_stages, stages_for, stages_of_pipeline
+from adreno_mlir.pipeline import (
+    StageResult,
+    pipeline_string,
+    run_stages,
+    stages_for,
+    stages_of_pipeline,
+)
 from adreno_mlir.printing import module_to_text
+from adreno_mlir.runtime.model import RunnableModel
+from adreno_mlir.runtime.program_cache import CacheArg
 from adreno_mlir.weights import store_of
 
 
 @dataclass
-class CompiledModel:
-    """A model compiled for one OpenCL device; `run` executes it."""
+class CompiledModel(RunnableModel):
+    """A model compiled for one OpenCL device; `run` executes it, `save` writes it as an
+    artifact that `adreno_mlir.load` runs without the compiler (docs/artifact.md)."""
 
     module: ModuleOp
     source: str
@@ -44,52 +52,21 @@ class CompiledModel:
     """Layout, memory (textures or buffers), precision and target profile actually used."""
     pipeline: str = ""
     """The pass pipeline that was run: `adreno-opt -p PIPELINE` replays it on the graph IR."""
+    options: dict = field(default_factory=dict)
+    """The resolved plan options (layout, textures, precision, storage, target,
+    work_group, custom_pipeline), as an artifact's manifest records them."""
 
-    @property
-    def device_name(self) -> str:
-        from adreno_mlir.runtime import describe_device
+    def save(self, path: str | Path, *, binaries: bool = True) -> Path:
+        """Write the compiled model as an artifact directory (`X.adreno/`, see
+        docs/artifact.md); `binaries` also stores the program binary built for this
+        device, so `load()` on the same device and driver skips the OpenCL build."""
+        from adreno_mlir.artifact import save_compiled
 
-        return describe_device(self.executable.device)
-
-    def _check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        if not isinstance(feeds, Mapping):
-            raise ValueError(f"run() takes a dict of inputs {{name: array}}; expected names {self.input_names}")
-        unknown = sorted(set(feeds) - set(self.input_names))
-        missing = [n for n in self.input_names if n not in feeds]
-        if unknown or missing:
-            raise ValueError(
-                f"wrong input names: expected {self.input_names}"
-                + (f", missing {missing}" if missing else "")
-                + (f", unknown {unknown}" if unknown else "")
-            )
-        arrays = []
-        for name in self.input_names:
-            x = feeds[name]
-            if not isinstance(x, np.ndarray):
-                raise ValueError(f"input '{name}' must be a numpy array, got {type(x).__name__}")
-            if x.dtype != np.float32:
-                raise ValueError(f"input '{name}' has dtype {x.dtype}; expected float32")
-            if tuple(x.shape) != self.input_shapes[name]:
-                raise ValueError(
-                    f"input '{name}' has shape {list(x.shape)}; expected {list(self.input_shapes[name])}"
-                )
-            arrays.append(x)
-        return arrays
-
-    def profile(self, feeds: Mapping[str, np.ndarray], repeat: int = 5) -> dict[str, float]:
-        """Device milliseconds per kernel (summed over its launches), from OpenCL events."""
-        return self.executable.profile(self._check_inputs(feeds), repeat)
-
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        arrays = self._check_inputs(feeds)
-        outs = self.executable.run(arrays)
-        return {
-            name: out.reshape(self.output_shapes[name])
-            for name, out in zip(self.output_names, outs)
-        }
+        return save_compiled(self, path, binaries=binaries)
 
 
-def _shapes(module: ModuleOp) -> tuple[dict, dict]:
+def io_shapes(module: ModuleOp) -> tuple[dict, dict]:
+    """{name: shape} of the graph function's inputs and of its outputs (before lowering)."""
     from xdsl.dialects import func
 
     from adreno_mlir.dialects import graph
@@ -138,8 +115,15 @@ def plan_options(target: str, device: str | None, textures: bool | None, precisi
 
     Every option is checked (type and value) before the device is touched; a bad one is a
     `CompileError` naming the parameter, the value and the choices (see adreno_mlir.options)."""
-    from adreno_mlir.options import (Layout, Precision, check_device, check_layout, check_precision,
-                                     check_target, check_textures)
+    from adreno_mlir.options import (
+        Layout,
+        Precision,
+        check_device,
+        check_layout,
+        check_precision,
+        check_target,
+        check_textures,
+    )
     from adreno_mlir.runtime import default_context
     from adreno_mlir.target import get_profile
 
@@ -218,6 +202,7 @@ def compile(
     keep_ir: bool = False,
     pipeline: PipelineArg = None,
     passes: Sequence[type[ModulePass]] = (),
+    cache: CacheArg = None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -239,11 +224,13 @@ def compile(
                convert-graph-to-opencl.
     passes:    your own `ModulePass` classes, so the pipeline can name them (installed
                `xdsl.universe` plugins are found without this).
+    cache:     the program binary cache (adreno_mlir.runtime.program_cache): None for
+               the default folder ($ADRENO_MLIR_CACHE_DIR or the platform's user cache),
+               False for none, or a folder. `cm.build_info` says whether it hit.
     """
+    from adreno_mlir.options import check_precision, check_work_group
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError
-
-    from adreno_mlir.options import check_precision, check_work_group
 
     start = time.perf_counter()
     work_group = check_work_group(work_group)
@@ -253,7 +240,7 @@ def compile(
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
     graph = model.clone() if isinstance(model, ModuleOp) else import_onnx(model)
-    in_shapes, out_shapes = _shapes(graph)
+    in_shapes, out_shapes = io_shapes(graph)
     stage_ir: dict[str, str] = {"graph": module_to_text(graph)} if keep_ir else {}
 
     def keep(name: str, m: ModuleOp) -> None:
@@ -263,15 +250,19 @@ def compile(
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
     stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes)
+    def instantiate(module: ModuleOp, source: str) -> Executable:
+        return Executable(module, source, store_of(module), context, cache=cache,
+                          input_shapes=in_shapes, output_shapes=out_shapes)
+
     try:
-        executable = Executable(module, source, store_of(module), context)
+        executable = instantiate(module, source)
     except ImageLimitError:
         if not textures:
             raise
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
         stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline, passes)
-        executable = Executable(module, source, store_of(module), context)
+        executable = instantiate(module, source)
     return CompiledModel(
         module=module, source=source,
         input_names=list(in_shapes), output_names=list(out_shapes),
@@ -279,6 +270,22 @@ def compile(
         stages=stages, stage_ir=stage_ir, executable=executable,
         pipeline=",".join(st.pipeline for st in stages),
         compile_seconds=time.perf_counter() - start,
-        plan=f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}"
-             + (" (custom pipeline: see .pipeline)" if pipeline is not None else ""),
+        plan=describe_plan(layout, textures, precision, target_name, pipeline is not None),
+        options=plan_record(layout, textures, precision, storage, target_name, work_group, pipeline is not None),
     )
+
+
+def describe_plan(layout: str, textures: bool, precision: str, target_name: str, custom_pipeline: bool) -> str:
+    """`CompiledModel.plan`: the one-line description of the plan actually used."""
+    return (f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}"
+            + (" (custom pipeline: see .pipeline)" if custom_pipeline else ""))
+
+
+def plan_record(layout: str, textures: bool, precision: str, storage: str, target_name: str,
+                work_group, custom_pipeline: bool) -> dict:
+    """`CompiledModel.options`: the resolved plan options, as an artifact's manifest
+    records them (plain JSON values)."""
+    return {"layout": layout, "textures": bool(textures), "precision": str(precision), "storage": storage,
+            "target": target_name,
+            "work_group": str(work_group) if isinstance(work_group, str) else list(work_group),
+            "custom_pipeline": bool(custom_pipeline)}

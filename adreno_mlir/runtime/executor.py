@@ -1,31 +1,55 @@
-"""From a lowered module to something that runs, with the IR walked exactly once.
+"""Runs a launch plan with pyopencl (PoCL on the CPU by default).
 
-`Executable` builds the module's OpenCL program, uploads every weight once, creates
-the buffers (reusing the memory of intermediates whose lifetimes do not overlap) and
-turns the host function into a flat list of (kernel, global size, local size) with
-arguments already set. `run()` then only copies inputs in, enqueues that list and
-reads outputs back.
+Two steps, so that a compiled model can be saved and run without the compiler:
+
+1. `adreno_mlir.runtime.plan.plan_from_module` walks the lowered host function once
+   and writes down a `Plan` (allocations with memory reuse resolved, weights, inputs,
+   outputs, launches) plus the weight arrays: plain data.
+2. `Executable` instantiates a plan on a pyopencl context: builds the program (through
+   the program binary cache), checks the device's image limits, uploads every weight
+   once, creates every allocation and turns the launches into a flat list of
+   (kernel, global size, local size) with arguments already set. `run()` then only
+   copies inputs in, enqueues that list and reads outputs back.
+
+`Executable(module, source, store, context)` does both steps (what `compile()` uses);
+`Executable.from_plan` does only the second (what `adreno_mlir.load` uses, with no IR).
+This module imports no xDSL at module level.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyopencl as cl
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import ModuleOp, f16
-from xdsl.ir import SSAValue
 
 from adreno_mlir.errors import CompileError
-from adreno_mlir.weights import WeightStore
-from adreno_mlir.dialects import opencl
+from adreno_mlir.runtime.plan import (
+    DEFAULT_BUILD_OPTIONS,
+    BufferAlloc,
+    Plan,
+    PlanError,
+    image_limit_problem,
+    plan_from_module,
+)
+from adreno_mlir.runtime.program_cache import CacheArg, build_program
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from adreno_mlir.weights import WeightStore
 
 MF = cl.mem_flags
 
 
 class RuntimeError_(CompileError):
     pass
+
+
+class ImageLimitError(CompileError):
+    """The compiled texture plan does not fit the device's image limits."""
 
 
 @dataclass
@@ -36,129 +60,95 @@ class Launch:
     name: str
 
 
-def _host_function(module: ModuleOp) -> func.FuncOp:
-    fns = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
-    for fn in fns:
-        if any(isinstance(o, opencl.LaunchOp) for o in fn.body.block.ops) or fn.sym_name.data == "main":
-            return fn
-    raise RuntimeError_("the module has no host function (run convert-graph-to-opencl first)")
-
-
-def check_device_limits(fn: func.FuncOp, device: cl.Device) -> None:
+def check_device_limits(plan: Plan, device: cl.Device) -> None:
     """Refuse a plan whose images the device cannot hold (before any CL call fails)."""
-    images = [op.results[0].type for op in fn.body.block.ops if isinstance(op, opencl.AllocImageOp)]
-    if not images:
-        return
-    if not device.image_support:
-        raise ImageLimitError(f"{device.name} has no image support; compile with textures=False")
-    too_big = [t for t in images if t.width.data > device.image2d_max_width or t.height.data > device.image2d_max_height]
-    if too_big:
-        t = max(too_big, key=lambda t: t.width.data * t.height.data)
-        raise ImageLimitError(
-            f"the plan needs {len(too_big)} image(s) larger than {device.name} allows "
-            f"({device.image2d_max_width}x{device.image2d_max_height}), e.g. {t.width.data}x{t.height.data}; "
-            "compile for this device's profile (target='auto') or with textures=False"
-        )
-
-
-class ImageLimitError(CompileError):
-    """The compiled texture plan does not fit the device's image limits."""
+    problem = image_limit_problem(plan, bool(device.image_support), device.image2d_max_width,
+                                  device.image2d_max_height, device.name) if plan.images else None
+    if problem:
+        raise ImageLimitError(problem)
 
 
 class Executable:
+    """A plan instantiated on one OpenCL context: program, memory and set-up kernels.
+
+    Attributes worth knowing: `plan` (the `Plan`), `program` and `build_info` (how the
+    program was obtained: seconds, cache hit/miss/off; see program_cache.BuildInfo),
+    `launches` (the flat launch list), `device`."""
+
     def __init__(self, module: ModuleOp, source: str, store: WeightStore, context: cl.Context,
-                 options: tuple[str, ...] = ("-cl-std=CL1.2",)):
+                 options: Sequence[str] = DEFAULT_BUILD_OPTIONS, *, cache: CacheArg = None,
+                 input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 output_shapes: Mapping[str, Sequence[int]] | None = None):
+        try:
+            plan, weights = plan_from_module(module, store, input_shapes=input_shapes,
+                                             output_shapes=output_shapes, build_options=options)
+        except PlanError as e:
+            raise RuntimeError_(str(e)) from None
+        self._instantiate(plan, weights, source, context, cache, None)
+
+    @classmethod
+    def from_plan(cls, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context, *,
+                  cache: CacheArg = None, binary: bytes | None = None) -> Executable:
+        """Instantiate a plan that was made earlier (e.g. read from an artifact);
+        `binary` is a program binary to try before the cache and the source."""
+        self = cls.__new__(cls)
+        self._instantiate(plan, weights, source, context, cache, binary)
+        return self
+
+    # ------------------------------------------------------------------ set-up
+
+    def _instantiate(self, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context,
+                     cache: CacheArg, binary: bytes | None) -> None:
+        self.plan = plan
+        self.source = source
         self.context = context
         self.device = context.devices[0]
+        # Before building: a plan that cannot fit fails fast (compile() then falls back
+        # to the buffer plan without paying for a program it will not use).
+        check_device_limits(plan, self.device)
         self.queue = cl.CommandQueue(context)
         try:
-            self.program = cl.Program(context, source).build(options=list(options))
+            self.program, self.build_info = build_program(context, source, plan.build_options,
+                                                          cache=cache, binary=binary)
         except cl.RuntimeError as e:
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
-        fn = _host_function(module)
-        check_device_limits(fn, self.device)
-        self.input_names = [a.data for a in fn.attributes["graph.inputs"].data]
-        self.output_names = [a.data for a in fn.attributes["graph.outputs"].data]
-        self.input_shapes: list[tuple[int, ...]] = []
-        self._plan(fn, store)
-
-    # ------------------------------------------------------------------ planning
-
-    def _plan(self, fn: func.FuncOp, store: WeightStore) -> None:
-        ops = list(fn.body.block.ops)
-        ret = ops[-1]
-        assert isinstance(ret, func.ReturnOp)
-        # last use (op index) of every value, for memory reuse
-        last_use: dict[SSAValue, int] = {}
-        for i, op in enumerate(ops):
-            for v in op.operands:
-                last_use[v] = i
-        pinned = set(ret.operands) | set(fn.body.block.args)
-        buffers: dict[SSAValue, cl.Buffer] = {}
-        free: dict[int, list[cl.Buffer]] = {}
-        self.weights: list[cl.Buffer] = []
+        self.input_names = [t.name for t in plan.inputs]
+        self.output_names = [t.name for t in plan.outputs]
+        self.weight_arrays = list(weights)
+        """The host copies of the weights (what `CompiledModel.save` writes)."""
+        self.weights: list[cl.Buffer] = [
+            cl.Buffer(context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(arr))
+            for arr in weights]
+        self.allocations: list[cl.MemoryObject] = [
+            cl.Buffer(context, MF.READ_WRITE, a.nbytes) if isinstance(a, BufferAlloc) else self._image(a)
+            for a in plan.allocations]
+        self.inputs = [self.allocations[t.allocation] for t in plan.inputs]
+        self.outputs = [(self.allocations[t.allocation], t.count) for t in plan.outputs]
         self.launches: list[Launch] = []
-        self.inputs: list[cl.Buffer] = []
-        for arg in fn.body.block.args:
-            buf = cl.Buffer(self.context, MF.READ_WRITE, max(4, arg.type.nbytes))
-            buffers[arg] = buf
-            self.inputs.append(buf)
-        for i, op in enumerate(ops):
-            if isinstance(op, opencl.WeightOp):
-                name = op.symbol.root_reference.data
-                dtype = np.float16 if op.results[0].type.element == f16 else np.float32
-                arr = np.ascontiguousarray(np.asarray(store[name], dtype=dtype).reshape(-1))
-                if arr.size != op.results[0].type.size.data:
-                    raise RuntimeError_(f"weight @{name} has {arr.size} elements, the IR expects "
-                                        f"{op.results[0].type.size.data}")
-                buf = cl.Buffer(self.context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=arr)
-                buffers[op.results[0]] = buf
-                self.weights.append(buf)
-            elif isinstance(op, opencl.AllocBufferOp):
-                nbytes = max(4, op.results[0].type.nbytes)
-                pool = free.get(nbytes)
-                value = op.results[0]
-                buffers[value] = pool.pop() if pool and value not in pinned else cl.Buffer(self.context, MF.READ_WRITE, nbytes)
-            elif isinstance(op, opencl.AllocImageOp):
-                t = op.results[0].type
-                key = ("image", t.width.data, t.height.data, t.format.data)
-                pool = free.get(key)
-                value = op.results[0]
-                buffers[value] = pool.pop() if pool and value not in pinned else self._image(t)
-            elif isinstance(op, opencl.LaunchOp):
-                kname = op.kernel.root_reference.data
-                kernel = cl.Kernel(self.program, kname)
-                for k, v in enumerate(op.args):
-                    kernel.set_arg(k, buffers[v])
-                local = op.local_sizes
-                if local is not None:
-                    limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
-                    if int(np.prod(local)) > limit:
-                        local = None  # this kernel cannot take the planned size here: driver's choice
-                self.launches.append(Launch(kernel, op.global_sizes, local, kname))
-            elif isinstance(op, arith.ConstantOp):
-                buffers[op.results[0]] = np.int32(op.value.value.data)  # a scalar launch argument
-            elif isinstance(op, func.ReturnOp):
-                pass
-            else:
-                raise RuntimeError_(f"cannot execute host op '{op.name}'")
-            # release intermediates whose last use is this op
-            for v in dict.fromkeys(op.operands):  # a value passed twice is released once
-                if last_use.get(v) != i or v in pinned:
-                    continue
-                if isinstance(v.owner, opencl.AllocBufferOp):
-                    free.setdefault(max(4, v.type.nbytes), []).append(buffers[v])
-                elif isinstance(v.owner, opencl.AllocImageOp):
-                    t = v.type
-                    free.setdefault(("image", t.width.data, t.height.data, t.format.data), []).append(buffers[v])
-        self.outputs = [(buffers[v], v.type.size.data) for v in ret.operands]
-        # Kernel arguments do not keep buffers alive: hold every one for our lifetime.
-        self.buffers = list({id(b): b for b in buffers.values()}.values())
+        for launch in plan.launches:
+            kernel = cl.Kernel(self.program, launch.kernel)
+            for k, arg in enumerate(launch.args):
+                if arg.kind == "allocation":
+                    kernel.set_arg(k, self.allocations[arg.index])
+                elif arg.kind == "weight":
+                    kernel.set_arg(k, self.weights[arg.index])
+                elif arg.kind == "i32":
+                    kernel.set_arg(k, np.int32(arg.value))
+                else:
+                    kernel.set_arg(k, np.float32(arg.value))
+            local = launch.local_size
+            if local is not None:
+                limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
+                if int(np.prod(local)) > limit:
+                    local = None  # this kernel cannot take the planned size here: driver's choice
+            self.launches.append(Launch(kernel, launch.global_size, local, launch.kernel))
+        # Kernel arguments do not keep memory objects alive: hold every one for our lifetime.
+        self.buffers = self.allocations + self.weights
 
-    def _image(self, t: opencl.ImageType) -> cl.Image:
-        fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.HALF_FLOAT if t.format.data == "rgba_f16"
-                             else cl.channel_type.FLOAT)
-        return cl.create_image(self.context, MF.READ_WRITE, fmt, shape=(t.width.data, t.height.data))
+    def _image(self, a) -> cl.Image:
+        fmt = cl.ImageFormat(cl.channel_order.RGBA,
+                             cl.channel_type.HALF_FLOAT if a.format == "rgba_f16" else cl.channel_type.FLOAT)
+        return cl.create_image(self.context, MF.READ_WRITE, fmt, shape=(a.width, a.height))
 
     # ------------------------------------------------------------------ running
 

@@ -1,0 +1,80 @@
+"""What a compiled model and a loaded artifact have in common: running an `Executable`.
+
+`CompiledModel` (adreno_mlir.api, made by `compile()`) and `LoadedModel`
+(adreno_mlir.artifact, made by `load()`) both inherit this, so `run`, `profile` and the
+input checks behave identically whether the model came from the compiler or from disk.
+No xDSL here: `load()` must not import the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+
+class RunnableModel:
+    """Needs `input_names`, `output_names`, `input_shapes`, `output_shapes` and
+    `executable` (an `adreno_mlir.runtime.Executable`) on the instance."""
+
+    input_names: list[str]
+    output_names: list[str]
+    input_shapes: dict[str, tuple[int, ...]]
+    output_shapes: dict[str, tuple[int, ...]]
+    executable: object
+
+    @property
+    def device_name(self) -> str:
+        from adreno_mlir.runtime.device import describe_device
+
+        return describe_device(self.executable.device)
+
+    @property
+    def build_info(self):
+        """How the OpenCL program was obtained (`program_cache.BuildInfo`: seconds,
+        cache "hit" / "miss" / "off")."""
+        return self.executable.build_info
+
+    @property
+    def launch_plan(self):
+        """The `adreno_mlir.runtime.plan.Plan` the model runs (plain data)."""
+        return self.executable.plan
+
+    def _check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        if not isinstance(feeds, Mapping):
+            raise ValueError(  # noqa: TRY004 - run() reports every bad feed as ValueError
+                f"run() takes a dict of inputs {{name: array}}; expected names {self.input_names}")
+        unknown = sorted(set(feeds) - set(self.input_names))
+        missing = [n for n in self.input_names if n not in feeds]
+        if unknown or missing:
+            raise ValueError(
+                f"wrong input names: expected {self.input_names}"
+                + (f", missing {missing}" if missing else "")
+                + (f", unknown {unknown}" if unknown else "")
+            )
+        arrays = []
+        for name in self.input_names:
+            x = feeds[name]
+            if not isinstance(x, np.ndarray):
+                raise ValueError(f"input '{name}' must be a numpy array, got {type(x).__name__}")  # noqa: TRY004
+            if x.dtype != np.float32:
+                raise ValueError(f"input '{name}' has dtype {x.dtype}; expected float32")
+            if tuple(x.shape) != self.input_shapes[name]:
+                raise ValueError(
+                    f"input '{name}' has shape {list(x.shape)}; expected {list(self.input_shapes[name])}"
+                )
+            arrays.append(x)
+        return arrays
+
+    def profile(self, feeds: Mapping[str, np.ndarray], repeat: int = 5) -> dict[str, float]:
+        """Device milliseconds per kernel (summed over its launches), from OpenCL events."""
+        return self.executable.profile(self._check_inputs(feeds), repeat)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """{output name: array of its ONNX shape} for {input name: float32 array}."""
+        arrays = self._check_inputs(feeds)
+        outs = self.executable.run(arrays)
+        return {
+            name: out.reshape(self.output_shapes[name])
+            for name, out in zip(self.output_names, outs)
+        }

@@ -1,0 +1,457 @@
+"""The launch plan: what a lowered model does at run time, as plain data.
+
+A lowered module's host function (`func.func` of `opencl.*` ops) says which buffers and
+images exist, which weights are uploaded and which kernels are launched with which
+arguments. `plan_from_module` walks it once and writes the answer down as a `Plan`:
+dataclasses of ints and strings only, with no pyopencl and no xDSL objects inside. That
+split is what lets one plan be
+
+* instantiated on a pyopencl context (`adreno_mlir.runtime.executor.Executable`),
+* saved in a compiled-model artifact and loaded without the compiler
+  (`adreno_mlir.artifact`, format in docs/artifact.md), and
+* executed by a C program that reads the same manifest.
+
+Memory reuse is already decided in the plan: an intermediate whose last use has passed
+gives its allocation back, and a later intermediate of exactly the same byte size (or
+the same image extent and format) takes it. A runtime therefore just creates every
+`Plan.allocations` entry once; it never needs liveness information.
+
+This module imports neither xDSL nor pyopencl at module level (`plan_from_module`
+imports xDSL when it is called), so `adreno_mlir.load` stays free of the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from adreno_mlir.errors import CompileError
+
+if TYPE_CHECKING:  # only for annotations: importing them would pull in xDSL
+    from xdsl.dialects.builtin import ModuleOp
+
+    from adreno_mlir.weights import WeightStore
+
+WEIGHT_ALIGNMENT = 64
+"""Byte alignment of every weight in the weights blob (a cache line; also enough for
+any OpenCL vector type, so a C runtime may map the file and point at it directly)."""
+
+DTYPES = {"f32": np.float32, "f16": np.float16}
+"""Element types a plan's weights, inputs and outputs may have, by manifest name."""
+
+IMAGE_FORMATS = ("rgba_f32", "rgba_f16")
+"""2D image formats: CL_RGBA with CL_FLOAT or CL_HALF_FLOAT channels."""
+
+DEFAULT_BUILD_OPTIONS: tuple[str, ...] = ("-cl-std=CL1.2",)
+
+
+class PlanError(CompileError):
+    """The host function cannot be turned into a plan (an op the runtime cannot execute)."""
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class BufferAlloc:
+    """A read-write `cl_mem` buffer of `nbytes` bytes (at least 4: OpenCL refuses 0)."""
+
+    nbytes: int
+    kind: str = field(default="buffer", init=False)
+
+
+@dataclass(frozen=True)
+class ImageAlloc:
+    """A read-write 2D image of `width` x `height` RGBA pixels in `format` (IMAGE_FORMATS)."""
+
+    width: int
+    height: int
+    format: str
+    kind: str = field(default="image", init=False)
+
+
+Allocation = BufferAlloc | ImageAlloc
+
+
+@dataclass(frozen=True)
+class Weight:
+    """A read-only buffer filled from `[offset, offset + nbytes)` of the weights blob.
+
+    The values are exactly what the kernels read (already packed, transformed and
+    converted to `dtype`), so a runtime uploads the bytes as they are."""
+
+    name: str
+    dtype: str  # "f32" | "f16"
+    count: int  # elements
+    offset: int  # bytes into the blob, a multiple of WEIGHT_ALIGNMENT
+    nbytes: int  # count * element size
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A model input or output: a dense row-major (`layout` "nchw", i.e. the ONNX shape
+    as given) array of `dtype` living in allocation `allocation` (a BufferAlloc)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    allocation: int
+    layout: str = "nchw"
+
+    @property
+    def count(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel argument. `kind` is
+
+    * "allocation": the `cl_mem` of `Plan.allocations[index]`,
+    * "weight": the `cl_mem` of `Plan.weights[index]`,
+    * "i32" / "f32": a scalar passed by value (`value`).
+
+    Inputs and outputs are allocations too (see `Tensor.allocation`), so a launch that
+    reads the model input names the input's allocation."""
+
+    kind: str
+    index: int = 0
+    value: int | float = 0
+
+
+@dataclass(frozen=True)
+class Launch:
+    """`clEnqueueNDRangeKernel(kernel, global_size, local_size)` after setting `args`.
+
+    `local_size` None means NULL (the driver chooses). A runtime must also pass NULL when
+    the planned size exceeds the kernel's CL_KERNEL_WORK_GROUP_SIZE on its device."""
+
+    kernel: str
+    args: tuple[Arg, ...]
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a runtime needs besides the OpenCL C source and the weight bytes."""
+
+    allocations: tuple[Allocation, ...]
+    weights: tuple[Weight, ...]
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    launches: tuple[Launch, ...]
+    build_options: tuple[str, ...] = DEFAULT_BUILD_OPTIONS
+
+    @property
+    def weights_nbytes(self) -> int:
+        """Size of the weights blob (the end of the last weight)."""
+        return max((w.offset + w.nbytes for w in self.weights), default=0)
+
+    @property
+    def images(self) -> list[ImageAlloc]:
+        return [a for a in self.allocations if isinstance(a, ImageAlloc)]
+
+    @property
+    def kernel_names(self) -> list[str]:
+        """Each launched kernel once, in first-launch order."""
+        return list(dict.fromkeys(launch.kernel for launch in self.launches))
+
+    # ------------------------------------------------------------ JSON (manifest)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan's manifest fields (docs/artifact.md describes each)."""
+
+        def alloc(i: int, a: Allocation) -> dict[str, Any]:
+            if isinstance(a, BufferAlloc):
+                return {"id": i, "kind": "buffer", "bytes": a.nbytes}
+            return {"id": i, "kind": "image", "width": a.width, "height": a.height, "format": a.format}
+
+        def arg(a: Arg) -> dict[str, Any]:
+            if a.kind in ("allocation", "weight"):
+                return {"kind": a.kind, "id": a.index}
+            return {"kind": a.kind, "value": a.value}
+
+        def tensor(t: Tensor) -> dict[str, Any]:
+            return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "layout": t.layout,
+                    "allocation": t.allocation}
+
+        return {
+            "build_options": list(self.build_options),
+            "inputs": [tensor(t) for t in self.inputs],
+            "outputs": [tensor(t) for t in self.outputs],
+            "allocations": [alloc(i, a) for i, a in enumerate(self.allocations)],
+            "weights": [{"id": i, "name": w.name, "dtype": w.dtype, "count": w.count, "offset": w.offset,
+                         "bytes": w.nbytes} for i, w in enumerate(self.weights)],
+            "launches": [{"kernel": launch.kernel, "args": [arg(a) for a in launch.args],
+                          "global": list(launch.global_size),
+                          "local": None if launch.local_size is None else list(launch.local_size)}
+                         for launch in self.launches],
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Plan:
+        """Read `to_json`'s fields back, checking types and references; a malformed
+        manifest raises `PlanError` saying which entry is wrong."""
+        try:
+            allocations: list[Allocation] = []
+            for i, a in enumerate(data["allocations"]):
+                if a["id"] != i:
+                    raise PlanError(f"allocations[{i}] has id {a['id']}; ids must be 0, 1, 2, ... in order")
+                if a["kind"] == "buffer":
+                    allocations.append(BufferAlloc(_positive(a["bytes"], f"allocations[{i}].bytes")))
+                elif a["kind"] == "image":
+                    if a["format"] not in IMAGE_FORMATS:
+                        raise PlanError(f"allocations[{i}] has image format {a['format']!r}; "
+                                        f"expected one of {IMAGE_FORMATS}")
+                    allocations.append(ImageAlloc(_positive(a["width"], f"allocations[{i}].width"),
+                                                  _positive(a["height"], f"allocations[{i}].height"),
+                                                  a["format"]))
+                else:
+                    raise PlanError(f"allocations[{i}] has unknown kind {a['kind']!r}")
+            weights = []
+            for i, w in enumerate(data["weights"]):
+                if w["id"] != i or w["dtype"] not in DTYPES:
+                    raise PlanError(f"weights[{i}] is malformed: {w}")
+                if w["bytes"] != w["count"] * np.dtype(DTYPES[w["dtype"]]).itemsize:
+                    raise PlanError(f"weights[{i}] ({w['name']}): {w['count']} {w['dtype']} elements "
+                                    f"cannot take {w['bytes']} bytes")
+                weights.append(Weight(str(w["name"]), w["dtype"], int(w["count"]), int(w["offset"]),
+                                      int(w["bytes"])))
+
+            def tensor(t: Mapping[str, Any], where: str) -> Tensor:
+                k = t["allocation"]
+                if not (0 <= k < len(allocations)) or not isinstance(allocations[k], BufferAlloc):
+                    raise PlanError(f"{where} ({t['name']}) names allocation {k}, which is not a buffer")
+                if t["dtype"] not in DTYPES:
+                    raise PlanError(f"{where} ({t['name']}) has dtype {t['dtype']!r}")
+                return Tensor(str(t["name"]), tuple(int(d) for d in t["shape"]), t["dtype"], k,
+                              t.get("layout", "nchw"))
+
+            def arg(a: Mapping[str, Any], where: str) -> Arg:
+                kind = a["kind"]
+                if kind in ("allocation", "weight"):
+                    table = allocations if kind == "allocation" else weights
+                    if not 0 <= a["id"] < len(table):
+                        raise PlanError(f"{where} names {kind} {a['id']}, which does not exist")
+                    return Arg(kind, int(a["id"]))
+                if kind == "i32":
+                    return Arg(kind, value=int(a["value"]))
+                if kind == "f32":
+                    return Arg(kind, value=float(a["value"]))
+                raise PlanError(f"{where} has unknown argument kind {kind!r}")
+
+            launches = []
+            for i, launch in enumerate(data["launches"]):
+                gs = tuple(int(g) for g in launch["global"])
+                ls = None if launch["local"] is None else tuple(int(v) for v in launch["local"])
+                if not 1 <= len(gs) <= 3 or (ls is not None and len(ls) != len(gs)):
+                    raise PlanError(f"launches[{i}] ({launch['kernel']}) has global {gs} / local {ls}")
+                launches.append(Launch(str(launch["kernel"]),
+                                       tuple(arg(a, f"launches[{i}].args[{k}]") for k, a in enumerate(launch["args"])),
+                                       gs, ls))
+            return Plan(
+                allocations=tuple(allocations), weights=tuple(weights),
+                inputs=tuple(tensor(t, f"inputs[{i}]") for i, t in enumerate(data["inputs"])),
+                outputs=tuple(tensor(t, f"outputs[{i}]") for i, t in enumerate(data["outputs"])),
+                launches=tuple(launches),
+                build_options=tuple(str(o) for o in data.get("build_options", DEFAULT_BUILD_OPTIONS)),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise PlanError(f"malformed launch plan: {type(e).__name__}: {e}") from None
+
+
+def _positive(v: Any, where: str) -> int:
+    if not isinstance(v, int) or v <= 0:
+        raise PlanError(f"{where} must be a positive integer, got {v!r}")
+    return v
+
+
+def image_limit_problem(plan: Plan, image_support: bool, max_width: int, max_height: int,
+                        device_name: str) -> str | None:
+    """Why `plan`'s images do not fit a device with these limits (None if they do).
+
+    Plain numbers in, so the check needs no IR and no pyopencl: `Executable` asks it
+    before any CL call would fail, for a fresh compile and for a loaded artifact alike."""
+    images = plan.images
+    if not images:
+        return None
+    if not image_support:
+        return f"{device_name} has no image support; compile with textures=False"
+    too_big = [a for a in images if a.width > max_width or a.height > max_height]
+    if not too_big:
+        return None
+    t = max(too_big, key=lambda a: a.width * a.height)
+    return (f"the plan needs {len(too_big)} image(s) larger than {device_name} allows "
+            f"({max_width}x{max_height}), e.g. {t.width}x{t.height}; "
+            "compile for this device's profile (target='auto') or with textures=False")
+
+
+# --------------------------------------------------------------------------- from IR
+
+
+def host_function(module: ModuleOp):
+    """The module's host `func.func` (the one with launches, or `@main`)."""
+    from xdsl.dialects import func
+
+    from adreno_mlir.dialects import opencl
+
+    fns = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+    for fn in fns:
+        if any(isinstance(o, opencl.LaunchOp) for o in fn.body.block.ops) or fn.sym_name.data == "main":
+            return fn
+    raise PlanError("the module has no host function (run convert-graph-to-opencl first)")
+
+
+def plan_from_module(
+    module: ModuleOp,
+    store: WeightStore,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    output_shapes: Mapping[str, Sequence[int]] | None = None,
+    build_options: Sequence[str] = DEFAULT_BUILD_OPTIONS,
+) -> tuple[Plan, list[np.ndarray]]:
+    """Walk the host function of a lowered module once; return its `Plan` and the weight
+    arrays (flat, C-contiguous, in each weight's dtype, in `Plan.weights` order).
+
+    The lowered IR knows only element counts of inputs and outputs; `input_shapes` and
+    `output_shapes` (by name, from the graph before lowering) give them their ONNX
+    shapes, otherwise they are 1-D. Weights named twice with the same dtype become one
+    weight. Liveness-based reuse is exactly what the executor did before plans existed:
+    buffers are pooled by byte size, images by (width, height, format); inputs and
+    outputs are never shared."""
+    from xdsl.dialects import arith, func
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f16, f32, i32
+
+    from adreno_mlir.dialects import opencl
+
+    fn = host_function(module)
+    ops = list(fn.body.block.ops)
+    ret = ops[-1]
+    if not isinstance(ret, func.ReturnOp):
+        raise PlanError("the host function does not end with func.return")
+    input_names = [a.data for a in fn.attributes["graph.inputs"].data]
+    output_names = [a.data for a in fn.attributes["graph.outputs"].data]
+
+    last_use: dict[Any, int] = {}
+    for i, op in enumerate(ops):
+        for v in op.operands:
+            last_use[v] = i
+    pinned = set(ret.operands) | set(fn.body.block.args)
+
+    allocations: list[Allocation] = []
+    weights: list[Weight] = []
+    arrays: list[np.ndarray] = []
+    weight_ids: dict[tuple[str, str], int] = {}
+    refs: dict[Any, Arg] = {}  # SSA value -> how a launch refers to it
+    free: dict[Any, list[int]] = {}  # pool key -> free allocation ids
+    launches: list[Launch] = []
+    offset = 0
+
+    def pool_key(t) -> Any:
+        if isinstance(t, opencl.ImageType):
+            return ("image", t.width.data, t.height.data, t.format.data)
+        return max(4, t.nbytes)
+
+    def new_alloc(t) -> int:
+        if isinstance(t, opencl.ImageType):
+            allocations.append(ImageAlloc(t.width.data, t.height.data, t.format.data))
+        else:
+            allocations.append(BufferAlloc(max(4, t.nbytes)))
+        return len(allocations) - 1
+
+    def check_f32_buffer(v, what: str) -> None:
+        if not (isinstance(v.type, opencl.BufferType) and v.type.element == f32):
+            raise PlanError(f"{what} has type {v.type}; the runtime exchanges f32 buffers only")
+
+    for arg in fn.body.block.args:
+        check_f32_buffer(arg, "a model input")
+        refs[arg] = Arg("allocation", new_alloc(arg.type))
+
+    for i, op in enumerate(ops):
+        if isinstance(op, opencl.WeightOp):
+            t = op.results[0].type
+            if not isinstance(t, opencl.BufferType):
+                raise PlanError(f"weight @{op.symbol.root_reference.data} is an image; the runtime "
+                                "uploads weights as buffers only")
+            name = op.symbol.root_reference.data
+            dtype = "f16" if t.element == f16 else "f32"
+            key = (name, dtype)
+            if key not in weight_ids:
+                arr = np.ascontiguousarray(np.asarray(store[name], dtype=DTYPES[dtype]).reshape(-1))
+                if arr.size != t.size.data:
+                    raise PlanError(f"weight @{name} has {arr.size} elements, the IR expects {t.size.data}")
+                weights.append(Weight(name, dtype, int(arr.size), offset, int(arr.nbytes)))
+                arrays.append(arr)
+                offset += -(-arr.nbytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
+                weight_ids[key] = len(weights) - 1
+            refs[op.results[0]] = Arg("weight", weight_ids[key])
+        elif isinstance(op, (opencl.AllocBufferOp, opencl.AllocImageOp)):
+            value = op.results[0]
+            pool = free.get(pool_key(value.type))
+            refs[value] = Arg("allocation", pool.pop() if pool and value not in pinned else new_alloc(value.type))
+        elif isinstance(op, opencl.LaunchOp):
+            launches.append(Launch(op.kernel.root_reference.data, tuple(refs[v] for v in op.args),
+                                   tuple(op.global_sizes), op.local_sizes))
+        elif isinstance(op, arith.ConstantOp):
+            attr = op.value
+            if isinstance(attr, IntegerAttr) and op.result.type == i32:
+                refs[op.results[0]] = Arg("i32", value=int(attr.value.data))
+            elif isinstance(attr, FloatAttr) and op.result.type == f32:
+                refs[op.results[0]] = Arg("f32", value=float(attr.value.data))
+            else:
+                raise PlanError(f"cannot pass the host constant {attr} to a kernel (i32 and f32 only)")
+        elif isinstance(op, func.ReturnOp):
+            pass
+        else:
+            raise PlanError(f"cannot execute host op '{op.name}'")
+        # intermediates whose last use is this op give their allocation back
+        for v in dict.fromkeys(op.operands):  # a value passed twice is released once
+            if last_use.get(v) != i or v in pinned:
+                continue
+            if isinstance(v.owner, (opencl.AllocBufferOp, opencl.AllocImageOp)):
+                free.setdefault(pool_key(v.type), []).append(refs[v].index)
+
+    def tensor(name: str, v, shapes: Mapping[str, Sequence[int]] | None, what: str) -> Tensor:
+        check_f32_buffer(v, f"{what} '{name}'")
+        ref = refs[v]
+        if ref.kind != "allocation":
+            raise PlanError(f"{what} '{name}' is a constant weight; the runtime cannot return it "
+                            "(the model output needs a kernel that computes it)")
+        shape = tuple(int(d) for d in shapes[name]) if shapes and name in shapes else (v.type.size.data,)
+        if int(np.prod(shape, dtype=np.int64)) != v.type.size.data:
+            raise PlanError(f"{what} '{name}' has shape {list(shape)} but {v.type.size.data} elements in the IR")
+        return Tensor(name, shape, "f32", ref.index)
+
+    plan = Plan(
+        allocations=tuple(allocations), weights=tuple(weights),
+        inputs=tuple(tensor(n, a, input_shapes, "input") for n, a in zip(input_names, fn.body.block.args)),
+        outputs=tuple(tensor(n, v, output_shapes, "output") for n, v in zip(output_names, ret.operands)),
+        launches=tuple(launches), build_options=tuple(build_options),
+    )
+    return plan, arrays
+
+
+def weight_chunks(plan: Plan, arrays: Sequence[np.ndarray]) -> Iterator[bytes]:
+    """The weights blob in pieces, for writing it without holding it twice in memory:
+    each array's little-endian bytes at its `Weight.offset`, zero padding before it up
+    to that offset (and none after the last weight)."""
+    position = 0
+    for w, arr in zip(plan.weights, arrays, strict=True):
+        data = np.ascontiguousarray(arr, dtype=np.dtype(DTYPES[w.dtype]).newbyteorder("<")).tobytes()
+        if len(data) != w.nbytes:
+            raise PlanError(f"weight {w.name}: {len(data)} bytes given, the plan says {w.nbytes}")
+        yield bytes(w.offset - position)
+        yield data
+        position = w.offset + w.nbytes
+
+
+def unpack_weights(plan: Plan, blob: bytes | memoryview) -> list[np.ndarray]:
+    """Views of the weights blob, one array per `Plan.weights` entry (no copies)."""
+    if len(blob) < plan.weights_nbytes:
+        raise PlanError(f"the weights blob has {len(blob)} bytes; the plan needs {plan.weights_nbytes}")
+    return [np.frombuffer(blob, dtype=np.dtype(DTYPES[w.dtype]).newbyteorder("<"), count=w.count, offset=w.offset)
+            for w in plan.weights]
