@@ -12,7 +12,7 @@ if not _os.path.isdir(_os.path.join(__path__[0], "dialects")) and _os.path.isfil
         _os.path.join(_root, "dialects", "graph.py")):
     __path__.append(_root)
 
-from adreno_mlir.errors import CompileError  # noqa: E402
+from adreno_mlir.errors import CompileError
 
 
 def compile(*args, **kwargs):
@@ -22,4 +22,12 @@ def compile(*args, **kwargs):
     return _compile(*args, **kwargs)
 
 
-__all__ = ["CompileError", "compile"]
+def load(path, device=None, cache=None):
+    """See `adreno_mlir.artifact.load`: run a saved artifact without the compiler
+    (imports no xDSL)."""
+    from adreno_mlir.artifact import load as _load
+
+    return _load(path, device=device, cache=cache)
+
+
+__all__ = ["CompileError", "compile", "load"]

@@ -1,4 +1,10 @@
-"""`adreno-mlir compile` and `adreno-mlir run`."""
+"""`adreno-mlir compile` and `adreno-mlir run`.
+
+`compile -o X.adreno` writes a compiled-model artifact (docs/artifact.md) that
+`run X.adreno` executes without the compiler; `run` prints the startup figures
+(compile or load, program build with the cache state, first run) apart from the
+steady-state latency.
+"""
 
 from __future__ import annotations
 
@@ -29,19 +35,49 @@ def _write_stage(module, path: Path, weights_dir: Path) -> None:
         module.attributes[WEIGHTS_ATTR] = old
 
 
+def _cache(args: argparse.Namespace):
+    """The `cache=` argument that --no-cache / --cache-dir select (None: the default folder)."""
+    if getattr(args, "no_cache", False):
+        return False
+    return getattr(args, "cache_dir", None)
+
+
+def _is_artifact(path: Path) -> bool:
+    """An artifact path: `X.adreno`, or any directory (artifacts are directories; a
+    directory that is not one gets load()'s error naming the missing manifest)."""
+    return path.suffix == ".adreno" or path.is_dir()
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from adreno_mlir.api import work_group_sizes, lower, plan_options
+    """Compile to an artifact (`-o X.adreno`), or to a folder of stage IR, the .cl
+    program, weights, pipeline.txt and the artifact `<model>.adreno` (any other -o)."""
+    from adreno_mlir.api import (
+        describe_plan,
+        io_shapes,
+        lower,
+        plan_options,
+        plan_record,
+        work_group_sizes,
+    )
+    from adreno_mlir.artifact import save_artifact
     from adreno_mlir.frontend import import_onnx
+    from adreno_mlir.options import check_precision
+    from adreno_mlir.runtime.plan import plan_from_module
     from adreno_mlir.weights import store_of
 
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    artifact_only = out.suffix == ".adreno"
+    artifact = out if artifact_only else out / (Path(args.model).stem + ".adreno")
+    if not artifact_only:
+        out.mkdir(parents=True, exist_ok=True)
     weights_dir = out / "weights"
     start = time.perf_counter()
     module = import_onnx(args.model)
     t_import = time.perf_counter() - start
-    written = [out / "0-graph.mlir"]
-    _write_stage(module, written[0], weights_dir)
+    in_shapes, out_shapes = io_shapes(module)
+    written = [] if artifact_only else [out / "0-graph.mlir"]
+    if written:
+        _write_stage(module, written[0], weights_dir)
     layout, textures, storage, target = plan_options(args.target, args.device, _textures(args),
                                                      args.precision, args.layout)
 
@@ -50,33 +86,52 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         _write_stage(m, path, weights_dir)
         written.append(path)
 
-    results, source = lower(module, layout, textures, storage, target, work_group_sizes(args.work_group, target), after)
-    cl_path = out / (Path(args.model).stem + ".cl")
-    cl_path.write_text(source)
-    store_of(module).save(weights_dir)
+    results, source = lower(module, layout, textures, storage, target, work_group_sizes(args.work_group, target),
+                            None if artifact_only else after)
+    plan, weights = plan_from_module(module, store_of(module), input_shapes=in_shapes, output_shapes=out_shapes)
     pipeline = ",".join(r.pipeline for r in results)
-    (out / "pipeline.txt").write_text(pipeline + "\n")
+    cl_path = out / (Path(args.model).stem + ".cl")
+    if not artifact_only:
+        cl_path.write_text(source)
+        store_of(module).save(weights_dir)
+        (out / "pipeline.txt").write_text(pipeline + "\n")
     print(f"import: {t_import:.2f} s")
     for r in results:
         print(f"{r.name}: {r.seconds:.2f} s  (adreno-opt -p '{r.pipeline}')")
-    print(f"pipeline (replay: adreno-opt {written[0]} -p \"$(cat {out / 'pipeline.txt'})\"):\n  {pipeline}")
+    if artifact_only:
+        print(f"pipeline:\n  {pipeline}")
+    else:
+        print(f"pipeline (replay: adreno-opt {written[0]} -p \"$(cat {out / 'pipeline.txt'})\"):\n  {pipeline}")
+    binaries = []
     if not args.no_build:
         import pyopencl as cl
 
+        from adreno_mlir.artifact import ProgramBinary
         from adreno_mlir.runtime import default_context, describe_device
+        from adreno_mlir.runtime.program_cache import build_program
 
         ctx = default_context(args.device)
-        t = time.perf_counter()
         try:
-            cl.Program(ctx, source).build(options=["-cl-std=CL1.2"])
+            program, info = build_program(ctx, source, plan.build_options, cache=_cache(args))
         except cl.RuntimeError as e:
-            raise CompileError(f"the OpenCL compiler rejected {cl_path}:\n{e}") from None
-        print(f"build on {describe_device(ctx.devices[0])}: {time.perf_counter() - t:.2f} s")
+            raise CompileError(f"the OpenCL compiler rejected {'the program' if artifact_only else cl_path}:\n{e}") from None
+        print(f"build on {describe_device(ctx.devices[0])}: {info.seconds:.2f} s (cache {info.cache})")
+        binary = ProgramBinary.of(program, ctx.devices[0], plan.build_options)
+        binaries = [binary] if binary else []
+    precision = check_precision(args.precision).value
+    save_artifact(artifact, plan=plan, weights=weights, source=source, target=target,
+                  options=plan_record(layout, textures, precision, storage, target, args.work_group, False),
+                  plan_description=describe_plan(layout, textures, precision, target, False), binaries=binaries)
     kernels = source.count("__kernel")
+    if artifact_only:
+        print(f"{kernels} kernels, {len(plan.launches)} launches -> {artifact} "
+              f"({'with' if binaries else 'without'} a program binary; run: adreno-mlir run {artifact})")
+        return 0
     print(f"{kernels} kernels -> {cl_path}")
     for p in written:
         print(f"  {p}")
     print(f"  {weights_dir}/")
+    print(f"  {artifact}/  (artifact: adreno-mlir run {artifact})")
     return 0
 
 
@@ -107,27 +162,50 @@ def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """Compile (.onnx) or load (artifact) a model, run it, and print the startup figures
+    (compile or load time, program build with its cache state, first run) apart from
+    the steady-state latency."""
     import adreno_mlir
 
-    cm = adreno_mlir.compile(args.model, target=args.target, device=args.device, textures=_textures(args),
-                             precision=args.precision, layout=args.layout, work_group=args.work_group)
-    print(f"compiled in {cm.compile_seconds:.2f} s for {cm.device_name} ({cm.plan})")
-    feeds = _load_inputs(cm, args.input, args.seed)
+    path = Path(args.model)
+    if _is_artifact(path):
+        if args.compare:
+            raise CompileError(f"--compare onnxruntime needs the ONNX model, and an artifact ({path}) does not "
+                               "contain it; run the .onnx file with --compare, or drop --compare")
+        ignored = [f"--{k.replace('_', '-')}" for k, default in _PLAN_DEFAULTS.items()
+                   if getattr(args, k) != default]
+        if ignored:
+            print(f"note: {', '.join(ignored)} ignored: the plan is fixed when the artifact is compiled")
+        model = adreno_mlir.load(path, device=args.device, cache=_cache(args))
+        print(f"loaded {path} in {model.load_seconds:.2f} s for {model.device_name} ({model.plan})")
+        print(f"program build: {model.build_info.seconds:.2f} s ({model.program_origin})")
+    else:
+        if not path.is_file():
+            raise CompileError(f"no such model file: {path}")
+        model = adreno_mlir.compile(path, target=args.target, device=args.device, textures=_textures(args),
+                                    precision=args.precision, layout=args.layout, work_group=args.work_group,
+                                    cache=_cache(args))
+        print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
+        print(f"program build: {model.build_info.seconds:.2f} s (cache {model.build_info.cache}; "
+              "part of the compile time)")
+    feeds = _load_inputs(model, args.input, args.seed)
+    t = time.perf_counter()
     try:
-        outputs = cm.run(feeds)
+        outputs = model.run(feeds)
     except ValueError as e:
         raise CompileError(str(e)) from None
+    print(f"first run: {1000 * (time.perf_counter() - t):.2f} ms")
     times = []
     for _ in range(args.repeat):
         t = time.perf_counter()
-        outputs = cm.run(feeds)
+        outputs = model.run(feeds)
         times.append(time.perf_counter() - t)
     for name, out in outputs.items():
         flat = out.reshape(-1)
         print(f"{name}: shape {list(out.shape)} min {flat.min():.6g} max {flat.max():.6g} "
               f"mean {flat.mean():.6g} argmax {int(flat.argmax())}")
     if times:
-        print(f"latency: median {1000 * float(np.median(times)):.2f} ms over {len(times)} runs")
+        print(f"latency: median {1000 * float(np.median(times)):.2f} ms over {len(times)} runs (steady state)")
     if args.save:
         np.savez(args.save, **outputs)
         print(f"outputs saved to {args.save}")
@@ -186,16 +264,32 @@ def _plan_arguments(p: argparse.ArgumentParser) -> None:
                         "size such as 16,4,4 (the last two are experimental)")
 
 
+_PLAN_DEFAULTS = {"target": "auto", "textures": "auto", "precision": "fp32", "layout": None, "work_group": "driver"}
+"""The plan flags and their defaults (`run` on an artifact notes the ones it ignores)."""
+
+
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--no-cache", action="store_true",
+                   help="do not use the program binary cache (build the OpenCL program from source)")
+    g.add_argument("--cache-dir", metavar="DIR",
+                   help="program binary cache folder (default: $ADRENO_MLIR_CACHE_DIR or the user cache folder)")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("compile", help="compile a model: IR after each stage, the .cl program, weights")
     c.add_argument("model")
-    c.add_argument("-o", "--output", required=True, help="output directory")
+    c.add_argument("-o", "--output", required=True,
+                   help="X.adreno: write the compiled-model artifact (docs/artifact.md); any other path: a "
+                        "directory of stage IR, the .cl program, weights, pipeline.txt and <model>.adreno")
     _plan_arguments(c)
-    c.add_argument("--no-build", action="store_true", help="do not build the program on a device")
+    c.add_argument("--no-build", action="store_true",
+                   help="do not build the program on a device (the artifact then has no program binary)")
+    _cache_arguments(c)
     c.set_defaults(func=_cmd_compile)
 
-    r = sub.add_parser("run", help="compile and run a model on an OpenCL device")
-    r.add_argument("model")
+    r = sub.add_parser("run", help="compile (.onnx) or load (.adreno artifact) and run a model on an OpenCL device")
+    r.add_argument("model", help="an .onnx file, or an artifact written by `adreno-mlir compile -o X.adreno`")
     r.add_argument("--input", action="append",
                    help="FILE.npy, NAME=FILE.npy or NAME=random (default: random normal data)")
     r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
@@ -203,6 +297,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--tolerance", type=float, default=1e-4,
                    help="max allowed |ours - ref| / max|ref| with --compare (default 1e-4)")
     _plan_arguments(r)
-    r.add_argument("--repeat", type=int, default=0, help="time this many extra runs")
+    r.add_argument("--repeat", type=int, default=5,
+                   help="time this many runs after the first for the steady-state latency (default 5)")
+    _cache_arguments(r)
     r.add_argument("--save", help="save the outputs to this .npz file")
     r.set_defaults(func=_cmd_run)

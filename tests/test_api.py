@@ -134,7 +134,7 @@ def test_cli_compile_writes_every_stage(tiny_path, tmp_path):
     names = sorted(p.name for p in out.iterdir())
     assert names == ["0-graph.mlir", "1-graph-opt.mlir", "2-layout.mlir", "3-winograd.mlir", "4-scope.mlir",
                      "5-fuse.mlir", "6-config.mlir", "7-split-k.mlir", "8-opencl.mlir", "pipeline.txt",
-                     "tinynet.cl", "weights"]
+                     "tinynet.adreno", "tinynet.cl", "weights"]
     assert "image2d_t" in (out / "tinynet.cl").read_text()
     # every stage is real IR that adreno-opt reads back
     again = subprocess.run(["adreno-opt", str(out / "4-scope.mlir")], capture_output=True, text=True)
