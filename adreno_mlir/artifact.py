@@ -124,6 +124,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:48] or "device"
 
 
+def _dump_json(value: Any, indent: str = "") -> str:
+    """JSON with one line per allocation, weight and launch (whatever fits in 120
+    characters stays on one line): a manifest a person can read and diff."""
+    flat = json.dumps(value, ensure_ascii=False)
+    if len(indent) + len(flat) <= 120 or not isinstance(value, (dict, list)) or not value:
+        return flat
+    inner = indent + " "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {_dump_json(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    return "[\n" + ",\n".join(inner + _dump_json(v, inner) for v in value) + "\n" + indent + "]"
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -184,7 +197,7 @@ def save_artifact(path: str | Path, *, plan: Plan, weights: Sequence[np.ndarray]
             "binaries": binary_entries,
             "files": files,
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        (tmp / MANIFEST).write_text(_dump_json(manifest) + "\n")
         if path.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
             os.replace(path, old / path.name)
