@@ -208,3 +208,21 @@ def test_cli_run_errors(tiny_path, tiny_artifact, tmp_path):
         r = _cli(*args)
         assert r.returncode == 1, (args, r.stdout, r.stderr)
         assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr, r.stderr
+
+
+def test_loaded_model_profiles_and_checks_image_limits(tiny_path, cache, tmp_path):
+    """The image-limit check works from the plan alone (load() has no IR)."""
+    from types import SimpleNamespace
+
+    from adreno_mlir.runtime.executor import ImageLimitError, check_device_limits
+
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache, **PLANS["nchw4c-textures"])
+    loaded = adreno_mlir.load(cm.save(tmp_path / "tex.adreno"), cache=cache)
+    times = loaded.profile(_feeds(loaded), repeat=2)
+    assert set(times) == set(loaded.launch_plan.kernel_names) and all(t >= 0 for t in times.values())
+    small = SimpleNamespace(name="tiny-gpu", image_support=True, image2d_max_width=8, image2d_max_height=8)
+    with pytest.raises(ImageLimitError, match="larger than tiny-gpu allows"):
+        check_device_limits(loaded.launch_plan, small)
+    with pytest.raises(ImageLimitError, match="no image support"):
+        check_device_limits(loaded.launch_plan, SimpleNamespace(name="x", image_support=False,
+                                                                image2d_max_width=0, image2d_max_height=0))
