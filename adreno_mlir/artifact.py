@@ -145,15 +145,23 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def check_save_path(path: str | Path) -> Path:
+    """`path` as a Path if an artifact may be saved there (nothing there, or an older
+    artifact to replace); anything else there is refused, never replaced. The CLI asks
+    before compiling, so a refusal costs no compile."""
+    path = Path(path)
+    if path.exists() and not (path.is_dir() and (path / MANIFEST).is_file()):
+        raise ArtifactError(f"refusing to overwrite {path}: it exists and is not an adreno-mlir artifact "
+                            f"(no {MANIFEST}); choose another path or remove it")
+    return path
+
+
 def save_artifact(path: str | Path, *, plan: Plan, weights: Sequence[np.ndarray], source: str,
                   target: str, options: Mapping[str, Any], plan_description: str,
                   binaries: Sequence[ProgramBinary] = ()) -> Path:
     """Write an artifact directory at `path` (replacing an older artifact there) and
     return its path. `weights` are the arrays of `plan.weights`, in order."""
-    path = Path(path)
-    if path.exists() and not (path.is_dir() and (path / MANIFEST).is_file()):
-        raise ArtifactError(f"refusing to overwrite {path}: it exists and is not an adreno-mlir artifact "
-                            f"(no {MANIFEST}); choose another path or remove it")
+    path = check_save_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
@@ -236,8 +244,8 @@ class LoadedModel(RunnableModel):
     `plan` (the plan description string), `options`, `target`, `input_names`,
     `output_names`, `input_shapes`, `output_shapes`, `executable`, `load_seconds` (all
     of load(), program build included), `build_info`, `program_origin` (where the
-    program came from: "artifact binary", "cache hit", "built from source (cache
-    miss)" or "built from source (cache off)")."""
+    program came from: "artifact binary", "cache hit", "built from source, cache
+    miss" or "built from source, cache off")."""
 
     def __init__(self, path: Path, manifest: dict[str, Any], source: str, executable, load_seconds: float,
                  program_origin: str):
@@ -372,5 +380,5 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None) ->
     elif state == "hit":
         origin = "cache hit"
     else:
-        origin = f"built from source (cache {state})"
+        origin = f"built from source, cache {state}"
     return LoadedModel(root, manifest, source, executable, time.perf_counter() - start, origin)

@@ -59,7 +59,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         plan_record,
         work_group_sizes,
     )
-    from adreno_mlir.artifact import save_artifact
+    from adreno_mlir.artifact import check_save_path, save_artifact
     from adreno_mlir.frontend import import_onnx
     from adreno_mlir.options import check_precision
     from adreno_mlir.runtime.plan import plan_from_module
@@ -67,7 +67,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
     out = Path(args.output)
     artifact_only = out.suffix == ".adreno"
-    artifact = out if artifact_only else out / (Path(args.model).stem + ".adreno")
+    artifact = check_save_path(out if artifact_only else out / (Path(args.model).stem + ".adreno"))
     if not artifact_only:
         out.mkdir(parents=True, exist_ok=True)
     weights_dir = out / "weights"

@@ -92,7 +92,7 @@ def test_load_without_binary_builds_from_source(tiny_path, cache, tmp_path):
     path = cm.save(tmp_path / "nobin.adreno", binaries=False)
     assert not (path / "binaries").exists()
     loaded = adreno_mlir.load(path, cache=False)
-    assert loaded.program_origin == "built from source (cache off)"
+    assert loaded.program_origin == "built from source, cache off"
     feeds = _feeds(cm)
     assert np.array_equal(loaded.run(feeds)["probabilities"], cm.run(feeds)["probabilities"])
 
@@ -104,7 +104,7 @@ def test_binary_of_another_driver_is_not_used(tiny_artifact, tmp_path):
     assert manifest["binaries"], "the saved artifact should carry this device's binary"
     manifest["binaries"][0]["driver_version"] = "some other driver"
     (path / "manifest.json").write_text(json.dumps(manifest))
-    assert adreno_mlir.load(path, cache=False).program_origin == "built from source (cache off)"
+    assert adreno_mlir.load(path, cache=False).program_origin == "built from source, cache off"
 
 
 def test_plan_json_round_trip(tiny_artifact):
@@ -226,3 +226,13 @@ def test_loaded_model_profiles_and_checks_image_limits(tiny_path, cache, tmp_pat
     with pytest.raises(ImageLimitError, match="no image support"):
         check_device_limits(loaded.launch_plan, SimpleNamespace(name="x", image_support=False,
                                                                 image2d_max_width=0, image2d_max_height=0))
+
+
+def test_cli_compile_refuses_to_replace_a_non_artifact(tiny_path, tmp_path):
+    target = tmp_path / "mine.adreno"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    r = _cli("compile", str(tiny_path), "-o", str(target), "--no-build")
+    assert r.returncode == 1 and "error: refusing to overwrite" in r.stderr, r.stderr
+    assert "import:" not in r.stdout  # refused before compiling
+    assert (target / "keep.txt").read_text() == "mine"
