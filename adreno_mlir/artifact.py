@@ -371,7 +371,10 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None) ->
         warnings.simplefilter("always", ProgramCacheWarning)
         executable = Executable.from_plan(plan, weights, source, context, cache=cache, binary=binary)
     refused = False
-    for w in caught:  # pass the cache's warnings on; note whether our binary was refused
+    # Pass the cache's warnings on, and note whether the driver refused our binary:
+    # build_program then fell back silently except for this warning, whose text names
+    # the binary's origin "the supplied binary" (program_cache.build_program).
+    for w in caught:
         refused |= binary is not None and "supplied binary" in str(w.message)
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     state = executable.build_info.cache
