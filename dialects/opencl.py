@@ -76,6 +76,12 @@ ADDRESS_SPACES = ("global", "local", "constant", "private")
 IMAGE_ACCESS = ("read", "write")
 IMAGE_FORMATS = ("rgba_f32", "rgba_f16")
 
+UNROLL_ATTR = "opencl.unroll"
+"""Discardable attribute of an `scf.for` in a kernel: an i64 unroll factor that the
+printer turns into `#pragma unroll N` before the loop (0: `#pragma unroll`, fully).
+Kernels keep their window and block loops as loops in the IR (a 3x3 window is one
+loop nest, not nine copies of its body) and leave unrolling to the OpenCL compiler."""
+
 VEC4F32 = VectorType(f32, [4])
 VEC4F16 = VectorType(f16, [4])
 POINTEE_TYPES: tuple[Attribute, ...] = (f32, f16, i32, VEC4F32, VEC4F16)

@@ -10,18 +10,19 @@ seen before reuses its kernel, so repeated blocks share code.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, f16, f32
-from xdsl.ir import Block, Operation, Region, SSAValue
-
 from adreno_mlir.dialects import graph, opencl, texture
 from adreno_mlir.lowering.groups import LoweringError
 from adreno_mlir.lowering.kernels.common import KernelSpec
 from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, f16, f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+
 from adreno_mlir.weights import store_of
 
 
@@ -46,6 +47,29 @@ def local_size(grid: Sequence[int], preferred: Sequence[int]) -> tuple[int, ...]
 
 def numel(t) -> int:
     return int(math.prod(graph.shape_of(t)))
+
+
+_BUILT: OrderedDict[KernelSpec, opencl.KernelOp] = OrderedDict()
+BUILT_KERNELS_KEPT = 1024
+"""Kernels kept per process (least recently used dropped first)."""
+
+
+def built_kernel(spec: KernelSpec, name: str) -> opencl.KernelOp:
+    """The kernel of `spec` named `name`. Each spec is built once per process; later
+    uses (the same layer shape in another model, or the same model compiled again) get
+    a copy of it, which costs a fraction of building it. Specs are frozen and hold
+    everything a kernel depends on, so a copy is exactly what building would give."""
+    proto = _BUILT.get(spec)
+    if proto is None:
+        proto = spec.build(name)
+        _BUILT[spec] = proto
+        if len(_BUILT) > BUILT_KERNELS_KEPT:
+            _BUILT.popitem(last=False)
+    else:
+        _BUILT.move_to_end(spec)
+    kernel = proto.clone()
+    kernel.sym_name = StringAttr(name)
+    return kernel
 
 
 class HostBuilder:
@@ -153,8 +177,7 @@ class HostBuilder:
                 name = f"{base}_{n}"
             self.names.add(name)
             self.kernels[spec] = name
-            kernel = spec.build(name)
-            self.module.body.block.insert_op_before(kernel, self.fn)
+            self.module.body.block.insert_op_before(built_kernel(spec, name), self.fn)
         return self.kernels[spec]
 
     def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc, scalars: Sequence[int] = ()) -> None:

@@ -3,32 +3,89 @@
 Kernel generators (lowering/kernels/*.py) describe their loops and index arithmetic
 with these helpers instead of OpenCL strings, so every kernel is real IR that the
 printer turns into C. Integer values are i32 (OpenCL `int`); floats are f32.
-Constants are cached per block so repeated literals do not bloat the IR.
+
+The builder never creates the same pure expression twice: every pure op is looked up
+by (op kind, operands, attributes) in a table scoped like the IR's dominance (a nested
+block sees its parents' values, never the reverse) *before* the op is constructed. So a
+kernel comes out already free of common subexpressions and the pipeline needs no CSE
+pass over thousands of ops (constructing an xDSL op costs far more than the lookup).
+Loops stay loops: `for_(..., unroll=True)` marks an `scf.for` with `opencl.unroll`,
+which the printer turns into `#pragma unroll`, instead of unrolling taps in the IR.
 """
 
 from __future__ import annotations
 
 import math as math_
-
+import struct
 from collections.abc import Callable, Sequence
 
+from adreno_mlir.dialects import opencl
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, VectorType, f32, i1, i32
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    VectorType,
+    f32,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from adreno_mlir.dialects import opencl
-
 Value = SSAValue
+
+
+_TEMPLATES: dict[tuple, tuple[dict, dict, list[Attribute]]] = {}
+
+
+def _make(cls: type[Operation], operands: Sequence[SSAValue], attrs: tuple) -> Operation:
+    """`cls(*operands, *attrs)`, the fast way. The first op of each (kind, attributes,
+    operand types) is built by its constructor, which checks the arguments and derives
+    properties and result types; later ones copy those through `Operation.create`,
+    three times cheaper than the constructor (kernels are thousands of small ops and
+    building them was most of a compile)."""
+    key = (cls, attrs, *(o.type for o in operands))
+    template = _TEMPLATES.get(key)
+    if template is None:
+        op = cls(*operands, *attrs)
+        _TEMPLATES[key] = (dict(op.properties), dict(op.attributes), [r.type for r in op.results])
+        return op
+    props, attributes, result_types = template
+    return cls.create(operands=operands, result_types=result_types, properties=dict(props),
+                      attributes=dict(attributes))
+
+
+class _Scope:
+    """Pure values already built, by key; a nested block's scope sees its parent's."""
+
+    __slots__ = ("parent", "table")
+
+    def __init__(self, parent: _Scope | None = None):
+        self.table: dict[tuple, SSAValue] = {}
+        self.parent = parent
+
+    def get(self, key: tuple) -> SSAValue | None:
+        scope = self
+        while scope is not None:
+            v = scope.table.get(key)
+            if v is not None:
+                return v
+            scope = scope.parent
+        return None
+
+
+UNROLL_ATTR = opencl.UNROLL_ATTR
 
 
 class KernelBuilder:
     """Appends ops to a block; nested regions get their own builder."""
 
-    def __init__(self, block: Block, width: int = 1):
+    def __init__(self, block: Block, width: int = 1, scope: _Scope | None = None):
         self.block = block
         self.width = width
         """Float width: 1, or 4 when float constants should be float4 splats."""
-        self._consts: dict[tuple[str, object], SSAValue] = {}
+        self._scope = scope if scope is not None else _Scope()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -40,46 +97,53 @@ class KernelBuilder:
             return op.results[0]
         return None  # type: ignore[return-value]
 
-    def child(self, block: Block) -> "KernelBuilder":
-        kb = KernelBuilder(block, self.width)
-        kb._consts = dict(self._consts)  # constants dominate nested blocks
-        return kb
+    def pure(self, key: tuple, make: Callable[[], Operation], hint: str | None = None) -> SSAValue:
+        """The value of the pure op `make()` identified by `key` (its kind, operands and
+        attributes): built once per dominance scope, reused after that."""
+        v = self._scope.get(key)
+        if v is None:
+            v = self.emit(make(), hint)
+            self._scope.table[key] = v
+        return v
 
-    def vector(self) -> "KernelBuilder":
+    def _op(self, cls: type[Operation], *operands: SSAValue, attrs: tuple = (), hint: str | None = None) -> SSAValue:
+        """`cls(*operands, *attrs)`, a pure op, built once per scope."""
+        return self.pure((cls, *operands, *attrs), lambda: _make(cls, operands, attrs), hint)
+
+    def child(self, block: Block) -> KernelBuilder:
+        # values of enclosing blocks dominate the nested block, not the other way round
+        return KernelBuilder(block, self.width, _Scope(self._scope))
+
+    def vector(self) -> KernelBuilder:
         """A builder on the same block whose float constants are float4 splats
         (for element-wise expressions over NCHW4c pixels)."""
-        kb = KernelBuilder(self.block, 4)
-        kb._consts = self._consts
-        return kb
+        return KernelBuilder(self.block, 4, self._scope)
 
     # ------------------------------------------------------------------ constants
 
     def i(self, v: int | SSAValue) -> SSAValue:
         if isinstance(v, SSAValue):
             return v
-        key = ("i", int(v))
-        if key not in self._consts:
-            self._consts[key] = self.emit(arith.ConstantOp(IntegerAttr(int(v), i32)))
-        return self._consts[key]
+        v = int(v)
+        return self.pure(("i", v), lambda: arith.ConstantOp(IntegerAttr(v, i32)))
 
     def f(self, v: float | SSAValue) -> SSAValue:
         if isinstance(v, SSAValue):
             return v
-        key = ("f", float(v), self.width)
-        if key not in self._consts:
-            if self.width == 1:
-                self._consts[key] = self.emit(arith.ConstantOp(FloatAttr(float(v), f32)))
-            elif not math_.isfinite(v):
-                # xDSL 0.74 prints a non-finite splat as `dense<0xff800000>` and parses
-                # that back as the integer 4286578688.0: a max pool's -inf start value
-                # would change when lowered IR is printed and read again. A splat of the
-                # scalar (which round-trips) is the same float4.
-                scalar = self.emit(arith.ConstantOp(FloatAttr(float(v), f32)))
-                self._consts[key] = self.emit(opencl.VecSplatOp(scalar))
-            else:
-                attr = DenseIntOrFPElementsAttr.from_list(VectorType(f32, [self.width]), [float(v)])
-                self._consts[key] = self.emit(arith.ConstantOp(attr))
-        return self._consts[key]
+        v = float(v)
+        # -0.0 == 0.0 and NaN != NaN: key on the bits, not the value
+        key = ("f", struct.pack("<d", v), self.width)
+        if self.width == 1:
+            return self.pure(key, lambda: arith.ConstantOp(FloatAttr(v, f32)))
+        if not math_.isfinite(v):
+            # xDSL 0.74 prints a non-finite splat as `dense<0xff800000>` and parses
+            # that back as the integer 4286578688.0: a max pool's -inf start value
+            # would change when lowered IR is printed and read again. A splat of the
+            # scalar (which round-trips) is the same float4.
+            scalar = KernelBuilder(self.block, 1, self._scope).f(v)
+            return self.pure(key, lambda: opencl.VecSplatOp(scalar))
+        return self.pure(key, lambda: arith.ConstantOp(
+            DenseIntOrFPElementsAttr.from_list(VectorType(f32, [self.width]), [v])))
 
     # ------------------------------------------------------------------ integer math
 
@@ -92,14 +156,14 @@ class KernelBuilder:
             return a
         if isinstance(a, int) and a == 0:
             return b
-        return self.emit(arith.AddiOp(self.i(a), self.i(b)), hint)
+        return self._op(arith.AddiOp, self.i(a), self.i(b), hint=hint)
 
     def sub(self, a, b, hint=None):
         if isinstance(a, int) and isinstance(b, int):
             return a - b
         if isinstance(b, int) and b == 0:
             return a
-        return self.emit(arith.SubiOp(self.i(a), self.i(b)), hint)
+        return self._op(arith.SubiOp, self.i(a), self.i(b), hint=hint)
 
     def mul(self, a, b, hint=None):
         if isinstance(a, int) and isinstance(b, int):
@@ -110,27 +174,27 @@ class KernelBuilder:
             return a
         if isinstance(a, int) and a == 1:
             return b
-        return self.emit(arith.MuliOp(self.i(a), self.i(b)), hint)
+        return self._op(arith.MuliOp, self.i(a), self.i(b), hint=hint)
 
     def div(self, a, b, hint=None):
         if isinstance(a, int) and isinstance(b, int):
             return a // b
         if isinstance(b, int) and b == 1:
             return a
-        return self.emit(arith.DivSIOp(self.i(a), self.i(b)), hint)
+        return self._op(arith.DivSIOp, self.i(a), self.i(b), hint=hint)
 
     def rem(self, a, b, hint=None):
         if isinstance(a, int) and isinstance(b, int):
             return a % b
         if isinstance(b, int) and b == 1:
             return 0
-        return self.emit(arith.RemSIOp(self.i(a), self.i(b)), hint)
+        return self._op(arith.RemSIOp, self.i(a), self.i(b), hint=hint)
 
     def min_i(self, a, b) -> SSAValue:
-        return self.emit(arith.MinSIOp(self.i(a), self.i(b)))
+        return self._op(arith.MinSIOp, self.i(a), self.i(b))
 
     def max_i(self, a, b) -> SSAValue:
-        return self.emit(arith.MaxSIOp(self.i(a), self.i(b)))
+        return self._op(arith.MaxSIOp, self.i(a), self.i(b))
 
     _PREDICATES = {
         "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b,
@@ -141,7 +205,7 @@ class KernelBuilder:
         """A comparison; a Python bool when both sides are Python ints."""
         if isinstance(a, int) and isinstance(b, int):
             return self._PREDICATES[pred](a, b)
-        return self.emit(arith.CmpiOp(self.i(a), self.i(b), pred))
+        return self._op(arith.CmpiOp, self.i(a), self.i(b), attrs=(pred,))
 
     def in_bounds(self, v, lo: int, hi: int) -> list[SSAValue]:
         """Conditions lo <= v < hi; none when v is a Python int known to be inside."""
@@ -152,7 +216,7 @@ class KernelBuilder:
         return [self.cmp("sge", v, lo), self.cmp("slt", v, hi)]
 
     def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.emit(arith.AndIOp(a, b))
+        return self._op(arith.AndIOp, a, b)
 
     def all_of(self, conds: Sequence[SSAValue | bool]) -> SSAValue | bool | None:
         """Conjunction; None when there is nothing to check (all statically true),
@@ -171,13 +235,13 @@ class KernelBuilder:
             return a
         if cond is False:
             return b
-        return self.emit(arith.SelectOp(cond, a, b), hint)
+        return self._op(arith.SelectOp, cond, a, b, hint=hint)
 
     def to_float(self, v: SSAValue) -> SSAValue:
-        return self.emit(arith.SIToFPOp(self.i(v), f32))
+        return self._op(arith.SIToFPOp, self.i(v), attrs=(f32,))
 
     def to_int(self, v: SSAValue) -> SSAValue:
-        return self.emit(arith.FPToSIOp(v, i32))
+        return self._op(arith.FPToSIOp, v, attrs=(i32,))
 
     def unravel(self, linear: SSAValue, dims: Sequence[int], names: Sequence[str] | None = None) -> list[SSAValue]:
         """Row-major multi-index of `linear` within `dims`. The outermost dimension of
@@ -208,69 +272,70 @@ class KernelBuilder:
     # ------------------------------------------------------------------ float math
 
     def fadd(self, a, b, hint=None) -> SSAValue:
-        return self.emit(arith.AddfOp(self.f(a), self.f(b)), hint)
+        return self._op(arith.AddfOp, self.f(a), self.f(b), hint=hint)
 
     def fsub(self, a, b, hint=None) -> SSAValue:
-        return self.emit(arith.SubfOp(self.f(a), self.f(b)), hint)
+        return self._op(arith.SubfOp, self.f(a), self.f(b), hint=hint)
 
     def fmul(self, a, b, hint=None) -> SSAValue:
-        return self.emit(arith.MulfOp(self.f(a), self.f(b)), hint)
+        return self._op(arith.MulfOp, self.f(a), self.f(b), hint=hint)
 
     def fdiv(self, a, b, hint=None) -> SSAValue:
-        return self.emit(arith.DivfOp(self.f(a), self.f(b)), hint)
+        return self._op(arith.DivfOp, self.f(a), self.f(b), hint=hint)
 
     def fmax(self, a, b) -> SSAValue:
-        return self.emit(arith.MaximumfOp(self.f(a), self.f(b)))
+        return self._op(arith.MaximumfOp, self.f(a), self.f(b))
 
     def fmin(self, a, b) -> SSAValue:
-        return self.emit(arith.MinimumfOp(self.f(a), self.f(b)))
+        return self._op(arith.MinimumfOp, self.f(a), self.f(b))
 
     def fneg(self, a) -> SSAValue:
-        return self.emit(arith.NegfOp(self.f(a)))
+        return self._op(arith.NegfOp, self.f(a))
 
     def fma(self, a, b, c, hint=None) -> SSAValue:
-        return self.emit(math.FmaOp(self.f(a), self.f(b), self.f(c)), hint)
+        return self._op(math.FmaOp, self.f(a), self.f(b), self.f(c), hint=hint)
 
     def exp(self, a) -> SSAValue:
-        return self.emit(math.ExpOp(self.f(a)))
+        return self._op(math.ExpOp, self.f(a))
 
     def tanh(self, a) -> SSAValue:
-        return self.emit(math.TanhOp(self.f(a)))
+        return self._op(math.TanhOp, self.f(a))
 
     def erf(self, a) -> SSAValue:
-        return self.emit(math.ErfOp(self.f(a)))
+        return self._op(math.ErfOp, self.f(a))
 
     def sqrt(self, a) -> SSAValue:
-        return self.emit(math.SqrtOp(self.f(a)))
+        return self._op(math.SqrtOp, self.f(a))
 
     def absf(self, a) -> SSAValue:
-        return self.emit(math.AbsFOp(self.f(a)))
+        return self._op(math.AbsFOp, self.f(a))
 
     def floor(self, a) -> SSAValue:
-        return self.emit(math.FloorOp(self.f(a)))
+        return self._op(math.FloorOp, self.f(a))
 
     def ceil(self, a) -> SSAValue:
-        return self.emit(math.CeilOp(self.f(a)))
+        return self._op(math.CeilOp, self.f(a))
 
     # ------------------------------------------------------------------ memory and ids
 
     # ------------------------------------------------------------------ float4
 
     def splat(self, scalar: SSAValue) -> SSAValue:
-        return self.emit(opencl.VecSplatOp(self.f(scalar)))
+        return self._op(opencl.VecSplatOp, self.f(scalar))
 
     def vec(self, lanes: Sequence[SSAValue]) -> SSAValue:
-        return self.emit(opencl.VecMakeOp([self.f(x) for x in lanes]))
+        values = [self.f(x) for x in lanes]
+        return self.pure((opencl.VecMakeOp, *values), lambda: opencl.VecMakeOp(values))
 
     def lane(self, vector: SSAValue, k: int) -> SSAValue:
-        return self.emit(opencl.VecExtractOp(vector, k))
+        return self._op(opencl.VecExtractOp, vector, attrs=(k,))
 
     def vload4(self, ptr: SSAValue, index, hint=None) -> SSAValue:
         """Four floats at ptr[4*index .. 4*index+3]."""
         return self.emit(opencl.VLoad4Op(ptr, self.i(index)), hint)
 
     def global_id(self, dim: int, hint=None) -> SSAValue:
-        return self.emit(opencl.GlobalIdOp(dim), hint)
+        return self._op(opencl.GlobalIdOp, attrs=(dim,), hint=hint)
 
     def load(self, ptr: SSAValue, index, hint=None) -> SSAValue:
         return self.emit(opencl.LoadOp(ptr, self.i(index)), hint)
@@ -296,10 +361,13 @@ class KernelBuilder:
         ub,
         step,
         iter_args: Sequence[SSAValue],
-        body: Callable[["KernelBuilder", SSAValue, list[SSAValue]], Sequence[SSAValue]],
+        body: Callable[[KernelBuilder, SSAValue, list[SSAValue]], Sequence[SSAValue]],
         hint: str | None = None,
+        unroll: bool | int = False,
     ) -> list[SSAValue]:
-        """scf.for over i32 with iteration arguments; `body` returns the yielded values."""
+        """scf.for over i32 with iteration arguments; `body` returns the yielded values.
+        `unroll`: True asks the OpenCL compiler to unroll the loop fully, an int N by N
+        (the `opencl.unroll` attribute, printed as `#pragma unroll`)."""
         block = Block(arg_types=[i32, *[a.type for a in iter_args]])
         if hint:
             block.args[0].name_hint = hint
@@ -307,13 +375,15 @@ class KernelBuilder:
         yielded = body(kb, block.args[0], list(block.args[1:]))
         kb.emit(scf.YieldOp(*yielded))
         op = scf.ForOp(self.i(lb), self.i(ub), self.i(step), list(iter_args), Region(block))
+        if unroll is not False:
+            op.attributes[UNROLL_ATTR] = IntegerAttr(0 if unroll is True else int(unroll), i64)
         self.block.add_op(op)
         for res, arg in zip(op.results, iter_args):
             if arg.name_hint:
                 res.name_hint = arg.name_hint
         return list(op.results)
 
-    def if_(self, cond: SSAValue, then: Callable[["KernelBuilder"], None]) -> None:
+    def if_(self, cond: SSAValue, then: Callable[[KernelBuilder], None]) -> None:
         """scf.if without results."""
         block = Block()
         kb = self.child(block)
@@ -321,7 +391,7 @@ class KernelBuilder:
         kb.emit(scf.YieldOp())
         self.block.add_op(scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()]))))
 
-    def guard(self, conds: Sequence[SSAValue], then: Callable[["KernelBuilder"], None]) -> None:
+    def guard(self, conds: Sequence[SSAValue], then: Callable[[KernelBuilder], None]) -> None:
         """Run `then` only where all `conds` hold (no-op wrapper when there are none)."""
         c = self.all_of(conds)
         if c is None:

@@ -621,6 +621,10 @@ class OpenCLCPrinter:
         i = self.bind(iv, iv.name_hint or "i")
         lb, ub, step = self.plain(op.lb), self.arg(op.ub), self.plain(op.step)
         inc = f"++{i}" if step == "1" else f"{i} += {step}"
+        unroll = op.attributes.get(opencl.UNROLL_ATTR)
+        if isinstance(unroll, IntegerAttr):
+            factor = unroll.value.data
+            self.line("#pragma unroll" + (f" {factor}" if factor > 0 else ""))
         self.line(f"for ({c_type(iv.type)} {i} = {lb}; {i} < {ub}; {inc}) {{")
         self.indent += 1
         self.print_block(body)

@@ -14,6 +14,16 @@ GRAPHS = SHARED / "models" / "graphs"
 MODEL_NAMES = sorted(p.stem for p in GRAPHS.glob("*.onnx"))
 CACHE = Path(os.environ.get("ADRENO_TEST_CACHE", Path.home() / ".cache" / "adreno-mlir-tests"))
 
+# The suite verifies every op after every stage, kernel bodies included (a plain
+# compile skips re-verifying the kernel builder's output for speed).
+os.environ.setdefault("ADRENO_MLIR_VERIFY", "all")
+# Built OpenCL programs are cached in a folder of the test session's own, never in the
+# user's cache (tests of the cache itself point it at their tmp_path).
+if "ADRENO_MLIR_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["ADRENO_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="adreno-mlir-test-programs-")
+
 
 def _materialize_module():
     spec = importlib.util.spec_from_file_location("materialize", SHARED / "models" / "materialize.py")

@@ -13,12 +13,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import i32
-from xdsl.ir import SSAValue
-
 from adreno_mlir.dialects import opencl
 from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+from adreno_mlir.lowering.kernel_builder import (
+    GLOBAL_F32,
+    KernelBuilder,
+    finish,
+    new_kernel,
+)
+from xdsl.dialects.builtin import i32
+from xdsl.ir import SSAValue
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -54,12 +58,17 @@ class Epilogue:
         d = describe(self.expr)
         return f"_{d}" if d else ""
 
-    def apply(self, kb: KernelBuilder, value: SSAValue, coords: Sequence[SSAValue], ptrs: Sequence[SSAValue]) -> SSAValue:
+    def apply(self, kb: KernelBuilder, value: SSAValue, coords: Sequence[SSAValue], ptrs: Sequence[SSAValue],
+              offsets: Sequence[int] = ()) -> SSAValue:
+        """The epilogue of `value` at output coordinates `coords` plus the static
+        `offsets` (a blocked kernel passes its block's base coordinates once and each
+        element's offset, so every extra input's index is one add from a shared base)."""
         if self.expr == Src():
             return value
 
         def load(k: int) -> SSAValue:
-            return kb.load(ptrs[k], kb.linear(coords, self.strides[k]))
+            strides = self.strides[k]
+            return kb.load(ptrs[k], kb.add(kb.linear(coords, strides), sum(o * s for o, s in zip(offsets, strides))))
 
         return emit_expr(kb, self.expr, value, memo_loader(load))
 
@@ -86,7 +95,7 @@ class KernelSpec:
     def body(self, kb: KernelBuilder, args: Sequence[SSAValue]) -> None:
         raise NotImplementedError
 
-    def shared(self) -> "KernelSpec":
+    def shared(self) -> KernelSpec:
         """The spec with extents its kernel never reads set to 0, so launches that
         differ only in them share a kernel (the launch grid comes from the real spec)."""
         return self
@@ -122,6 +131,30 @@ def window_leaves_input(size: int, out: int, k: int, stride: int, pad: int, dila
     reads need bounds checks."""
     last = (out - 1) * stride - pad + (k - 1) * dilation
     return pad > 0 or last >= size
+
+
+UNROLL_TAPS = 9
+"""Windows of at most this many taps are unrolled by the OpenCL compiler (a 3x3 conv's
+nine taps become straight-line code, a 7x7 stem stays a loop)."""
+
+
+def window_loops(kb: KernelBuilder, window: Sequence[int], carried: list[SSAValue], tap) -> list[SSAValue]:
+    """`carried = tap(kb, kh, kw, carried)` over a (KH, KW) window, as an `scf.for` nest
+    (kh, kw are loop indices); marked `opencl.unroll` when the window is small. A 1x1
+    window is no loop at all."""
+    kh_n, kw_n = window
+    if kh_n == kw_n == 1:
+        return tap(kb, 0, 0, carried)
+    unroll = kh_n * kw_n <= UNROLL_TAPS
+
+    def row(k1: KernelBuilder, a, acc1):
+        if kw_n == 1:
+            return tap(k1, a, 0, acc1)
+        return k1.for_(0, kw_n, 1, acc1, lambda k2, b, acc2: tap(k2, a, b, acc2), "kw", unroll)
+
+    if kh_n == 1:
+        return kb.for_(0, kw_n, 1, carried, lambda k2, b, acc2: tap(k2, 0, b, acc2), "kw", unroll)
+    return kb.for_(0, kh_n, 1, carried, row, "kh", unroll)
 
 
 def window_count(kb, y0, x0, h: int, w: int, kernel, pads, count_include_pad: bool):

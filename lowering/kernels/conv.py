@@ -10,7 +10,7 @@ Two schedules share the geometry code:
 - `ConvSpec` (any grouping): one work-item per output pixel and `co_block`
   channels, scalar weights.
 
-Kernel taps are unrolled for windows up to 3x3; bounds checks are emitted only where
+Window loops are marked for unrolling (`#pragma unroll`) for windows up to 3x3; bounds checks are emitted only where
 padding or the window can leave the input.
 """
 
@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.ir import SSAValue
-
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, window_leaves_input
-
-UNROLL_TAPS = 9
+from adreno_mlir.lowering.kernels.common import (
+    KernelSpec,
+    window_leaves_input,
+    window_loops,
+)
+from xdsl.ir import SSAValue
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,9 @@ class ConvGeometry(KernelSpec):
                                    self.strides[axis], self.pads[axis], self.dilations[axis])
 
     def over_taps(self, kb: KernelBuilder, accs: list[SSAValue], tap) -> list[SSAValue]:
-        """Apply `tap(kb, kh, kw, accs)` over the window: unrolled when small."""
-        kh_n, kw_n = self.w_shape[2:]
-        if kh_n * kw_n <= UNROLL_TAPS:
-            for a in range(kh_n):
-                for b in range(kw_n):
-                    accs = tap(kb, a, b, accs)
-            return accs
-        return kb.for_(0, kh_n, 1, accs, lambda k1, a, acc1: k1.for_(
-            0, kw_n, 1, acc1, lambda k2, b, acc2: tap(k2, a, b, acc2), "kw"), "kh")
+        """Apply `tap(kb, kh, kw, accs)` over the window: a loop nest, marked for full
+        unrolling when the window is small."""
+        return window_loops(kb, self.w_shape[2:], accs, tap)
 
     def input_tap(self, kb: KernelBuilder, x_ptr, plane, iy0, ix0, kh, kw):
         """Input value at window tap (kh, kw) of the plane starting at `plane` (0 if padding)."""
@@ -79,10 +74,13 @@ class ConvGeometry(KernelSpec):
             kb.in_bounds(ix, 0, w) if self.needs_check(1) else [])
         return kb.masked_load(x_ptr, kb.add(plane, kb.add(kb.mul(iy, w), ix)), kb.all_of(conds))
 
-    def store(self, kb: KernelBuilder, out, extras, value, n, co, oy, ox) -> None:
+    def store(self, kb: KernelBuilder, out, extras, value, n, co, oy, ox, dco: int = 0, dx: int = 0) -> None:
+        """Epilogue and store of output (n, co + dco, oy, ox + dx): the block's base index
+        is computed once, each element adds its static offset."""
         _, co_total, oh, ow = self.out_shape
-        value = self.epilogue.apply(kb, value, [n, co, oy, ox], extras)
-        kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, co_total), co), oh), oy), ow), ox))
+        value = self.epilogue.apply(kb, value, [n, co, oy, ox], extras, (0, dco, 0, dx))
+        base = kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, co_total), co), oh), oy), ow), ox)
+        kb.store(value, out, kb.add(base, dco * oh * ow + dx))
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ class ConvSpec(ConvGeometry):
             accs = [kb.f(0.0)] * cb
         accs = kb.for_(0, cig, 1, accs, over_ci, "ci")
         for j in range(cb):
-            self.store(kb, out, extras, accs[j], n, kb.add(co0, j), oy, ox)
+            self.store(kb, out, extras, accs[j], n, co0, oy, ox, dco=j)
 
 
 @dataclass(frozen=True)
@@ -217,16 +215,15 @@ class Conv4Spec(ConvGeometry):
             accs = kb.for_(0, cig, 1, self.init(kb, ins, co4, xb * nv), over_ci, "ci")
 
         for t in range(xb):
-            ox = kb.add(ox0, t)
 
-            def emit_stores(k: KernelBuilder, t=t, ox=ox) -> None:
+            def emit_stores(k: KernelBuilder, t=t) -> None:
                 for j in range(nv):
                     for c in range(4):
                         value = k.lane(accs[t * nv + j], c)
-                        self.store(k, out, extras, value, n, k.add(co0, 4 * j + c), oy, ox)
+                        self.store(k, out, extras, value, n, co0, oy, ox0, dco=4 * j + c, dx=t)
 
             if ow % xb and t > 0:
-                kb.guard([kb.cmp("slt", ox, ow)], emit_stores)
+                kb.guard([kb.cmp("slt", kb.add(ox0, t), ow)], emit_stores)
             else:
                 emit_stores(kb)
 

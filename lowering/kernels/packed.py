@@ -16,13 +16,22 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import f16, f32, i32
-from xdsl.ir import Attribute, SSAValue
-
 from adreno_mlir.dialects import opencl, texture
 from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
-from adreno_mlir.lowering.kernels.common import KernelSpec, window_count, window_leaves_input
+from adreno_mlir.lowering.kernel_builder import (
+    GLOBAL_F32,
+    KernelBuilder,
+    finish,
+    new_kernel,
+)
+from adreno_mlir.lowering.kernels.common import (
+    KernelSpec,
+    window_count,
+    window_leaves_input,
+    window_loops,
+)
+from xdsl.dialects.builtin import f16, f32, i32
+from xdsl.ir import Attribute, SSAValue
 
 
 @dataclass(frozen=True)
@@ -162,7 +171,7 @@ class PackedSpec(KernelSpec):
         n, c4 = self.split_z(kb, z, c4n)
         return n, c4, h, w
 
-    def shared(self) -> "PackedSpec":
+    def shared(self) -> PackedSpec:
         """With batch 1 no kernel reads a channel-block count (n is 0 and c4 comes
         straight from the grid), so those extents are zeroed for the kernel's identity."""
         if self.out.shape[0] != 1 or isinstance(self, (PackSpec, UnpackSpec)):
@@ -346,13 +355,7 @@ class PackedConvSpec(PackedSpec):
             return res
 
         def over_taps(k: KernelBuilder, ci4, accs):
-            if taps <= 9:
-                for a in range(kh_n):
-                    for b in range(kw_n):
-                        accs = tap(k, ci4, a, b, accs)
-                return accs
-            return k.for_(0, kh_n, 1, accs, lambda k1, a, a1: k1.for_(
-                0, kw_n, 1, a1, lambda k2, b, a2: tap(k2, ci4, a, b, a2), "kw"), "kh")
+            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2))
 
         split = self.split_k > 1
         bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split else vk.f(0.0)
@@ -396,7 +399,7 @@ class PackedSplitSumSpec(PackedSpec):
     def head_args(self):
         return [("partial", GLOBAL_F32)] + ([("bias", GLOBAL_F32)] if self.has_bias else [])
 
-    def shared(self) -> "PackedSplitSumSpec":
+    def shared(self) -> PackedSplitSumSpec:
         return self  # the partial buffer's layout needs the real extents
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
@@ -439,14 +442,17 @@ class PackedPoolSpec(PackedSpec):
         x0 = kb.sub(kb.mul(ox, self.strides[1]), self.pads[1], "x0")
         is_max = self.kind == "max"
         vk = kb.vector()
-        acc = vk.f(float("-inf") if is_max else 0.0)
-        for a in range(self.kernel[0]):
-            for b in range(self.kernel[1]):
-                iy = kb.add(y0, a * self.dilations[0])
-                ix = kb.add(x0, b * self.dilations[1])
-                valid = kb.all_of(kb.in_bounds(iy, 0, H) + kb.in_bounds(ix, 0, W))
-                v = self.src.read(kb, x, n, c4, kb.select(valid, kb.i(iy), kb.i(0)), kb.select(valid, kb.i(ix), kb.i(0)))
-                acc = kb.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)
+
+        def tap(k: KernelBuilder, a, b, carried):
+            (acc,) = carried
+            vk = k.vector()
+            iy = k.add(y0, k.mul(a, self.dilations[0]))
+            ix = k.add(x0, k.mul(b, self.dilations[1]))
+            valid = k.all_of(k.in_bounds(iy, 0, H) + k.in_bounds(ix, 0, W))
+            v = self.src.read(k, x, n, c4, k.select(valid, k.i(iy), k.i(0)), k.select(valid, k.i(ix), k.i(0)))
+            return [k.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)]
+
+        (acc,) = window_loops(kb, self.kernel, [vk.f(float("-inf") if is_max else 0.0)], tap)
         if not is_max:
             count = window_count(kb, y0, x0, H, W, self.kernel, self.pads, self.count_include_pad)
             acc = vk.fdiv(acc, kb.splat(kb.to_float(count)))

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
-
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel, window_count
-
-UNROLL_TAPS = 9
+from adreno_mlir.lowering.kernels.common import (
+    KernelSpec,
+    contiguous_strides,
+    numel,
+    window_count,
+    window_loops,
+)
+from xdsl.ir import SSAValue
 
 
 @dataclass(frozen=True)
@@ -56,15 +59,7 @@ class PoolSpec(KernelSpec):
             return [k.fadd(acc[0], k.select(valid, v, k.f(0.0)))]
 
         init = [kb.f(float("-inf") if is_max else 0.0)]
-        kh, kw = self.kernel
-        if kh * kw <= UNROLL_TAPS:
-            acc = init
-            for a in range(kh):
-                for b in range(kw):
-                    acc = tap(kb, a, b, acc)
-        else:
-            acc = kb.for_(0, kh, 1, init, lambda k1, a, acc1: k1.for_(
-                0, kw, 1, acc1, lambda k2, b, acc2: tap(k2, a, b, acc2), "kx"), "ky")
+        acc = window_loops(kb, self.kernel, init, tap)
         value = acc[0]
         if not is_max:
             value = kb.fdiv(value, kb.to_float(window_count(kb, y0, x0, h, w, self.kernel, self.pads, self.count_include_pad)))

@@ -41,11 +41,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from xdsl.ir import SSAValue
-
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder
 from adreno_mlir.lowering.kernels.common import window_leaves_input
 from adreno_mlir.lowering.kernels.packed import Packed, PackedSpec
+from xdsl.ir import SSAValue
 
 # --------------------------------------------------------------------------- matrices
 
@@ -116,7 +115,7 @@ def winograd_filter_transform(w_oihw: np.ndarray, tile: int) -> np.ndarray:
     w = np.asarray(w_oihw, dtype=np.float64)
     if w.ndim != 4 or w.shape[2:] != (3, 3):
         raise ValueError(f"the Winograd filter transform needs (K, C, 3, 3) weights, got {list(w.shape)}")
-    u = np.einsum("ia,kcab,jb->ijkc", g, w, g)
+    u = (g @ w @ g.T).transpose(2, 3, 0, 1)  # G g G^T per (k, c), as (i, j, k, c)
     alpha = tile + 2
     return u.reshape(alpha * alpha, *w.shape[:2])
 
@@ -126,9 +125,9 @@ def pack_filter_transform(u: np.ndarray) -> np.ndarray:
     multiple of 4 with zeros: element (xi, k4, c, j) is U[xi][4*k4 + j][c]."""
     a2, k, c = u.shape
     k4 = -(-k // 4)
-    padded = np.zeros((a2, 4 * k4, c), np.float64)
-    padded[:, :k] = u
-    return np.ascontiguousarray(padded.reshape(a2, k4, 4, c).transpose(0, 1, 3, 2).astype(np.float32))
+    padded = np.zeros((a2, 4 * k4, c), np.float32)
+    padded[:, :k] = u  # rounded to float32 once, here
+    return np.ascontiguousarray(padded.reshape(a2, k4, 4, c).transpose(0, 1, 3, 2))
 
 
 def unpack_oihw4o(packed: np.ndarray) -> np.ndarray:
