@@ -48,6 +48,11 @@ class CompiledModel(RunnableModel):
     stage_ir: dict[str, str] = field(default_factory=dict, repr=False)
     executable: object = field(default=None, repr=False)
     compile_seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    """Where `compile_seconds` went: "import" (ONNX to graph IR), "passes" (graph-level
+    stages), "lowering" (convert-graph-to-opencl), "print" (OpenCL C), "program" (program
+    build or cache load, see `build_info`), "setup" (weights upload, buffers, launch
+    list) and "other" (option checks, device lookup)."""
     plan: str = ""
     """Layout, memory (textures or buffers), precision and target profile actually used."""
     pipeline: str = ""
@@ -175,9 +180,11 @@ def lower(
     after_stage=None,
     pipeline: PipelineArg = None,
     passes: Sequence[type[ModulePass]] = (),
+    timings: dict[str, float] | None = None,
 ) -> tuple[list[StageResult], str]:
     """Run a plan's stages (or a caller's `pipeline`, which may name the pass classes in
-    `passes`) on `module` in place; returns the stage timings and the OpenCL C program.
+    `passes`) on `module` in place; returns the stage timings and the OpenCL C program
+    (`timings`, when given, gets the printing time as "print").
     `compile()` and `adreno-mlir compile` both lower through here."""
     from adreno_mlir.lowering.opencl_printer import opencl_source
 
@@ -187,7 +194,11 @@ def lower(
     if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
            for o in module.body.block.ops):
         raise CompileError("the pipeline did not lower the model to OpenCL: end it with convert-graph-to-opencl")
-    return stages, opencl_source(module)
+    start = time.perf_counter()
+    source = opencl_source(module)
+    if timings is not None:
+        timings["print"] = time.perf_counter() - start
+    return stages, source
 
 
 def compile(
@@ -239,7 +250,9 @@ def compile(
     context = default_context(device)
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
+    t_import = time.perf_counter()
     graph = model.clone() if isinstance(model, ModuleOp) else import_onnx(model)
+    timings = {"import": time.perf_counter() - t_import}
     in_shapes, out_shapes = io_shapes(graph)
     stage_ir: dict[str, str] = {"graph": module_to_text(graph)} if keep_ir else {}
 
@@ -249,11 +262,13 @@ def compile(
 
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
-    stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes)
+    stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes,
+                           timings)
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
                           input_shapes=in_shapes, output_shapes=out_shapes)
 
+    t_setup = time.perf_counter()
     try:
         executable = instantiate(module, source)
     except ImageLimitError:
@@ -261,15 +276,23 @@ def compile(
             raise
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
-        stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline, passes)
+        stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline,
+                               passes, timings)
         executable = instantiate(module, source)
+    total = time.perf_counter() - start
+    lowering = sum(st.seconds for st in stages if st.name == "opencl")
+    timings.update(passes=sum(st.seconds for st in stages) - lowering, lowering=lowering,
+                   program=executable.build_info.seconds,
+                   setup=time.perf_counter() - t_setup - executable.build_info.seconds)
+    timings["other"] = max(0.0, total - sum(timings.values()))
+    timings = {k: timings[k] for k in ("import", "passes", "lowering", "print", "program", "setup", "other")}
     return CompiledModel(
-        module=module, source=source,
+        module=module, source=source, timings=timings,
         input_names=list(in_shapes), output_names=list(out_shapes),
         input_shapes=in_shapes, output_shapes=out_shapes,
         stages=stages, stage_ir=stage_ir, executable=executable,
         pipeline=",".join(st.pipeline for st in stages),
-        compile_seconds=time.perf_counter() - start,
+        compile_seconds=total,
         plan=describe_plan(layout, textures, precision, target_name, pipeline is not None),
         options=plan_record(layout, textures, precision, storage, target_name, work_group, pipeline is not None),
     )

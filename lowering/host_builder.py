@@ -88,6 +88,7 @@ class HostBuilder:
         in_types = [opencl.BufferType(numel(a.type), f32) for a in fn.args]
         self.block = Block(arg_types=in_types)
         self.buffers: dict[SSAValue, SSAValue] = {}
+        self._int_constants: dict[int, SSAValue] = {}
         for old, new in zip(fn.args, self.block.args):
             self.buffers[old] = new
             new.name_hint = old.name_hint
@@ -145,7 +146,10 @@ class HostBuilder:
         from xdsl.dialects import arith
         from xdsl.dialects.builtin import IntegerAttr, i32
 
-        return self.emit(arith.ConstantOp(IntegerAttr(int(v), i32))).results[0]
+        v = int(v)
+        if v not in self._int_constants:  # one constant per value in the host function
+            self._int_constants[v] = self.emit(arith.ConstantOp(IntegerAttr(v, i32))).results[0]
+        return self._int_constants[v]
 
     def alloc(self, value: SSAValue) -> SSAValue:
         t = value.type

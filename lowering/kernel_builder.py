@@ -368,13 +368,14 @@ class KernelBuilder:
         """scf.for over i32 with iteration arguments; `body` returns the yielded values.
         `unroll`: True asks the OpenCL compiler to unroll the loop fully, an int N by N
         (the `opencl.unroll` attribute, printed as `#pragma unroll`)."""
+        bounds = self.i(lb), self.i(ub), self.i(step)  # before the body, which may reuse them
         block = Block(arg_types=[i32, *[a.type for a in iter_args]])
         if hint:
             block.args[0].name_hint = hint
         kb = self.child(block)
         yielded = body(kb, block.args[0], list(block.args[1:]))
         kb.emit(scf.YieldOp(*yielded))
-        op = scf.ForOp(self.i(lb), self.i(ub), self.i(step), list(iter_args), Region(block))
+        op = scf.ForOp(*bounds, list(iter_args), Region(block))
         if unroll is not False:
             op.attributes[UNROLL_ATTR] = IntegerAttr(0 if unroll is True else int(unroll), i64)
         self.block.add_op(op)

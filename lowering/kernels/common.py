@@ -58,6 +58,12 @@ class Epilogue:
         d = describe(self.expr)
         return f"_{d}" if d else ""
 
+    @property
+    def reads_coords(self) -> bool:
+        """Whether `apply` needs output coordinates (only to read extra inputs): kernels
+        skip computing them otherwise."""
+        return self.n_inputs > 0
+
     def apply(self, kb: KernelBuilder, value: SSAValue, coords: Sequence[SSAValue], ptrs: Sequence[SSAValue],
               offsets: Sequence[int] = ()) -> SSAValue:
         """The epilogue of `value` at output coordinates `coords` plus the static

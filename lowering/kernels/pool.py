@@ -63,8 +63,8 @@ class PoolSpec(KernelSpec):
         value = acc[0]
         if not is_max:
             value = kb.fdiv(value, kb.to_float(window_count(kb, y0, x0, h, w, self.kernel, self.pads, self.count_include_pad)))
-        n_ = kb.div(z, c)
-        value = self.epilogue.apply(kb, value, [n_, kb.rem(z, c), oy, ox], extras)
+        coords = [kb.div(z, c), kb.rem(z, c), oy, ox] if self.epilogue.reads_coords else []
+        value = self.epilogue.apply(kb, value, coords, extras)
         kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, oh), oy), ow), ox))
 
 

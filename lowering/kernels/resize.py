@@ -90,5 +90,6 @@ class ResizeSpec(KernelSpec):
             top = lerp(at(y0, x0), at(y0, x1), lx)
             bottom = lerp(at(y1, x0), at(y1, x1), lx)
             value = lerp(top, bottom, ly)
-        value = self.epilogue.apply(kb, value, [kb.div(z, c), kb.rem(z, c), oy, ox], extras)
+        coords = [kb.div(z, c), kb.rem(z, c), oy, ox] if self.epilogue.reads_coords else []
+        value = self.epilogue.apply(kb, value, coords, extras)
         kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, oh), oy), ow), ox))
