@@ -3,6 +3,9 @@
 // Max pool 3x3, stride 2, padding 1, ceil mode (6x6 -> 4x4), with a fused ReLU.
 // One work-item per output element, grid (OW, OH, N * C); the window starts at
 // (oy * 2 - 1, ox * 2 - 1), starts from -inf and skips taps outside the input.
+// The window is a kh/kw loop nest carrying the running max, both loops marked
+// `opencl.unroll = 0` (unrolled fully by the OpenCL compiler): its body is one tap,
+// one masked load and one max, and there are no other input loads.
 
 // CHECK-LABEL: opencl.kernel @maxpool3x3_relu(%input: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
 // CHECK:         %[[TWO:[0-9a-z_]+]] = arith.constant 2 : i32
@@ -12,14 +15,21 @@
 // CHECK-NEXT:    %[[SX:[0-9a-z_]+]] = arith.muli %ox, %[[TWO]] : i32
 // CHECK-NEXT:    %x0 = arith.subi %[[SX]], %[[ONE]] : i32
 // CHECK:         %[[NINF:[0-9a-z_]+]] = arith.constant 0xff800000 : f32
-// CHECK:         %{{.*}} = arith.muli %y0, %{{.*}} : i32
-// CHECK:         %[[IDX:[0-9a-z_]+]] = arith.select %[[OK:[0-9a-z_]+]], %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT:    %[[V:[0-9a-z_]+]] = opencl.load %input[%[[IDX]]] : !opencl.ptr<global, f32>
-// CHECK-NEXT:    %[[M:[0-9a-z_]+]] = arith.maximumf %[[NINF]], %[[V]] : f32
-// CHECK-NEXT:    %{{.*}} = arith.select %[[OK]], %[[M]], %[[NINF]] : f32
-// CHECK-COUNT-8: opencl.load %input
 // CHECK-NOT:     opencl.load %input
-// CHECK:         %[[ACC:[0-9a-z_]+]] = arith.select
+// CHECK:         %[[ACC:[0-9a-z_]+]] = scf.for %kh = %[[K0:[0-9a-z_]+]] to %[[K3:[0-9a-z_]+]] step %{{.*}} iter_args(%[[A:[0-9a-z_]+]] = %[[NINF]]) -> (f32) : i32 {
+// CHECK-NEXT:      %[[ROW:[0-9a-z_]+]] = scf.for %kw = %[[K0]] to %[[K3]] step %{{.*}} iter_args(%[[M0:[0-9a-z_]+]] = %[[A]]) -> (f32) : i32 {
+// CHECK-NEXT:        %[[IY:[0-9a-z_]+]] = arith.addi %y0, %kh : i32
+// CHECK-NEXT:        %[[IX:[0-9a-z_]+]] = arith.addi %x0, %kw : i32
+// CHECK:             %{{.*}} = arith.muli %[[IY]], %{{.*}} : i32
+// CHECK:             %[[IDX:[0-9a-z_]+]] = arith.select %[[OK:[0-9a-z_]+]], %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:        %[[V:[0-9a-z_]+]] = opencl.load %input[%[[IDX]]] : !opencl.ptr<global, f32>
+// CHECK-NEXT:        %[[M:[0-9a-z_]+]] = arith.maximumf %[[M0]], %[[V]] : f32
+// CHECK-NEXT:        %[[N:[0-9a-z_]+]] = arith.select %[[OK]], %[[M]], %[[M0]] : f32
+// CHECK-NEXT:        scf.yield %[[N]] : f32
+// CHECK-NEXT:      } {opencl.unroll = 0 : i64}
+// CHECK-NEXT:      scf.yield %[[ROW]] : f32
+// CHECK-NEXT:    } {opencl.unroll = 0 : i64}
+// CHECK-NOT:     opencl.load %input
 // CHECK:         %[[ZERO:[0-9a-z_]+]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:    %[[R:[0-9a-z_]+]] = arith.maximumf %[[ACC]], %[[ZERO]] : f32
 // CHECK:         opencl.store %[[R]], %out
@@ -36,13 +46,21 @@ func.func @max_ceil(%x: tensor<1x4x6x6xf32>) -> tensor<1x4x4x4xf32> {
 // -----
 
 // Average pool with count_include_pad and bottom/right padding 1 (5x5 -> 3x3): the
-// divisor is the window clipped to the padded input, min(y0 + 2, 5 + 1) - y0 times
-// min(x0 + 2, 5 + 1) - x0.
+// 2x2 window is a kh/kw loop nest marked for unrolling, summing one masked tap per
+// iteration; the divisor, after the loops, is the window clipped to the padded input,
+// min(y0 + 2, 5 + 1) - y0 times min(x0 + 2, 5 + 1) - x0.
 
 // CHECK-LABEL: opencl.kernel @avgpool2x2(%input: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
-// CHECK-COUNT-4: opencl.load %input
-// CHECK:         %[[SUM:[0-9a-z_]+]] = arith.addf
-// CHECK-NEXT:    %[[Y1:[0-9a-z_]+]] = arith.addi %[[Y0:[0-9a-z_]+]], %[[K:[0-9a-z_]+]] : i32
+// CHECK:         %[[SUM:[0-9a-z_]+]] = scf.for %kh = %{{.*}} to %[[K:[0-9a-z_]+]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) : i32 {
+// CHECK-NEXT:      %[[ROW:[0-9a-z_]+]] = scf.for %kw = %{{.*}} to %[[K]] step %{{.*}} iter_args(%[[S:[0-9a-z_]+]] = %{{.*}}) -> (f32) : i32 {
+// CHECK:             %[[V:[0-9a-z_]+]] = opencl.load %input
+// CHECK-NEXT:        %[[VV:[0-9a-z_]+]] = arith.select %{{.*}}, %[[V]], %{{.*}} : f32
+// CHECK-NEXT:        %[[T:[0-9a-z_]+]] = arith.addf %[[S]], %[[VV]] : f32
+// CHECK-NEXT:        scf.yield %[[T]] : f32
+// CHECK-NEXT:      } {opencl.unroll = 0 : i64}
+// CHECK-NEXT:      scf.yield %[[ROW]] : f32
+// CHECK-NEXT:    } {opencl.unroll = 0 : i64}
+// CHECK-NEXT:    %[[Y1:[0-9a-z_]+]] = arith.addi %[[Y0:[0-9a-z_]+]], %[[K]] : i32
 // CHECK-NEXT:    %[[HP:[0-9a-z_]+]] = arith.constant 6 : i32
 // CHECK-NEXT:    %[[YE:[0-9a-z_]+]] = arith.minsi %[[Y1]], %[[HP]] : i32
 // CHECK-NEXT:    %[[X1:[0-9a-z_]+]] = arith.addi %[[X0:[0-9a-z_]+]], %[[K]] : i32
@@ -62,14 +80,22 @@ func.func @avg_include_pad(%x: tensor<2x3x5x5xf32>) -> tensor<2x3x3x3xf32> {
 
 // -----
 
-// Ceil mode without padding (5x5 -> 3x3): the last window hangs over the edge and the
-// divisor counts only the taps inside: (min(y0 + 2, 5) - max(y0, 0)) * (...).
+// Ceil mode without padding (5x5 -> 3x3): the last window hangs over the edge (the
+// 2x2 loop nest, marked for unrolling, masks its taps) and the divisor counts only
+// the taps inside: (min(y0 + 2, 5) - max(y0, 0)) * (...).
 
 // CHECK-LABEL: opencl.kernel @avgpool2x2(
-// CHECK-COUNT-4: opencl.load %input
-// CHECK:         %[[SUM:[0-9a-z_]+]] = arith.addf
+// CHECK:         %[[SUM:[0-9a-z_]+]] = scf.for %kh = {{.*}} -> (f32) : i32 {
+// CHECK-NEXT:      scf.for %kw = {{.*}} -> (f32) : i32 {
+// CHECK-COUNT-1:     opencl.load %input
+// CHECK-NOT:         opencl.load %input
+// CHECK:             scf.yield
+// CHECK-NEXT:      } {opencl.unroll = 0 : i64}
+// CHECK-NEXT:      scf.yield
+// CHECK-NEXT:    } {opencl.unroll = 0 : i64}
 // CHECK-NEXT:    %[[Y1:[0-9a-z_]+]] = arith.addi %[[Y0:[0-9a-z_]+]], %{{.*}} : i32
-// CHECK-NEXT:    %[[YE:[0-9a-z_]+]] = arith.minsi %[[Y1]], %[[H:[0-9a-z_]+]] : i32
+// CHECK-NEXT:    %[[H:[0-9a-z_]+]] = arith.constant 5 : i32
+// CHECK-NEXT:    %[[YE:[0-9a-z_]+]] = arith.minsi %[[Y1]], %[[H]] : i32
 // CHECK-NEXT:    %[[X1:[0-9a-z_]+]] = arith.addi %[[X0:[0-9a-z_]+]], %{{.*}} : i32
 // CHECK-NEXT:    %[[XE:[0-9a-z_]+]] = arith.minsi %[[X1]], %[[H]] : i32
 // CHECK-NEXT:    %[[YS:[0-9a-z_]+]] = arith.maxsi %[[Y0]], %[[ZERO:[0-9a-z_]+]] : i32
@@ -112,13 +138,16 @@ func.func @gap(%x: tensor<2x3x4x4xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Windows larger than 3x3 are loops, not unrolled.
+// Windows larger than 3x3 (here 4x4, 16 taps) are the same kh/kw loop nest, NOT
+// marked for unrolling: no `opencl.unroll` in the kernel, one load in the body.
 
 // CHECK-LABEL: opencl.kernel @maxpool4x4(
-// CHECK:         scf.for %ky =
-// CHECK-NEXT:      scf.for %kx =
+// CHECK-NOT:     opencl.unroll
+// CHECK:         scf.for %kh = %{{.*}} to %[[K4:[0-9a-z_]+]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) : i32 {
+// CHECK-NEXT:      scf.for %kw = %{{.*}} to %[[K4]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) : i32 {
 // CHECK-COUNT-1:     opencl.load %input
 // CHECK-NOT:     opencl.load
+// CHECK-NOT:     opencl.unroll
 // CHECK:         opencl.return
 // CHECK-LABEL: func.func @big_window
 // CHECK:         opencl.launch @maxpool4x4(%x, %{{.*}}) global [2, 2, 2]

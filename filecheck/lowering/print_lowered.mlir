@@ -4,6 +4,9 @@
 // ReLU (float4 schedule, 4 channels x 2 pixels per work-item), a free flatten, and a
 // fully connected layer (gemm, transB, bias fused as its epilogue). Only kernels are
 // printed, not the host function. The conv's input channel count is a kernel argument.
+// A 1x1 window is no loop (no kh/kw, no `#pragma unroll`): the loop over input
+// channels holds the one tap. The eight stores share one base index (the block's
+// first element) plus a constant offset each: +4 per channel (OH * OW), +1 per pixel.
 
 // CHECK:       #pragma OPENCL FP_CONTRACT OFF
 // CHECK-NOT:   sampler_t
@@ -33,19 +36,15 @@
 // CHECK-NEXT:          [[ACC0]] = [[N0]];
 // CHECK-NEXT:          [[ACC1]] = [[N1]];
 // CHECK-NEXT:      }
-// CHECK-NEXT:      const int [[CO:v[0-9]+]] = z * 4;
-// CHECK-NEXT:      const int [[O0:v[0-9]+]] = (([[CO]] * 2) + oy) * 2;
-// CHECK-NEXT:      out{{\[}}[[O0]] + ox] = fmax([[ACC0]].s0, 0.0f);
-// CHECK-NEXT:      const int [[O1:v[0-9]+]] = ((([[CO]] + 1) * 2) + oy) * 2;
-// CHECK-NEXT:      out{{\[}}[[O1]] + ox] = fmax([[ACC0]].s1, 0.0f);
-// CHECK-NEXT:      const int [[O2:v[0-9]+]] = ((([[CO]] + 2) * 2) + oy) * 2;
-// CHECK-NEXT:      out{{\[}}[[O2]] + ox] = fmax([[ACC0]].s2, 0.0f);
-// CHECK-NEXT:      const int [[O3:v[0-9]+]] = ((([[CO]] + 3) * 2) + oy) * 2;
-// CHECK-NEXT:      out{{\[}}[[O3]] + ox] = fmax([[ACC0]].s3, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O0]] + [[OX1]]] = fmax([[ACC1]].s0, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O1]] + [[OX1]]] = fmax([[ACC1]].s1, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O2]] + [[OX1]]] = fmax([[ACC1]].s2, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O3]] + [[OX1]]] = fmax([[ACC1]].s3, 0.0f);
+// CHECK-NEXT:      const int [[O:v[0-9]+]] = ((((z * 4) * 2) + oy) * 2) + ox;
+// CHECK-NEXT:      out{{\[}}[[O]]] = fmax([[ACC0]].s0, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 4] = fmax([[ACC0]].s1, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 8] = fmax([[ACC0]].s2, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 12] = fmax([[ACC0]].s3, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 1] = fmax([[ACC1]].s0, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 5] = fmax([[ACC1]].s1, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 9] = fmax([[ACC1]].s2, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 13] = fmax([[ACC1]].s3, 0.0f);
 // CHECK-NEXT:  }
 
 // CHECK-LABEL: __kernel void gemm_add(
@@ -81,19 +80,48 @@ func.func @main(%x: tensor<1x2x2x2xf32>) -> tensor<1x3xf32> {
 
 // -----
 
-// A padded 3x3 conv: taps that can fall outside the input are masked, the address
-// clamped to 0 (never out of bounds) and the value replaced by 0.
+// A padded 3x3 conv: inside the loop over input channels the window is a `for` over
+// kh holding a `for` over kw, each directly preceded by `#pragma unroll` (the OpenCL
+// compiler unrolls the nine taps; the C holds one). The kw body is one tap: a float4
+// of weights at (kh * 3 + kw), the row check shared by both pixels, and per pixel a
+// masked load: taps that can fall outside the input are masked, the address clamped
+// to 0 (never out of bounds) and the value replaced by 0. The accumulators are carried
+// through both loops.
 
 // CHECK:       #pragma OPENCL FP_CONTRACT OFF
 // CHECK-LABEL: __kernel void conv3x3_c4x2(
 // CHECK:           const int iy0 = oy - 1;
 // CHECK:           for (int [[I:[a-z0-9_]+]] = 0; [[I]] < ci; ++[[I]]) {
-// CHECK:               const int [[OK:v[0-9]+]] = ([[OKY:v[0-9]+]] & [[OKX0:v[0-9]+]]) & [[OKX1:v[0-9]+]];
-// CHECK-NEXT:          const float [[T:v[0-9]+]] = input{{\[}}[[OK]] ? ({{.*}}) : 0];
-// CHECK:               fma((float4)([[OK]] ? [[T]] : 0.0f), {{.*}}
+// CHECK-NEXT:          const int [[PLANE:v[0-9]+]] = x_base + ([[I]] * 4);
+// CHECK-NEXT:          const int [[WBASE:v[0-9]+]] = [[I]] * 9;
+// CHECK-NEXT:          float4 [[H0:v[0-9]+]] = {{v[0-9]+}};
+// CHECK-NEXT:          float4 [[H1:v[0-9]+]] = {{v[0-9]+}};
+// CHECK-NEXT:          #pragma unroll
+// CHECK-NEXT:          for (int kh = 0; kh < 3; ++kh) {
+// CHECK-NEXT:              float4 [[A0:v[0-9]+]] = [[H0]];
+// CHECK-NEXT:              float4 [[A1:v[0-9]+]] = [[H1]];
+// CHECK-NEXT:              #pragma unroll
+// CHECK-NEXT:              for (int kw = 0; kw < 3; ++kw) {
+// CHECK-NEXT:                  const float4 [[WV:v[0-9]+]] = vload4([[WBASE]] + ((kh * 3) + kw), weight);
+// CHECK-NEXT:                  const int [[IY:v[0-9]+]] = iy0 + kh;
+// CHECK-NEXT:                  const int [[IX0:v[0-9]+]] = {{v[0-9]+}} + kw;
+// CHECK-NEXT:                  const int [[ROW:v[0-9]+]] = [[IY]] * 2;
+// CHECK-NEXT:                  const int [[OKY:v[0-9]+]] = ([[IY]] >= 0) & ([[IY]] < 2);
+// CHECK-NEXT:                  const int [[OK0:v[0-9]+]] = ([[OKY]] & ([[IX0]] >= 0)) & ([[IX0]] < 2);
+// CHECK-NEXT:                  const float [[T0:v[0-9]+]] = input{{\[}}[[OK0]] ? ([[PLANE]] + ([[ROW]] + [[IX0]])) : 0];
+// CHECK-NEXT:                  const int [[IX1:v[0-9]+]] = {{v[0-9]+}} + kw;
+// CHECK-NEXT:                  const int [[OK1:v[0-9]+]] = ([[OKY]] & ([[IX1]] >= 0)) & ([[IX1]] < 2);
+// CHECK-NEXT:                  const float [[T1:v[0-9]+]] = input{{\[}}[[OK1]] ? ([[PLANE]] + ([[ROW]] + [[IX1]])) : 0];
+// CHECK-NEXT:                  const float4 [[N0:[a-z0-9_]+]] = fma((float4)([[OK0]] ? [[T0]] : 0.0f), [[WV]], [[A0]]);
+// CHECK-NEXT:                  const float4 [[N1:[a-z0-9_]+]] = fma((float4)([[OK1]] ? [[T1]] : 0.0f), [[WV]], [[A1]]);
+// CHECK-NEXT:                  [[A0]] = [[N0]];
+// CHECK-NEXT:                  [[A1]] = [[N1]];
+// CHECK-NEXT:              }
+// CHECK-NOT:           #pragma unroll
 // CHECK:           }
-// CHECK:           const int [[O:v[0-9]+]] = {{.*}} + oy) * 2;
-// CHECK-NEXT:      out{{\[}}[[O]] + ox] = {{v[0-9]+}}.s0;
+// CHECK-NOT:       #pragma unroll
+// CHECK:           const int [[O:v[0-9]+]] = {{.*}} + oy) * 2) + ox;
+// CHECK-NEXT:      out{{\[}}[[O]]] = {{v[0-9]+}}.s0;
 func.func @main(%x: tensor<1x1x2x2xf32>) -> tensor<1x4x2x2xf32> {
   %w = graph.constant dense<1.0> : tensor<4x1x3x3xf32>
   %c = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x1x2x2xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x2x2xf32>

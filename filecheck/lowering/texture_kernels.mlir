@@ -5,6 +5,9 @@
 // images, a max pool writing a half-float buffer, unpack. The host allocates images of
 // the annotated extents; kernels read images with read_imagef and write them with
 // write_imagef; the f16 buffer is written with vstore_half4 and read with vload_half4.
+// The conv's 3x3 and the pool's 2x2 windows are kh/kw `for` loops, each preceded by
+// `#pragma unroll`: the conv's kw body is one tap (one float4 of weights, one image
+// read and one fma per pixel of its 4-pixel block), the pool's one image read.
 
 // HOST-LABEL: func.func @main
 // HOST:       opencl.alloc_image : !opencl.image<8x8, rgba_f32>
@@ -23,13 +26,31 @@
 // CHECK-NEXT:      __global const float* weight,
 // CHECK-NEXT:      __global const float* bias,
 // CHECK-NEXT:      __write_only image2d_t out
-// CHECK:           read_imagef(input, smp, (int2)(
-// CHECK:           vload4(
+// CHECK:           vload4(z, bias);
+// CHECK:           #pragma unroll
+// CHECK-NEXT:      for (int kh = 0; kh < 3; ++kh) {
+// CHECK:               #pragma unroll
+// CHECK-NEXT:          for (int kw = 0; kw < 3; ++kw) {
+// CHECK-NEXT:              const float4 [[WV:v[0-9]+]] = vload4({{.*}}((kh * 3) + kw), weight);
+// CHECK-COUNT-4:           read_imagef(input, smp, (int2)(
+// CHECK-NOT:               read_imagef
+// CHECK-COUNT-4:           = fma({{.*}}, [[WV]], {{v[0-9]+}});
+// CHECK-NOT:               read_imagef
+// CHECK:               }
+// CHECK-NOT:       read_imagef
 // CHECK:           fmax(
 // CHECK:           write_imagef(out,
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
-// CHECK:           vstore_half4(
+// CHECK:           float4 [[M:v[0-9]+]] = (float4)(-INFINITY);
+// CHECK-NEXT:      #pragma unroll
+// CHECK-NEXT:      for (int kh = 0; kh < 2; ++kh) {
+// CHECK:               #pragma unroll
+// CHECK-NEXT:          for (int kw = 0; kw < 2; ++kw) {
+// CHECK-COUNT-1:           read_imagef(input, smp,
+// CHECK-NOT:               read_imagef
+// CHECK:               }
+// CHECK:           vstore_half4([[M]], {{.*}}, out);
 // CHECK-LABEL: __kernel void unpack_nchw4c(
 // CHECK-SAME:      __global const half* input,{{\s*}}__global float* out
 // CHECK:           vload_half4(
