@@ -30,7 +30,12 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
+_path = list(sys.path)
 from bench import ALL_MODELS, PLANS, materialized_path, shared_dir
+
+# bench.py puts this repository first on sys.path; restored, so that PYTHONPATH picks the
+# compiler tree to measure (an older checkout for a before/after comparison).
+sys.path[:] = _path
 
 
 def family(kernel: str) -> str:

@@ -38,7 +38,12 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
+_path = list(sys.path)
 from bench import PLANS, materialized_path, shared_dir
+
+# bench.py puts this repository first on sys.path; restored, so that PYTHONPATH picks the
+# compiler tree to measure (an older checkout for a before/after comparison).
+sys.path[:] = _path
 
 DRIVER_CACHE_OFF = {"POCL_KERNEL_CACHE": "0", "CUDA_CACHE_DISABLE": "1", "PYOPENCL_NO_CACHE": "1"}
 

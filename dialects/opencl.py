@@ -77,10 +77,20 @@ IMAGE_ACCESS = ("read", "write")
 IMAGE_FORMATS = ("rgba_f32", "rgba_f16")
 
 UNROLL_ATTR = "opencl.unroll"
-"""Discardable attribute of an `scf.for` in a kernel: an i64 unroll factor that the
-printer turns into `#pragma unroll N` before the loop (0: `#pragma unroll`, fully).
-Kernels keep their window and block loops as loops in the IR (a 3x3 window is one
-loop nest, not nine copies of its body) and leave unrolling to the OpenCL compiler."""
+"""Discardable attribute of an `scf.for` in a kernel saying who unrolls it. Kernels keep
+their window loops as loops in the IR (a 3x3 window is one loop nest, not nine copies of
+its body); this attribute decides how the printer writes them:
+
+- an i64 N: `#pragma unroll N` before the loop (0: `#pragma unroll`), the OpenCL compiler
+  unrolls;
+- `"print"`: the printer writes the body once per trip (constant bounds), loop-carried
+  values substituted from trip to trip, so the compiler gets straight-line code with all
+  of a window's loads ahead of its multiply-adds.
+
+Which is faster depends on the kernel and the compiler (docs/startup.md); each kernel
+builder chooses, and an edited attribute is printed as written."""
+
+UNROLL_BY_PRINTER = "print"
 
 VEC4F32 = VectorType(f32, [4])
 VEC4F16 = VectorType(f16, [4])

@@ -9,8 +9,9 @@ by (op kind, operands, attributes) in a table scoped like the IR's dominance (a 
 block sees its parents' values, never the reverse) *before* the op is constructed. So a
 kernel comes out already free of common subexpressions and the pipeline needs no CSE
 pass over thousands of ops (constructing an xDSL op costs far more than the lookup).
-Loops stay loops: `for_(..., unroll=True)` marks an `scf.for` with `opencl.unroll`,
-which the printer turns into `#pragma unroll`, instead of unrolling taps in the IR.
+Loops stay loops: `for_(..., unroll=True)` marks an `scf.for` with `opencl.unroll`
+(printed as `#pragma unroll`; `unroll="print"`: the printer writes out the trips)
+instead of unrolling taps in the IR.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     VectorType,
     f32,
     i1,
@@ -363,11 +365,12 @@ class KernelBuilder:
         iter_args: Sequence[SSAValue],
         body: Callable[[KernelBuilder, SSAValue, list[SSAValue]], Sequence[SSAValue]],
         hint: str | None = None,
-        unroll: bool | int = False,
+        unroll: bool | int | str = False,
     ) -> list[SSAValue]:
         """scf.for over i32 with iteration arguments; `body` returns the yielded values.
         `unroll`: True asks the OpenCL compiler to unroll the loop fully, an int N by N
-        (the `opencl.unroll` attribute, printed as `#pragma unroll`)."""
+        (the `opencl.unroll` attribute, printed as `#pragma unroll`), "print" has the
+        printer write one copy of the body per trip."""
         bounds = self.i(lb), self.i(ub), self.i(step)  # before the body, which may reuse them
         block = Block(arg_types=[i32, *[a.type for a in iter_args]])
         if hint:
@@ -376,7 +379,9 @@ class KernelBuilder:
         yielded = body(kb, block.args[0], list(block.args[1:]))
         kb.emit(scf.YieldOp(*yielded))
         op = scf.ForOp(*bounds, list(iter_args), Region(block))
-        if unroll is not False:
+        if unroll == opencl.UNROLL_BY_PRINTER:
+            op.attributes[UNROLL_ATTR] = StringAttr(unroll)
+        elif unroll is not False:
             op.attributes[UNROLL_ATTR] = IntegerAttr(0 if unroll is True else int(unroll), i64)
         self.block.add_op(op)
         for res, arg in zip(op.results, iter_args):

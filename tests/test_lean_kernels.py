@@ -58,6 +58,12 @@ def _kernels(module: ModuleOp) -> list[opencl.KernelOp]:
     return [op for op in module.body.block.ops if isinstance(op, opencl.KernelOp)]
 
 
+def _kernel_source(source: str, name: str) -> str:
+    start = source.index(f"__kernel void {name}(")
+    end = source.find("__kernel void", start + 1)
+    return source[start:] if end < 0 else source[start:end]
+
+
 def _redundant_ops(module: ModuleOp) -> int:
     """How many ops CSE merges away after dead code is gone (the printer skips dead code)."""
     m = module.clone()
@@ -71,8 +77,9 @@ def _redundant_ops(module: ModuleOp) -> int:
 @pytest.mark.parametrize("plan", sorted(PLANS))
 @pytest.mark.parametrize("groups", [1, 8], ids=["conv", "depthwise"])
 def test_window_loops_are_marked_loops_and_outputs_match(plan, groups):
-    """3x3 windows (conv and pool) are one scf.for nest each, marked for full unrolling,
-    printed as `#pragma unroll`; the numbers still match onnxruntime."""
+    """3x3 windows (conv and pool) are one scf.for nest each, marked for full unrolling:
+    by the OpenCL compiler (`#pragma unroll`) in NCHW kernels, by the printer in NCHW4c
+    kernels; the numbers still match onnxruntime."""
     import onnxruntime as ort
 
     model = _conv_model(3, groups)
@@ -82,8 +89,15 @@ def test_window_loops_are_marked_loops_and_outputs_match(plan, groups):
     for k in windowed:
         marked = [op for op in k.walk() if isinstance(op, scf.ForOp) and opencl.UNROLL_ATTR in op.attributes]
         assert [op.body.block.args[0].name_hint for op in marked] == ["kh", "kw"], k.sym_name.data
-        assert all(op.attributes[opencl.UNROLL_ATTR].value.data == 0 for op in marked)
-    assert cm.source.count("#pragma unroll\n") == 2 * len(windowed)
+        text = _kernel_source(cm.source, k.sym_name.data)
+        if "_4c" in k.sym_name.data:
+            # NCHW4c kernels: written out by the printer, no loop left in the C
+            assert all(op.attributes[opencl.UNROLL_ATTR] == StringAttr("print") for op in marked)
+            assert "for (int kh" not in text and "#pragma unroll" not in text
+        else:
+            # NCHW kernels: the OpenCL compiler unrolls
+            assert all(op.attributes[opencl.UNROLL_ATTR].value.data == 0 for op in marked)
+            assert text.count("#pragma unroll\n") == 2 and "for (int kh" in text
     x = np.random.default_rng(1).standard_normal((1, 8, 12, 12)).astype(np.float32)
     ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = cm.run({"x": x})["y"]
@@ -155,3 +169,38 @@ def test_reused_kernel_is_unaffected_by_edits_to_an_earlier_module():
     assert "edited" not in second.source
     for k in _kernels(second.module):
         assert all("edited" not in op.attributes for op in k.walk())
+
+
+@pytest.mark.parametrize("plan", ["nchw", "texture"])
+def test_printer_unroll_modes_compute_the_same(plan):
+    """The same lowered module printed with every unroll mode (as marked, all pragmas, all
+    written out, plain loops) runs to bit-identical results: unrolling changes schedule,
+    not arithmetic (FP contraction is off)."""
+    import pyopencl as cl
+    from adreno_mlir.lowering.opencl_printer import UNROLL_MODES, opencl_source
+
+    from adreno_mlir.runtime.executor import Executable
+    from adreno_mlir.weights import store_of
+
+    cm = adreno_mlir.compile(_conv_model(3, 8 if plan == "nchw" else 1), **PLANS[plan])
+    x = np.random.default_rng(3).standard_normal((1, 8, 12, 12)).astype(np.float32)
+    ref = cm.run({"x": x})["y"].ravel()
+    ctx = cm.executable.context
+    for mode in UNROLL_MODES:
+        source = opencl_source(cm.module, unroll=mode)
+        assert ("#pragma unroll" in source) == (mode in ("pragma",) or (mode == "ir" and plan == "nchw"))
+        exe = Executable(cm.module, source, store_of(cm.module), ctx, cache=False)
+        np.testing.assert_array_equal(exe.run([x])[0], ref, err_msg=mode)
+    assert isinstance(ctx, cl.Context)
+
+
+def test_bad_unroll_attribute_is_a_print_error():
+    """An edited `opencl.unroll` the printer cannot honour is an error naming the op."""
+    from adreno_mlir.lowering.opencl_printer import OpenCLPrintError, opencl_source
+
+    cm = adreno_mlir.compile(_conv_model(3))
+    loop = next(op for k in _kernels(cm.module) for op in k.walk()
+                if isinstance(op, scf.ForOp) and opencl.UNROLL_ATTR in op.attributes)
+    loop.attributes[opencl.UNROLL_ATTR] = StringAttr("always")
+    with pytest.raises(OpenCLPrintError, match="opencl.unroll"):
+        opencl_source(cm.module)

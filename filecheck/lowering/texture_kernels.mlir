@@ -1,13 +1,17 @@
 // RUN: adreno-opt %s -p 'graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=HOST < %t
 // RUN: adreno-opt %s -p 'graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s < %t.cl
+// RUN: adreno-opt %s -p 'graph-fuse,select-kernel-config{min-work-items=1},convert-graph-to-opencl,cse' -t 'opencl{unroll=pragma}' -o %t.pragma.cl && filecheck %s --check-prefix=PRAGMA < %t.pragma.cl
 
 // An annotated NCHW4c program: pack into an image, a depthwise 3x3 conv + ReLU on
 // images, a max pool writing a half-float buffer, unpack. The host allocates images of
 // the annotated extents; kernels read images with read_imagef and write them with
 // write_imagef; the f16 buffer is written with vstore_half4 and read with vload_half4.
-// The conv's 3x3 and the pool's 2x2 windows are kh/kw `for` loops, each preceded by
-// `#pragma unroll`: the conv's kw body is one tap (one float4 of weights, one image
-// read and one fma per pixel of its 4-pixel block), the pool's one image read.
+// The conv's 3x3 and the pool's 2x2 windows are kh/kw loops in the IR marked
+// `opencl.unroll = "print"`: the printer writes them out, one tap after the other (one
+// float4 of weights and four image reads per tap), with the multiply-adds substituted
+// from tap to tap into one expression per pixel and no loop left in the C. Printed with
+// `-t 'opencl{unroll=pragma}'` (PRAGMA) they are `for` loops under `#pragma unroll`
+// whose kw body is one tap.
 
 // HOST-LABEL: func.func @main
 // HOST:       opencl.alloc_image : !opencl.image<8x8, rgba_f32>
@@ -27,30 +31,43 @@
 // CHECK-NEXT:      __global const float* bias,
 // CHECK-NEXT:      __write_only image2d_t out
 // CHECK:           vload4(z, bias);
-// CHECK:           #pragma unroll
-// CHECK-NEXT:      for (int kh = 0; kh < 3; ++kh) {
-// CHECK:               #pragma unroll
-// CHECK-NEXT:          for (int kw = 0; kw < 3; ++kw) {
-// CHECK-NEXT:              const float4 [[WV:v[0-9]+]] = vload4({{.*}}((kh * 3) + kw), weight);
-// CHECK-COUNT-4:           read_imagef(input, smp, (int2)(
-// CHECK-NOT:               read_imagef
-// CHECK-COUNT-4:           = fma({{.*}}, [[WV]], {{v[0-9]+}});
-// CHECK-NOT:               read_imagef
-// CHECK:               }
-// CHECK-NOT:       read_imagef
-// CHECK:           fmax(
-// CHECK:           write_imagef(out,
+// CHECK-NOT:       for (
+// CHECK-COUNT-9:   vload4((z * 9) + (({{[0-2]}} * 3) + {{[0-2]}}), weight);
+// CHECK-NOT:       for (
+// CHECK:           write_imagef(out, (int2)(ox, {{.*}}), fmax(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
-// CHECK:           float4 [[M:v[0-9]+]] = (float4)(-INFINITY);
-// CHECK-NEXT:      #pragma unroll
-// CHECK-NEXT:      for (int kh = 0; kh < 2; ++kh) {
-// CHECK:               #pragma unroll
-// CHECK-NEXT:          for (int kw = 0; kw < 2; ++kw) {
-// CHECK-COUNT-1:           read_imagef(input, smp,
-// CHECK-NOT:               read_imagef
-// CHECK:               }
-// CHECK:           vstore_half4([[M]], {{.*}}, out);
+// CHECK-NOT:       for (
+// CHECK-COUNT-4:   read_imagef(input, smp,
+// CHECK-NOT:       read_imagef
+// CHECK:           vstore_half4((v{{[0-9]+}} ? fmax(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}}), {{.*}}, out);
+
+// PRAGMA-LABEL: __kernel void dwconv3x3_4c_relu(
+// PRAGMA:           vload4(z, bias);
+// PRAGMA:           #pragma unroll
+// PRAGMA-NEXT:      for (int kh = 0; kh < 3; ++kh) {
+// PRAGMA:               #pragma unroll
+// PRAGMA-NEXT:          for (int kw = 0; kw < 3; ++kw) {
+// PRAGMA-NEXT:              const float4 [[WV:v[0-9]+]] = vload4({{.*}}((kh * 3) + kw), weight);
+// PRAGMA-COUNT-4:           read_imagef(input, smp, (int2)(
+// PRAGMA-NOT:               read_imagef
+// PRAGMA-COUNT-4:           = fma({{.*}}, [[WV]], {{v[0-9]+}});
+// PRAGMA-NOT:               read_imagef
+// PRAGMA:               }
+// PRAGMA-NOT:       read_imagef
+// PRAGMA:           fmax(
+// PRAGMA:           write_imagef(out,
+// PRAGMA-LABEL: __kernel void maxpool2x2_4c(
+// PRAGMA-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
+// PRAGMA:           float4 [[M:v[0-9]+]] = (float4)(-INFINITY);
+// PRAGMA-NEXT:      #pragma unroll
+// PRAGMA-NEXT:      for (int kh = 0; kh < 2; ++kh) {
+// PRAGMA:               #pragma unroll
+// PRAGMA-NEXT:          for (int kw = 0; kw < 2; ++kw) {
+// PRAGMA-COUNT-1:           read_imagef(input, smp,
+// PRAGMA-NOT:               read_imagef
+// PRAGMA:               }
+// PRAGMA:           vstore_half4([[M]], {{.*}}, out);
 // CHECK-LABEL: __kernel void unpack_nchw4c(
 // CHECK-SAME:      __global const half* input,{{\s*}}__global float* out
 // CHECK:           vload_half4(

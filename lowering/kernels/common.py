@@ -140,27 +140,29 @@ def window_leaves_input(size: int, out: int, k: int, stride: int, pad: int, dila
 
 
 UNROLL_TAPS = 9
-"""Windows of at most this many taps are unrolled by the OpenCL compiler (a 3x3 conv's
-nine taps become straight-line code, a 7x7 stem stays a loop)."""
+"""Windows of at most this many taps are unrolled (a 3x3 conv's nine taps become
+straight-line code, a 7x7 stem stays a loop)."""
 
 
-def window_loops(kb: KernelBuilder, window: Sequence[int], carried: list[SSAValue], tap) -> list[SSAValue]:
+def window_loops(kb: KernelBuilder, window: Sequence[int], carried: list[SSAValue], tap,
+                 unroll: bool | str = True) -> list[SSAValue]:
     """`carried = tap(kb, kh, kw, carried)` over a (KH, KW) window, as an `scf.for` nest
-    (kh, kw are loop indices); marked `opencl.unroll` when the window is small. A 1x1
+    (kh, kw are loop indices). Small windows are marked `opencl.unroll`: by the OpenCL
+    compiler (`unroll=True`, `#pragma unroll`) or by the printer (`unroll="print"`). A 1x1
     window is no loop at all."""
     kh_n, kw_n = window
     if kh_n == kw_n == 1:
         return tap(kb, 0, 0, carried)
-    unroll = kh_n * kw_n <= UNROLL_TAPS
+    mark = unroll if kh_n * kw_n <= UNROLL_TAPS else False
 
     def row(k1: KernelBuilder, a, acc1):
         if kw_n == 1:
             return tap(k1, a, 0, acc1)
-        return k1.for_(0, kw_n, 1, acc1, lambda k2, b, acc2: tap(k2, a, b, acc2), "kw", unroll)
+        return k1.for_(0, kw_n, 1, acc1, lambda k2, b, acc2: tap(k2, a, b, acc2), "kw", mark)
 
     if kh_n == 1:
-        return kb.for_(0, kw_n, 1, carried, lambda k2, b, acc2: tap(k2, 0, b, acc2), "kw", unroll)
-    return kb.for_(0, kh_n, 1, carried, row, "kh", unroll)
+        return kb.for_(0, kw_n, 1, carried, lambda k2, b, acc2: tap(k2, 0, b, acc2), "kw", mark)
+    return kb.for_(0, kh_n, 1, carried, row, "kh", mark)
 
 
 def window_count(kb, y0, x0, h: int, w: int, kernel, pads, count_include_pad: bool):

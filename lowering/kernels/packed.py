@@ -355,7 +355,10 @@ class PackedConvSpec(PackedSpec):
             return res
 
         def over_taps(k: KernelBuilder, ci4, accs):
-            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2))
+            # Unrolled by the printer: with `#pragma unroll` NVIDIA's compiler ran these
+            # NCHW4c convs 1.6x slower than with the window written out (docs/startup.md).
+            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2),
+                                unroll=opencl.UNROLL_BY_PRINTER)
 
         split = self.split_k > 1
         bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split else vk.f(0.0)
@@ -452,7 +455,8 @@ class PackedPoolSpec(PackedSpec):
             v = self.src.read(k, x, n, c4, k.select(valid, k.i(iy), k.i(0)), k.select(valid, k.i(ix), k.i(0)))
             return [k.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)]
 
-        (acc,) = window_loops(kb, self.kernel, [vk.f(float("-inf") if is_max else 0.0)], tap)
+        (acc,) = window_loops(kb, self.kernel, [vk.f(float("-inf") if is_max else 0.0)], tap,
+                              unroll=opencl.UNROLL_BY_PRINTER)
         if not is_max:
             count = window_count(kb, y0, x0, H, W, self.kernel, self.pads, self.count_include_pad)
             acc = vk.fdiv(acc, kb.splat(kb.to_float(count)))
