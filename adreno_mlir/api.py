@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -170,6 +172,30 @@ def plan_pipeline(layout: str, textures: bool, storage: str, target_name: str,
     return stages_of_pipeline(spec)
 
 
+def gc_paused(fn):
+    """Run `fn` with Python's cyclic garbage collector paused (restored afterwards).
+
+    A compile allocates hundreds of thousands of small IR objects while the process
+    keeps as many alive (built kernels, op templates, the caller's models); every few
+    thousand allocations the collector would walk all of them, which was up to half of
+    a compile (MobileNetV2: 0.45 s paused vs 0.84-1.0 s, in a process that had compiled
+    four other models). Cyclic garbage from the compile is collected by the next
+    automatic collection after it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return wrapper
+
+
+@gc_paused
 def lower(
     module: ModuleOp,
     layout: str,
@@ -201,6 +227,7 @@ def lower(
     return stages, source
 
 
+@gc_paused
 def compile(
     model: str | Path | onnx.ModelProto | ModuleOp,
     target: str = "auto",

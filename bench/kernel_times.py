@@ -71,6 +71,8 @@ def measure(args) -> dict:
                 "kernels": per_kernel, "total_ms": statistics.median(totals), "compile_s": compile_s}
             print(f"{name:28s} {plan:13s} device {statistics.median(totals):8.3f} ms  compile {compile_s:.2f} s",
                   file=sys.stderr, flush=True)
+            if args.json:  # after every model, so a run cut short keeps what it measured
+                Path(args.json).write_text(json.dumps(out, indent=1))
     return out
 
 
