@@ -59,3 +59,15 @@ def model_path():
     if not MODEL_NAMES:
         pytest.fail(f"no graphs found under {GRAPHS}; set ADRENO_SHARED to the shared/ folder")
     return materialized_model
+
+
+@pytest.fixture(scope="session")
+def tiny_path(tmp_path_factory):
+    """The project's own tinynet example model (adreno_mlir.examples), written once."""
+    import onnx
+
+    from adreno_mlir.examples import tinynet
+
+    path = tmp_path_factory.mktemp("tiny") / "tinynet.onnx"
+    onnx.save(tinynet(), str(path))
+    return path

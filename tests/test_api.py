@@ -13,14 +13,6 @@ from onnx import TensorProto, helper
 
 import adreno_mlir
 from adreno_mlir.errors import CompileError
-from adreno_mlir.examples import tinynet
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny") / "tinynet.onnx"
-    onnx.save(tinynet(), str(path))
-    return path
 
 
 @pytest.fixture(scope="module")

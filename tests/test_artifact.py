@@ -10,13 +10,11 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
 import pytest
 
 import adreno_mlir
 from adreno_mlir.artifact import FORMAT_VERSION, ArtifactError
 from adreno_mlir.errors import CompileError
-from adreno_mlir.examples import tinynet
 from adreno_mlir.runtime.plan import WEIGHT_ALIGNMENT, Plan
 
 # The four plans, compiled as the texture-model tests compile them on PoCL.
@@ -26,13 +24,6 @@ PLANS = {
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
     "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny") / "tinynet.onnx"
-    onnx.save(tinynet(), str(path))
-    return path
 
 
 @pytest.fixture(scope="module")
