@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from adreno_mlir.pipeline import (
 )
 from adreno_mlir.printing import module_to_text
 from adreno_mlir.runtime.model import RunnableModel
-from adreno_mlir.runtime.program_cache import CacheArg
+from adreno_mlir.runtime.program_cache import CacheArg, cache_dir
 from adreno_mlir.weights import store_of
 
 
@@ -184,15 +185,26 @@ def gc_paused(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
+        global _gc_pauses, _gc_was_enabled
+        with _gc_lock:  # compiles in several threads: the first pauses, the last restores
+            if _gc_pauses == 0:
+                _gc_was_enabled = gc.isenabled()
+                gc.disable()
+            _gc_pauses += 1
         try:
             return fn(*args, **kwargs)
         finally:
-            if was_enabled:
-                gc.enable()
+            with _gc_lock:
+                _gc_pauses -= 1
+                if _gc_pauses == 0 and _gc_was_enabled:
+                    gc.enable()
 
     return wrapper
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = True
 
 
 @gc_paused
@@ -271,6 +283,7 @@ def compile(
     from adreno_mlir.runtime.executor import ImageLimitError
 
     start = time.perf_counter()
+    cache_dir(cache)  # a bad `cache` argument fails now, not after the lowering
     work_group = check_work_group(work_group)
     layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
     precision = check_precision(precision).value

@@ -206,13 +206,22 @@ def save_artifact(path: str | Path, *, plan: Plan, weights: Sequence[np.ndarray]
             "files": files,
         }
         (tmp / MANIFEST).write_text(_dump_json(manifest) + "\n")
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            os.replace(path, old / path.name)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        try:
+            if path.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+                os.replace(path, old / path.name)
+                try:
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.replace(old / path.name, path)  # the older artifact goes back in place
+                    shutil.rmtree(old, ignore_errors=True)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, path)
+        except OSError as e:
+            raise ArtifactError(f"{path}: cannot put the artifact in place ({e.strerror or e}); another "
+                                "process may be saving to the same path: save again") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -340,16 +349,17 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None) ->
     cache:  the program binary cache (None: default folder, False: off, or a folder),
             used when the artifact has no binary for this device and driver.
     No xDSL, no lowering: the manifest's plan is instantiated as it is."""
-    import warnings
-
     from adreno_mlir.runtime.device import default_context
     from adreno_mlir.runtime.executor import Executable
-    from adreno_mlir.runtime.program_cache import ProgramCacheWarning
+    from adreno_mlir.runtime.program_cache import cache_dir
 
     start = time.perf_counter()
+    cache_dir(cache)  # a bad `cache` argument fails before any work
     root, manifest = read_manifest(path)
     plan = _plan_of(manifest, root / MANIFEST)
     files = manifest.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        raise ArtifactError(f"{root / MANIFEST}: 'files' must map file names to {{sha256, bytes}} objects")
     source_name = manifest["program"].get("source", SOURCE_FILE)
     weights_name = manifest["weights"].get("file", WEIGHTS_FILE)
     source = _read_checked(root, source_name, files).decode("utf-8")
@@ -367,18 +377,9 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None) ->
         if candidate.matches(cl_device, plan.build_options):
             binary = _read_checked(root, entry["file"], files)
             break
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ProgramCacheWarning)
-        executable = Executable.from_plan(plan, weights, source, context, cache=cache, binary=binary)
-    refused = False
-    # Pass the cache's warnings on, and note whether the driver refused our binary:
-    # build_program then fell back silently except for this warning, whose text names
-    # the binary's origin "the supplied binary" (program_cache.build_program).
-    for w in caught:
-        refused |= binary is not None and "supplied binary" in str(w.message)
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    executable = Executable.from_plan(plan, weights, source, context, cache=cache, binary=binary)
     state = executable.build_info.cache
-    if binary is not None and not refused:
+    if state == "binary":
         origin = "artifact binary"
     elif state == "hit":
         origin = "cache hit"

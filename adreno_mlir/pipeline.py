@@ -148,9 +148,10 @@ def _verify_all() -> bool:
 def verify_lowered(module: ModuleOp) -> None:
     """Verify a lowered module except the bodies of its kernels.
 
-    Kernel bodies come straight from the kernel builder, whose ops are built by their
-    checking constructors (`lowering/kernel_builder.py`); verifying them again costs more
-    than building them (about 1 s of MobileNetV2's compile). They are verified whenever
+    Kernel bodies come straight from the kernel builder, which verifies every op as it
+    builds it (`lowering/kernel_builder.py`; a copy of an op template through its
+    template, which has the same kind, attributes and types); verifying whole kernels
+    again costs more than building them (about 1 s of MobileNetV2's compile). They are verified whenever
     the IR is kept or written, after every pass of a custom pipeline, when
     `ADRENO_MLIR_VERIFY=all` (the test suite), and by `adreno-opt` on any IR it reads."""
     from adreno_mlir.dialects import opencl

@@ -24,7 +24,6 @@ from xdsl.passes import ModulePass
 from adreno_mlir.dialects import texture
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, groups_of, where
 from adreno_mlir.lowering.host_builder import HostBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec
 from adreno_mlir.lowering.nchw_lowering import NCHW_PATTERNS
 from adreno_mlir.lowering.packed_lowering import PACKED_PATTERNS
 from adreno_mlir.passes.select_kernel_config import config_of, validate_config
@@ -53,7 +52,7 @@ class ConvertGraphToOpenCL(ModulePass):
     name = "convert-graph-to-opencl"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        kernels: dict[KernelSpec, str] = {}
+        kernels: dict[str, str] = {}  # kernel name by spec_key, across the module's functions
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]
             if not any(isinstance(t, (TensorType, texture.TextureTensorType)) for t in types):

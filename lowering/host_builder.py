@@ -10,6 +10,7 @@ seen before reuses its kernel, so repeated blocks share code.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -49,9 +50,17 @@ def numel(t) -> int:
     return int(math.prod(graph.shape_of(t)))
 
 
-_BUILT: OrderedDict[KernelSpec, opencl.KernelOp] = OrderedDict()
+_BUILT: OrderedDict[str, opencl.KernelOp] = OrderedDict()
+_BUILT_LOCK = threading.Lock()
 BUILT_KERNELS_KEPT = 1024
 """Kernels kept per process (least recently used dropped first)."""
+
+
+def spec_key(spec: KernelSpec) -> str:
+    """The identity of a kernel: its spec's repr. Specs compare floats by value, so a
+    clip to -0.0 would equal one to 0.0 and a NaN parameter would equal nothing; their
+    reprs tell -0.0 from 0.0 and NaN from NaN like the kernels' constants do."""
+    return repr(spec)
 
 
 def built_kernel(spec: KernelSpec, name: str) -> opencl.KernelOp:
@@ -59,14 +68,15 @@ def built_kernel(spec: KernelSpec, name: str) -> opencl.KernelOp:
     uses (the same layer shape in another model, or the same model compiled again) get
     a copy of it, which costs a fraction of building it. Specs are frozen and hold
     everything a kernel depends on, so a copy is exactly what building would give."""
-    proto = _BUILT.get(spec)
+    key = spec_key(spec)
+    with _BUILT_LOCK:
+        proto = _BUILT.pop(key, None)
     if proto is None:
         proto = spec.build(name)
-        _BUILT[spec] = proto
-        if len(_BUILT) > BUILT_KERNELS_KEPT:
+    with _BUILT_LOCK:  # (re)inserted as the most recently used
+        _BUILT[key] = proto
+        while len(_BUILT) > BUILT_KERNELS_KEPT:
             _BUILT.popitem(last=False)
-    else:
-        _BUILT.move_to_end(spec)
     kernel = proto.clone()
     kernel.sym_name = StringAttr(name)
     return kernel
@@ -78,7 +88,8 @@ class HostBuilder:
     def __init__(self, module: ModuleOp, fn: func.FuncOp, kernels: dict):
         self.module = module
         self.fn = fn
-        self.kernels: dict[KernelSpec, str] = kernels
+        self.kernels: dict[str, str] = kernels
+        """Kernel name by spec_key, shared by the host functions of one module."""
         self.names: set[str] = set(kernels.values()) | {
             o.sym_name.data for o in module.body.block.ops if hasattr(o, "sym_name")
         }
@@ -169,7 +180,8 @@ class HostBuilder:
     # ------------------------------------------------------------------ kernels
 
     def kernel(self, spec: KernelSpec) -> str:
-        if spec not in self.kernels:
+        key = spec_key(spec)
+        if key not in self.kernels:
             base = spec.base_name()
             if base in C_KEYWORDS:
                 # A kernel named like an OpenCL built-in (`exp`, `sqrt`) shadows it: PoCL
@@ -180,9 +192,9 @@ class HostBuilder:
                 n += 1
                 name = f"{base}_{n}"
             self.names.add(name)
-            self.kernels[spec] = name
+            self.kernels[key] = name
             self.module.body.block.insert_op_before(built_kernel(spec, name), self.fn)
-        return self.kernels[spec]
+        return self.kernels[key]
 
     def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc, scalars: Sequence[int] = ()) -> None:
         grid = spec.global_size()

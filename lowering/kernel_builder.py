@@ -51,6 +51,10 @@ def _make(cls: type[Operation], operands: Sequence[SSAValue], attrs: tuple) -> O
     template = _TEMPLATES.get(key)
     if template is None:
         op = cls(*operands, *attrs)
+        # Verified once here: a copy has the same kind, attributes, operand and result
+        # types, so the same verdict (kernel bodies are not verified again after a plain
+        # compile, see adreno_mlir/pipeline.py: verify_lowered).
+        op.verify(verify_nested_ops=False)
         _TEMPLATES[key] = (dict(op.properties), dict(op.attributes), [r.type for r in op.results])
         return op
     props, attributes, result_types = template
@@ -91,7 +95,11 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ plumbing
 
-    def emit(self, op: Operation, hint: str | None = None) -> SSAValue:
+    def emit(self, op: Operation, hint: str | None = None, verified: bool = False) -> SSAValue:
+        """Append `op`, verified on its own (its regions were verified as they were built),
+        unless `verified` says it already was."""
+        if not verified:
+            op.verify(verify_nested_ops=False)  # before it joins the block (not its terminator yet)
         self.block.add_op(op)
         if op.results:
             if hint:
@@ -99,18 +107,19 @@ class KernelBuilder:
             return op.results[0]
         return None  # type: ignore[return-value]
 
-    def pure(self, key: tuple, make: Callable[[], Operation], hint: str | None = None) -> SSAValue:
+    def pure(self, key: tuple, make: Callable[[], Operation], hint: str | None = None,
+             verified: bool = False) -> SSAValue:
         """The value of the pure op `make()` identified by `key` (its kind, operands and
         attributes): built once per dominance scope, reused after that."""
         v = self._scope.get(key)
         if v is None:
-            v = self.emit(make(), hint)
+            v = self.emit(make(), hint, verified)
             self._scope.table[key] = v
         return v
 
     def _op(self, cls: type[Operation], *operands: SSAValue, attrs: tuple = (), hint: str | None = None) -> SSAValue:
         """`cls(*operands, *attrs)`, a pure op, built once per scope."""
-        return self.pure((cls, *operands, *attrs), lambda: _make(cls, operands, attrs), hint)
+        return self.pure((cls, *operands, *attrs), lambda: _make(cls, operands, attrs), hint, verified=True)
 
     def child(self, block: Block) -> KernelBuilder:
         # values of enclosing blocks dominate the nested block, not the other way round
@@ -379,10 +388,14 @@ class KernelBuilder:
         yielded = body(kb, block.args[0], list(block.args[1:]))
         kb.emit(scf.YieldOp(*yielded))
         op = scf.ForOp(*bounds, list(iter_args), Region(block))
+        if unroll is not False and unroll is not True and unroll != opencl.UNROLL_BY_PRINTER \
+                and not isinstance(unroll, int):
+            raise ValueError(f"unroll must be a bool, an int or {opencl.UNROLL_BY_PRINTER!r}, got {unroll!r}")
         if unroll == opencl.UNROLL_BY_PRINTER:
             op.attributes[UNROLL_ATTR] = StringAttr(unroll)
         elif unroll is not False:
             op.attributes[UNROLL_ATTR] = IntegerAttr(0 if unroll is True else int(unroll), i64)
+        op.verify(verify_nested_ops=False)
         self.block.add_op(op)
         for res, arg in zip(op.results, iter_args):
             if arg.name_hint:
@@ -395,7 +408,9 @@ class KernelBuilder:
         kb = self.child(block)
         then(kb)
         kb.emit(scf.YieldOp())
-        self.block.add_op(scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()]))))
+        op = scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()])))
+        op.verify(verify_nested_ops=False)
+        self.block.add_op(op)
 
     def guard(self, conds: Sequence[SSAValue], then: Callable[[KernelBuilder], None]) -> None:
         """Run `then` only where all `conds` hold (no-op wrapper when there are none)."""

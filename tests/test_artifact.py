@@ -227,3 +227,36 @@ def test_cli_compile_refuses_to_replace_a_non_artifact(tiny_path, tmp_path):
     assert r.returncode == 1 and "error: refusing to overwrite" in r.stderr, r.stderr
     assert "import:" not in r.stdout  # refused before compiling
     assert (target / "keep.txt").read_text() == "mine"
+
+
+def test_failed_save_puts_the_older_artifact_back(tiny_path, cache, tmp_path, monkeypatch):
+    """If the new artifact cannot be moved into place, the older one stays loadable and the
+    error is an ArtifactError naming the path (not a raw OSError)."""
+    import os as os_
+
+    from adreno_mlir.artifact import ArtifactError
+
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache)
+    path = tmp_path / "m.adreno"
+    cm.save(path)
+    before = (path / "manifest.json").read_text()
+    real_replace = os_.replace
+
+    def failing_replace(src, dst):
+        if str(src).endswith(".tmp"):
+            raise OSError(39, "Directory not empty")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os_, "replace", failing_replace)
+    with pytest.raises(ArtifactError, match="m.adreno"):
+        cm.save(path)
+    monkeypatch.undo()
+    assert (path / "manifest.json").read_text() == before
+    adreno_mlir.load(path, cache=cache)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m.adreno")]
+
+
+@pytest.mark.parametrize("bad", ["", 0])
+def test_bad_cache_argument_is_a_clear_error(tiny_path, bad):
+    with pytest.raises(adreno_mlir.CompileError, match="cache must be"):
+        adreno_mlir.compile(str(tiny_path), cache=bad)

@@ -138,16 +138,24 @@ def test_kernels_are_built_once_per_process(monkeypatch):
     model = _conv_model(3)
     first = adreno_mlir.compile(model)
     built: list[KernelSpec] = []
-    original = KernelSpec.build
+
+    originals = {}
 
     def counting_build(self, name):
         built.append(self)
-        return original(self, name)
+        cls = next(c for c in type(self).__mro__ if c in originals)
+        return originals[cls](self, name)
 
-    monkeypatch.setattr(KernelSpec, "build", counting_build)
-    for cls in {type(s) for s in host_builder._BUILT}:
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    for cls in [KernelSpec, *subclasses(KernelSpec)]:
         if "build" in cls.__dict__:
+            originals[cls] = cls.__dict__["build"]
             monkeypatch.setattr(cls, "build", counting_build)
+    assert host_builder._BUILT  # the first compile's kernels are kept
     second = adreno_mlir.compile(model)
     assert built == []
     assert second.source == first.source
@@ -204,3 +212,64 @@ def test_bad_unroll_attribute_is_a_print_error():
     loop.attributes[opencl.UNROLL_ATTR] = StringAttr("always")
     with pytest.raises(OpenCLPrintError, match="opencl.unroll"):
         opencl_source(cm.module)
+
+
+def test_kernel_identity_tells_negative_zero_and_nan_apart():
+    """Specs compare floats by value (-0.0 == 0.0, NaN != NaN); the kernel cache keys on
+    the spec's repr, so a clip to -0.0 never reuses the kernel of a clip to 0.0."""
+    from adreno_mlir.lowering.expr import Src, Un
+    from adreno_mlir.lowering.host_builder import spec_key
+    from adreno_mlir.lowering.kernels.common import Epilogue
+    from adreno_mlir.lowering.kernels.pool import ReduceSpec
+
+    def spec(low: float):
+        return ReduceSpec(x_shape=(1, 4, 2, 2), axes=(2, 3), epilogue=Epilogue(expr=Un("clip", Src(), (low, 6.0))))
+
+    assert spec(0.0) == spec(-0.0) and spec_key(spec(0.0)) != spec_key(spec(-0.0))
+    a, b = spec(float("nan")), spec(float("nan"))
+    assert a != b and spec_key(a) == spec_key(b)
+    # and the kernels differ: the printed constant keeps its sign
+    assert "-0.0f" in _kernel_text(spec(-0.0)) and "-0.0f" not in _kernel_text(spec(0.0))
+
+
+def _kernel_text(spec) -> str:
+    from adreno_mlir.lowering.opencl_printer import opencl_source
+
+    return opencl_source(ModuleOp([spec.build("k")]))
+
+
+def test_compile_pauses_the_garbage_collector_and_restores_it():
+    """compile() runs with the cyclic GC paused, and leaves it as it found it: enabled,
+    disabled by the caller, after an error, and with compiles in several threads."""
+    import gc
+    import threading
+
+    model = _conv_model(3)
+    seen = []
+    original = host_builder.built_kernel
+
+    def spy(spec, name):
+        seen.append(gc.isenabled())
+        return original(spec, name)
+
+    assert gc.isenabled()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(host_builder, "built_kernel", spy)
+        adreno_mlir.compile(model)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    with pytest.raises(adreno_mlir.CompileError):
+        adreno_mlir.compile(model, precision="fp64")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        adreno_mlir.compile(model)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    threads = [threading.Thread(target=adreno_mlir.compile, args=(model,)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert gc.isenabled()

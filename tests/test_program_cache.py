@@ -142,7 +142,7 @@ def test_supplied_binary(ctx, source, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ProgramCacheWarning)
         program, info = build_program(ctx, source, OPTIONS, cache=False, binary=binary)
-    assert info.cache == "off"
+    assert info.cache == "binary" and info.path is None
     np.testing.assert_array_equal(run_add1(ctx, program), np.arange(8, dtype=np.float32) + 1)
 
     with pytest.warns(ProgramCacheWarning, match="supplied binary"):

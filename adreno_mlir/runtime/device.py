@@ -21,8 +21,9 @@ class DeviceError(CompileError):
 
 
 POCL_STARTUP_DEFAULTS = {"POCL_WORK_GROUP_SPECIALIZATION": "0"}
-"""PoCL settings applied unless the user set them, before the OpenCL platforms are
-first listed (PoCL reads them when it starts).
+"""PoCL settings applied (to this process's environment, so subprocesses inherit them)
+unless the user set them, whenever OpenCL devices are looked up; PoCL reads this one at
+each kernel's first launch, so it takes effect even if PoCL was started earlier.
 
 PoCL's program binaries (what our program cache and saved artifacts keep) hold each
 kernel compiled for any local size. With work-group specialization on (PoCL's default)

@@ -32,7 +32,7 @@ class RunnableModel:
     @property
     def build_info(self):
         """How the OpenCL program was obtained (`program_cache.BuildInfo`: seconds,
-        cache "hit" / "miss" / "off")."""
+        cache "binary" (an artifact's) / "hit" / "miss" / "off")."""
         return self.executable.build_info
 
     @property

@@ -102,7 +102,8 @@ class BuildInfo:
     seconds: float
     """Wall time to get a built program (load from binary or build from source)."""
     cache: str
-    """``"hit"``: loaded from a binary; ``"miss"``: built from source and
+    """``"binary"``: loaded from the caller's ``binary=`` (e.g. an artifact's);
+    ``"hit"``: loaded from the cache entry; ``"miss"``: built from source and
     stored (or tried to); ``"off"``: built from source, no cache in use."""
     key: str
     """Hex key of the entry, ``""`` when off."""
@@ -153,7 +154,11 @@ def cache_dir(cache: CacheArg = None) -> Path | None:
         import platformdirs
 
         return Path(platformdirs.user_cache_dir("adreno-mlir")) / "programs"
-    return Path(os.fspath(cache)).expanduser()
+    if isinstance(cache, (str, os.PathLike)) and os.fspath(cache).strip():
+        return Path(os.fspath(cache)).expanduser()
+    from adreno_mlir.errors import CompileError
+
+    raise CompileError(f"cache must be None, True, False or a folder path, got {cache!r}")
 
 
 def cache_key(source: str, device: cl.Device, options: Sequence[str]) -> str:
@@ -326,7 +331,7 @@ def build_program(context: cl.Context, source: str, options: Sequence[str] = _DE
     if binary is not None:
         program = _try_binary(context, device, bytes(binary), options, "the supplied binary")
         if program is not None:
-            return program, info("hit" if path is not None else "off")
+            return program, BuildInfo(time.perf_counter() - start, "binary", key, None)
 
     if path is None:
         return _build_from_source(context, source, options), info("off")
