@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from adreno_mlir.dialects import graph, opencl, texture
-from adreno_mlir.lowering.groups import LoweringError
-from adreno_mlir.lowering.kernels.common import KernelSpec
-from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, f16, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from adreno_mlir.dialects import graph, opencl, texture
+from adreno_mlir.lowering.groups import LoweringError
+from adreno_mlir.lowering.kernels.common import KernelSpec
+from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
 from adreno_mlir.weights import store_of
 
 

@@ -20,20 +20,12 @@ import math as math_
 import struct
 from collections.abc import Callable, Sequence
 
-from adreno_mlir.dialects import opencl
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    VectorType,
-    f32,
-    i1,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import (DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, StringAttr, VectorType, f32,
+                                   i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from adreno_mlir.dialects import opencl
 
 Value = SSAValue
 
@@ -81,7 +73,15 @@ class _Scope:
         return None
 
 
-UNROLL_ATTR = opencl.UNROLL_ATTR
+def _unroll_attr(unroll: bool | int | str) -> Attribute:
+    """The `opencl.unroll` value of `for_(unroll=...)`: True is 0 (unroll fully)."""
+    if unroll is True:
+        return IntegerAttr(0, i64)
+    if unroll == opencl.UNROLL_BY_PRINTER:
+        return StringAttr(unroll)
+    if isinstance(unroll, int):
+        return IntegerAttr(unroll, i64)
+    raise ValueError(f"unroll must be a bool, an int or {opencl.UNROLL_BY_PRINTER!r}, got {unroll!r}")
 
 
 class KernelBuilder:
@@ -380,6 +380,7 @@ class KernelBuilder:
         `unroll`: True asks the OpenCL compiler to unroll the loop fully, an int N by N
         (the `opencl.unroll` attribute, printed as `#pragma unroll`), "print" has the
         printer write one copy of the body per trip."""
+        attributes = {} if unroll is False else {opencl.UNROLL_ATTR: _unroll_attr(unroll)}
         bounds = self.i(lb), self.i(ub), self.i(step)  # before the body, which may reuse them
         block = Block(arg_types=[i32, *[a.type for a in iter_args]])
         if hint:
@@ -388,15 +389,8 @@ class KernelBuilder:
         yielded = body(kb, block.args[0], list(block.args[1:]))
         kb.emit(scf.YieldOp(*yielded))
         op = scf.ForOp(*bounds, list(iter_args), Region(block))
-        if unroll is not False and unroll is not True and unroll != opencl.UNROLL_BY_PRINTER \
-                and not isinstance(unroll, int):
-            raise ValueError(f"unroll must be a bool, an int or {opencl.UNROLL_BY_PRINTER!r}, got {unroll!r}")
-        if unroll == opencl.UNROLL_BY_PRINTER:
-            op.attributes[UNROLL_ATTR] = StringAttr(unroll)
-        elif unroll is not False:
-            op.attributes[UNROLL_ATTR] = IntegerAttr(0 if unroll is True else int(unroll), i64)
-        op.verify(verify_nested_ops=False)
-        self.block.add_op(op)
+        op.attributes.update(attributes)
+        self.emit(op)
         for res, arg in zip(op.results, iter_args):
             if arg.name_hint:
                 res.name_hint = arg.name_hint
@@ -408,9 +402,7 @@ class KernelBuilder:
         kb = self.child(block)
         then(kb)
         kb.emit(scf.YieldOp())
-        op = scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()])))
-        op.verify(verify_nested_ops=False)
-        self.block.add_op(op)
+        self.emit(scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()]))))
 
     def guard(self, conds: Sequence[SSAValue], then: Callable[[KernelBuilder], None]) -> None:
         """Run `then` only where all `conds` hold (no-op wrapper when there are none)."""

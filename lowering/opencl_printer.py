@@ -658,7 +658,7 @@ class OpenCLCPrinter:
         iv, *iter_vars = body.args
         terminator = body.last_op
         assert isinstance(terminator, scf.YieldOp)
-        carried = [self.atomic_text(v) for v in op.iter_args]
+        carried = [self.arg(v) for v in op.iter_args]
         for k in trips:
             self.names[iv] = str(k) if k >= 0 else f"({k})"
             for barg, text in zip(iter_vars, carried):
@@ -670,7 +670,7 @@ class OpenCLCPrinter:
             for inner in body.ops:
                 if inner is not terminator:
                     self.print_op(inner)
-            carried = [self.atomic_text(v) for v in terminator.operands]
+            carried = [self.arg(v) for v in terminator.operands]
         for res, text in zip(op.res, carried):
             uses = list(res.uses)
             if len(uses) == 1 and uses[0].operation.parent_block() is op.parent_block():
@@ -678,11 +678,6 @@ class OpenCLCPrinter:
             elif uses:
                 name = self.bind(res)
                 self.line(f"const {c_type(res.type)} {name} = {text};")
-
-    def atomic_text(self, value: SSAValue) -> str:
-        """The operand text of `value`, parenthesised unless atomic."""
-        o = self.operand(value)
-        return o.text if o.atomic else f"({o.text})"
 
     def print_if(self, op: scf.IfOp) -> None:
         for res in op.output:

@@ -13,16 +13,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from adreno_mlir.dialects import opencl
-from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from adreno_mlir.lowering.kernel_builder import (
-    GLOBAL_F32,
-    KernelBuilder,
-    finish,
-    new_kernel,
-)
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
+
+from adreno_mlir.dialects import opencl
+from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
+from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -74,7 +70,7 @@ class Epilogue:
 
         def load(k: int) -> SSAValue:
             strides = self.strides[k]
-            return kb.load(ptrs[k], kb.add(kb.linear(coords, strides), sum(o * s for o, s in zip(offsets, strides))))
+            return kb.load(ptrs[k], kb.linear(coords, strides, sum(o * s for o, s in zip(offsets, strides))))
 
         return emit_expr(kb, self.expr, value, memo_loader(load))
 

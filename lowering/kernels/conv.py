@@ -10,8 +10,8 @@ Two schedules share the geometry code:
 - `ConvSpec` (any grouping): one work-item per output pixel and `co_block`
   channels, scalar weights.
 
-Window loops are marked for unrolling (`#pragma unroll`) for windows up to 3x3; bounds checks are emitted only where
-padding or the window can leave the input.
+Window loops are marked for unrolling (`#pragma unroll`) for windows up to 3x3; bounds
+checks are emitted only where padding or the window can leave the input.
 """
 
 from __future__ import annotations
@@ -19,13 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import (
-    KernelSpec,
-    window_leaves_input,
-    window_loops,
-)
 from xdsl.ir import SSAValue
+
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, window_leaves_input, window_loops
 
 
 @dataclass(frozen=True)

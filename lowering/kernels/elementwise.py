@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.ir import SSAValue
+
 from adreno_mlir.lowering.expr import Expr, emit_expr, memo_loader
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel
-from xdsl.ir import SSAValue
+
+
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class MapSpec(KernelSpec):
     def input_names(self) -> tuple[str, ...]:
         return tuple(f"in{k}" for k in range(len(self.inputs)))
 
-    def shared(self) -> MapSpec:
+    def shared(self) -> "MapSpec":
         """Strides over unit dimensions are never used, nor is the extent of the outermost
         dimension (see KernelBuilder.unravel): both are zeroed for the kernel's identity."""
         import dataclasses

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.ir import SSAValue
+
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, numel
-from xdsl.ir import SSAValue
 
 
 @dataclass(frozen=True)

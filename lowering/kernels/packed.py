@@ -16,22 +16,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from adreno_mlir.dialects import opencl, texture
-from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from adreno_mlir.lowering.kernel_builder import (
-    GLOBAL_F32,
-    KernelBuilder,
-    finish,
-    new_kernel,
-)
-from adreno_mlir.lowering.kernels.common import (
-    KernelSpec,
-    window_count,
-    window_leaves_input,
-    window_loops,
-)
 from xdsl.dialects.builtin import f16, f32, i32
 from xdsl.ir import Attribute, SSAValue
+
+from adreno_mlir.dialects import opencl, texture
+from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
+from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+from adreno_mlir.lowering.kernels.common import KernelSpec, window_count, window_leaves_input, window_loops
 
 
 @dataclass(frozen=True)

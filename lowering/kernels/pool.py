@@ -9,15 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import (
-    KernelSpec,
-    contiguous_strides,
-    numel,
-    window_count,
-    window_loops,
-)
 from xdsl.ir import SSAValue
+
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel, window_count, window_loops
 
 
 @dataclass(frozen=True)

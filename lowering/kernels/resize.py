@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from xdsl.ir import SSAValue
+
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec
-from xdsl.ir import SSAValue
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from xdsl.ir import SSAValue
+
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder
 from adreno_mlir.lowering.kernels.common import window_leaves_input
 from adreno_mlir.lowering.kernels.packed import Packed, PackedSpec
-from xdsl.ir import SSAValue
 
 # --------------------------------------------------------------------------- matrices
 
