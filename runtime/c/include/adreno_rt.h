@@ -1,0 +1,153 @@
+/* adreno_rt: run an adreno-mlir compiled-model artifact (docs/artifact.md) with nothing
+ * but an OpenCL 1.2 implementation. C99; the only dependency is the OpenCL ICD loader
+ * (libOpenCL.so: Debian's ocl-icd, or the vendor's on Android).
+ *
+ *     adreno_model *m;
+ *     char err[1024];
+ *     if (adreno_open("mobilenet_v2.adreno", NULL, &m, err, sizeof err) != ADRENO_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 1;
+ *     }
+ *     adreno_set_input(m, 0, x, adreno_input_count(m, 0));
+ *     if (adreno_run(m) != ADRENO_OK) fprintf(stderr, "%s\n", adreno_error(m));
+ *     adreno_get_output(m, 0, y, adreno_output_count(m, 0));
+ *     adreno_close(m);
+ *
+ * Errors: every function that can fail returns an adreno_status; the message (naming the
+ * file, the manifest entry or the OpenCL call and what to do) is in the caller's buffer
+ * for adreno_open and in adreno_error(model) afterwards. The library never exits, never
+ * prints, and frees everything it allocated on every error path. A model is not
+ * thread-safe: call it from one thread at a time (separate models may run concurrently).
+ */
+#ifndef ADRENO_RT_H
+#define ADRENO_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ADRENO_API __declspec(dllexport)
+#else
+#define ADRENO_API __attribute__((visibility("default")))
+#endif
+
+#define ADRENO_RT_VERSION "0.1.0"
+/* The artifact format version this library reads (docs/artifact.md, "Versioning"). */
+#define ADRENO_FORMAT_VERSION 1
+
+typedef enum adreno_status {
+    ADRENO_OK = 0,
+    ADRENO_ERR_ARGUMENT = 1, /* bad argument to an API call (NULL, index or size out of range) */
+    ADRENO_ERR_IO = 2,       /* a file of the artifact is missing or unreadable */
+    ADRENO_ERR_FORMAT = 3,   /* malformed artifact: bad JSON, missing or inconsistent field */
+    ADRENO_ERR_VERSION = 4,  /* not an artifact, or another format version: recompile */
+    ADRENO_ERR_CORRUPT = 5,  /* a file's size or sha256 differs from manifest.json */
+    ADRENO_ERR_DEVICE = 6,   /* no such OpenCL device, or it cannot hold the model (image/alloc limits) */
+    ADRENO_ERR_BUILD = 7,    /* the OpenCL program did not build, or a launched kernel is not in it */
+    ADRENO_ERR_OPENCL = 8,   /* another OpenCL call failed (the message names it and the error code) */
+    ADRENO_ERR_MEMORY = 9    /* host memory exhausted */
+} adreno_status;
+
+/* How inputs and outputs travel between host and device. */
+typedef enum adreno_io_mode {
+    ADRENO_IO_AUTO = 0,   /* PINNED on discrete GPUs (no host-unified memory), else DIRECT */
+    ADRENO_IO_DIRECT = 1, /* clEnqueueWrite/ReadBuffer straight from/to the caller's memory */
+    ADRENO_IO_PINNED = 2  /* through mapped CL_MEM_ALLOC_HOST_PTR staging buffers (DMA-able memory) */
+} adreno_io_mode;
+
+typedef struct adreno_options {
+    /* Device choice (ignored when `context` is given): `device_index` >= 0 picks the N-th
+     * device counting over all platforms in order; else `device_match`, when not NULL,
+     * picks the first device whose platform or device name contains it (case-insensitive);
+     * else the first GPU, else the first device. */
+    int device_index;
+    const char *device_match;
+    /* Check every file against manifest.json's sha256 (default 1). Sizes are always checked. */
+    int verify_checksums;
+    adreno_io_mode io_mode;
+    /* Embedding in a program that already has OpenCL objects (the Python binding does):
+     * a cl_context, one of its cl_device_ids and, optionally, a cl_program already built
+     * from the artifact's source for that device. Retained while the model lives. */
+    void *context;
+    void *device;
+    void *program;
+} adreno_options;
+
+typedef struct adreno_model adreno_model;
+
+/* Defaults: device_index -1, device_match NULL, verify_checksums 1, io_mode AUTO, no context. */
+ADRENO_API void adreno_options_init(adreno_options *options);
+
+/* Load the artifact directory `path` (X.adreno/): read and check manifest.json and its
+ * files, create the context (unless given), get the program (a matching embedded binary,
+ * else the source), create every allocation and weight buffer, upload the weights and
+ * set every kernel's arguments. `options` may be NULL (defaults). On failure *model is
+ * NULL and `error` (if not NULL) holds the reason. */
+ADRENO_API adreno_status adreno_open(const char *path, const adreno_options *options, adreno_model **model,
+                                     char *error, size_t error_size);
+
+/* The same from memory: the manifest's JSON text, the OpenCL C source and the weights
+ * blob (weights.bin's bytes). The manifest's "files" and "binaries" are ignored (there
+ * are no files); everything else is checked as for adreno_open. The buffers are copied
+ * or uploaded before it returns. */
+ADRENO_API adreno_status adreno_open_memory(const char *manifest_json, size_t manifest_size, const char *source,
+                                            size_t source_size, const void *weights, size_t weights_size,
+                                            const adreno_options *options, adreno_model **model, char *error,
+                                            size_t error_size);
+
+/* Releases every OpenCL object and host allocation of the model. NULL is ignored. */
+ADRENO_API void adreno_close(adreno_model *model);
+
+/* The last error message of a call on `model` ("" if none). */
+ADRENO_API const char *adreno_error(const adreno_model *model);
+/* "ADRENO_ERR_FORMAT", ... */
+ADRENO_API const char *adreno_status_name(adreno_status status);
+
+/* Inputs and outputs, in the model's order: name, rank, dims (ONNX shape), element count. */
+ADRENO_API int adreno_num_inputs(const adreno_model *model);
+ADRENO_API int adreno_num_outputs(const adreno_model *model);
+ADRENO_API const char *adreno_input_name(const adreno_model *model, int index);
+ADRENO_API const char *adreno_output_name(const adreno_model *model, int index);
+ADRENO_API int adreno_input_rank(const adreno_model *model, int index);
+ADRENO_API int adreno_output_rank(const adreno_model *model, int index);
+ADRENO_API const int64_t *adreno_input_shape(const adreno_model *model, int index);
+ADRENO_API const int64_t *adreno_output_shape(const adreno_model *model, int index);
+ADRENO_API size_t adreno_input_count(const adreno_model *model, int index);
+ADRENO_API size_t adreno_output_count(const adreno_model *model, int index);
+
+/* Copy input `index` (`count` float32 values, dense row-major) in; it is uploaded by the
+ * next adreno_run. `count` must equal adreno_input_count. */
+ADRENO_API adreno_status adreno_set_input(adreno_model *model, int index, const float *data, size_t count);
+/* One inference: upload the inputs, enqueue every launch in order, download the outputs, wait. */
+ADRENO_API adreno_status adreno_run(adreno_model *model);
+/* Copy output `index` of the last run out (`count` must equal adreno_output_count). */
+ADRENO_API adreno_status adreno_get_output(adreno_model *model, int index, float *data, size_t count);
+/* set_input for every input + run + get_output for every output in one call (the
+ * low-overhead path for bindings): inputs[i] holds adreno_input_count(i) floats,
+ * outputs[i] room for adreno_output_count(i). */
+ADRENO_API adreno_status adreno_run_io(adreno_model *model, const float *const *inputs, float *const *outputs);
+
+/* Device time of each launch, in milliseconds, from OpenCL profiling events on a separate
+ * profiling queue: `repeat` inferences on the current inputs, the median per launch into
+ * launch_ms[0 .. adreno_num_launches). */
+ADRENO_API adreno_status adreno_profile(adreno_model *model, int repeat, double *launch_ms);
+
+ADRENO_API int adreno_num_launches(const adreno_model *model);
+ADRENO_API const char *adreno_launch_kernel(const adreno_model *model, int index);
+/* "NVIDIA CUDA / NVIDIA H200 (OpenCL 3.0 CUDA)" */
+ADRENO_API const char *adreno_device_name(const adreno_model *model);
+/* Where the program came from: "artifact binary", "built from source", "given". */
+ADRENO_API const char *adreno_program_origin(const adreno_model *model);
+/* "pinned" or "direct" (what ADRENO_IO_AUTO resolved to). */
+ADRENO_API const char *adreno_io_mode_name(const adreno_model *model);
+ADRENO_API const char *adreno_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1343 @@
+/* adreno_rt: executes an adreno-mlir artifact (docs/artifact.md) on an OpenCL device.
+ *
+ * The steps are the six of docs/artifact.md, "Running an artifact", in that order:
+ * manifest -> files -> device -> program -> memory and kernels -> launches. Everything a
+ * model owns hangs off `struct adreno_model`, and adreno_close() releases whatever is
+ * there, so every error path is "record the message, return": adreno_open then closes
+ * the half-built model. Nothing here exits or prints.
+ *
+ * The manifest is validated completely before any OpenCL call: every id in range, every
+ * size consistent, every launch's work sizes legal. An artifact from a newer compiler,
+ * a truncated copy or a hand-edited manifest therefore fails with a message naming the
+ * entry, never with a crash or a wrong answer. */
+#define CL_TARGET_OPENCL_VERSION 120
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#ifdef __APPLE__
+#include <OpenCL/opencl.h>
+#else
+#include <CL/cl.h>
+#endif
+
+#include "adreno_rt.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "sha256.h"
+
+#define FORMAT_NAME "adreno-mlir-artifact"
+#define WEIGHT_ALIGNMENT 64
+#define MAX_RANK 16
+/* Sizes beyond this are refused as malformed (no device has 2^48 bytes), which also keeps
+ * every product of them far from overflowing size_t. */
+#define MAX_BYTES ((int64_t)1 << 48)
+
+enum { ARG_ALLOCATION, ARG_WEIGHT, ARG_I32, ARG_F32 };
+
+typedef struct {
+    int image;
+    int64_t bytes;           /* buffer */
+    int64_t width, height;   /* image */
+    int half;                /* image: rgba_f16 (else rgba_f32) */
+} alloc_desc;
+
+typedef struct {
+    char *name;
+    int64_t count, offset, bytes;
+} weight_desc;
+
+typedef struct {
+    char *name;
+    int rank;
+    int64_t shape[MAX_RANK];
+    int64_t count;
+    int allocation;
+} tensor_desc;
+
+typedef struct {
+    int kind;
+    int index;
+    cl_int i32;
+    cl_float f32;
+} arg_desc;
+
+typedef struct {
+    char *kernel;
+    int num_args;
+    arg_desc *args;
+    cl_uint dims;
+    size_t global[3];
+    size_t local[3];
+    int has_local;  /* planned local size, and the device takes it */
+} launch_desc;
+
+typedef struct {
+    char *file, *device, *platform, *driver_version, *build_options;
+} binary_desc;
+
+struct adreno_model {
+    char error[4096];
+    /* the plan */
+    int num_allocs, num_weights, num_inputs, num_outputs, num_launches, num_binaries;
+    alloc_desc *allocs;
+    weight_desc *weights;
+    tensor_desc *inputs, *outputs;
+    launch_desc *launches;
+    binary_desc *binaries;
+    char *build_options;
+    char *source_file, *weights_file;
+    int64_t weights_bytes;
+    int has_images;
+    /* OpenCL */
+    cl_context context;
+    cl_device_id device;
+    cl_command_queue queue, profiling_queue;
+    cl_program program;
+    cl_mem *alloc_mem, *weight_mem;
+    cl_kernel *kernels;
+    /* input/output staging: mapped pinned buffers, or plain host memory */
+    int pinned;
+    cl_mem *stage_mem;    /* num_inputs + num_outputs, pinned mode only */
+    float **stage;        /* num_inputs + num_outputs host pointers */
+    char device_name[768];
+    const char *origin;
+};
+
+/* ------------------------------------------------------------------ errors */
+
+static adreno_status fail(adreno_model *m, adreno_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->error, sizeof m->error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *adreno_status_name(adreno_status status) {
+    switch (status) {
+    case ADRENO_OK: return "ADRENO_OK";
+    case ADRENO_ERR_ARGUMENT: return "ADRENO_ERR_ARGUMENT";
+    case ADRENO_ERR_IO: return "ADRENO_ERR_IO";
+    case ADRENO_ERR_FORMAT: return "ADRENO_ERR_FORMAT";
+    case ADRENO_ERR_VERSION: return "ADRENO_ERR_VERSION";
+    case ADRENO_ERR_CORRUPT: return "ADRENO_ERR_CORRUPT";
+    case ADRENO_ERR_DEVICE: return "ADRENO_ERR_DEVICE";
+    case ADRENO_ERR_BUILD: return "ADRENO_ERR_BUILD";
+    case ADRENO_ERR_OPENCL: return "ADRENO_ERR_OPENCL";
+    case ADRENO_ERR_MEMORY: return "ADRENO_ERR_MEMORY";
+    }
+    return "ADRENO_ERR_UNKNOWN";
+}
+
+static const char *cl_error_name(cl_int e) {
+    switch (e) {
+#define CASE(x) \
+    case x: return #x;
+        CASE(CL_DEVICE_NOT_FOUND) CASE(CL_DEVICE_NOT_AVAILABLE) CASE(CL_COMPILER_NOT_AVAILABLE)
+        CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE) CASE(CL_OUT_OF_RESOURCES) CASE(CL_OUT_OF_HOST_MEMORY)
+        CASE(CL_PROFILING_INFO_NOT_AVAILABLE) CASE(CL_IMAGE_FORMAT_NOT_SUPPORTED) CASE(CL_BUILD_PROGRAM_FAILURE)
+        CASE(CL_INVALID_VALUE) CASE(CL_INVALID_DEVICE) CASE(CL_INVALID_CONTEXT) CASE(CL_INVALID_COMMAND_QUEUE)
+        CASE(CL_INVALID_MEM_OBJECT) CASE(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR) CASE(CL_INVALID_IMAGE_SIZE)
+        CASE(CL_INVALID_BINARY) CASE(CL_INVALID_BUILD_OPTIONS) CASE(CL_INVALID_PROGRAM)
+        CASE(CL_INVALID_PROGRAM_EXECUTABLE) CASE(CL_INVALID_KERNEL_NAME) CASE(CL_INVALID_KERNEL)
+        CASE(CL_INVALID_ARG_INDEX) CASE(CL_INVALID_ARG_VALUE) CASE(CL_INVALID_ARG_SIZE)
+        CASE(CL_INVALID_KERNEL_ARGS) CASE(CL_INVALID_WORK_DIMENSION) CASE(CL_INVALID_WORK_GROUP_SIZE)
+        CASE(CL_INVALID_WORK_ITEM_SIZE) CASE(CL_INVALID_GLOBAL_OFFSET) CASE(CL_INVALID_EVENT_WAIT_LIST)
+        CASE(CL_INVALID_OPERATION) CASE(CL_INVALID_BUFFER_SIZE) CASE(CL_INVALID_GLOBAL_WORK_SIZE)
+        CASE(CL_INVALID_PLATFORM) CASE(CL_INVALID_DEVICE_TYPE) CASE(CL_INVALID_HOST_PTR)
+        CASE(CL_MAP_FAILURE) CASE(CL_INVALID_EVENT)
+#undef CASE
+    }
+    return "OpenCL error";
+}
+
+/* ------------------------------------------------------------------ small helpers */
+
+static char *dup_string(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *out = (char *)malloc(n);
+    if (out) memcpy(out, s, n);
+    return out;
+}
+
+static int contains_nocase(const char *haystack, const char *needle) {
+    size_t n = strlen(needle);
+    if (n == 0) return 1;
+    for (const char *h = haystack; *h; h++) {
+        size_t i = 0;
+        while (i < n && h[i] && tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i])) i++;
+        if (i == n) return 1;
+    }
+    return 0;
+}
+
+/* The manifest is read through these: each names the entry in its message. */
+typedef struct {
+    adreno_model *m;
+    const char *file; /* ".../manifest.json" or "the manifest" */
+} reader;
+
+static adreno_status bad(reader *r, const char *where, const char *fmt, ...) {
+    char why[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return fail(r->m, ADRENO_ERR_FORMAT, "%s is malformed: %s: %s; save the artifact again with adreno-mlir",
+                r->file, where, why);
+}
+
+static adreno_status need(reader *r, const json_value *obj, const char *key, json_type type, const char *where,
+                          const json_value **out) {
+    const json_value *v = json_get(obj, key);
+    static const char *names[] = {"null", "a boolean", "a number", "a string", "an array", "an object"};
+    *out = v;
+    if (!v) return bad(r, where, "'%s' is missing", key);
+    if (v->type != type) return bad(r, where, "'%s' must be %s, not %s", key, names[type], names[v->type]);
+    *out = v;
+    return ADRENO_OK;
+}
+
+static adreno_status need_int(reader *r, const json_value *obj, const char *key, const char *where, int64_t lo,
+                              int64_t hi, int64_t *out) {
+    const json_value *v;
+    adreno_status st = need(r, obj, key, JSON_NUMBER, where, &v);
+    if (st) return st;
+    if (!v->is_integer) return bad(r, where, "'%s' must be an integer", key);
+    if (v->integer < lo || v->integer > hi)
+        return bad(r, where, "'%s' is %lld, outside [%lld, %lld]", key, (long long)v->integer, (long long)lo,
+                   (long long)hi);
+    *out = v->integer;
+    return ADRENO_OK;
+}
+
+static adreno_status need_string(reader *r, const json_value *obj, const char *key, const char *where, char **out) {
+    const json_value *v;
+    adreno_status st = need(r, obj, key, JSON_STRING, where, &v);
+    if (st) return st;
+    *out = dup_string(v->string);
+    return *out ? ADRENO_OK : fail(r->m, ADRENO_ERR_MEMORY, "out of host memory reading %s", r->file);
+}
+
+static const char *opt_string(const json_value *obj, const char *key) {
+    const json_value *v = json_get(obj, key);
+    return v && v->type == JSON_STRING ? v->string : "";
+}
+
+/* A file name taken from the manifest: relative, '/'-separated, no '..', so that a
+ * manifest can only name files inside its own artifact. */
+static int safe_name(const char *name) {
+    if (!*name || name[0] == '/' || name[0] == '\\' || strchr(name, ':')) return 0;
+    const char *p = name;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.') || (n == 1 && p[0] == '.')) return 0;
+        if (memchr(p, '\\', n)) return 0;
+        p += n;
+        if (*p == '/') p++;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ the plan */
+
+static adreno_status read_tensors(reader *r, const json_value *root, const char *key, tensor_desc **out, int *num) {
+    const json_value *arr;
+    adreno_status st = need(r, root, key, JSON_ARRAY, "the top level", &arr);
+    if (st) return st;
+    if (arr->length == 0 || arr->length > 4096) return bad(r, key, "a model has 1 to 4096 %s", key);
+    *out = (tensor_desc *)calloc(arr->length, sizeof **out);
+    if (!*out) return fail(r->m, ADRENO_ERR_MEMORY, "out of host memory");
+    *num = (int)arr->length;
+    for (size_t i = 0; i < arr->length; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "%s[%zu]", key, i);
+        const json_value *t = &arr->items[i], *shape, *dtype, *layout;
+        tensor_desc *d = &(*out)[i];
+        if (t->type != JSON_OBJECT) return bad(r, where, "must be an object");
+        if ((st = need_string(r, t, "name", where, &d->name))) return st;
+        if ((st = need(r, t, "dtype", JSON_STRING, where, &dtype))) return st;
+        if (strcmp(dtype->string, "f32") != 0)
+            return bad(r, where, "dtype '%s': inputs and outputs are f32 in format version 1", dtype->string);
+        layout = json_get(t, "layout");
+        if (layout && (layout->type != JSON_STRING || strcmp(layout->string, "nchw") != 0))
+            return bad(r, where, "layout must be \"nchw\"");
+        if ((st = need(r, t, "shape", JSON_ARRAY, where, &shape))) return st;
+        if (shape->length > MAX_RANK) return bad(r, where, "rank %zu is above %d", shape->length, MAX_RANK);
+        d->rank = (int)shape->length;
+        d->count = 1;
+        for (size_t k = 0; k < shape->length; k++) {
+            const json_value *dim = &shape->items[k];
+            if (dim->type != JSON_NUMBER || !dim->is_integer || dim->integer < 1 || dim->integer > MAX_BYTES)
+                return bad(r, where, "shape[%zu] must be a positive integer", k);
+            d->shape[k] = dim->integer;
+            d->count *= dim->integer;
+            if (d->count > MAX_BYTES / 4) return bad(r, where, "shape has too many elements");
+        }
+        int64_t a;
+        if ((st = need_int(r, t, "allocation", where, 0, r->m->num_allocs - 1, &a))) return st;
+        d->allocation = (int)a;
+        const alloc_desc *alloc = &r->m->allocs[a];
+        if (alloc->image) return bad(r, where, "allocation %lld is an image; %s live in buffers", (long long)a, key);
+        if (alloc->bytes < d->count * 4)
+            return bad(r, where, "allocation %lld has %lld bytes, fewer than the %lld the tensor needs", (long long)a,
+                       (long long)alloc->bytes, (long long)(d->count * 4));
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status read_launch(reader *r, const json_value *l, size_t i, launch_desc *d) {
+    char where[64];
+    snprintf(where, sizeof where, "launches[%zu]", i);
+    const json_value *args, *global, *local;
+    adreno_status st;
+    if (l->type != JSON_OBJECT) return bad(r, where, "must be an object");
+    if ((st = need_string(r, l, "kernel", where, &d->kernel))) return st;
+    if ((st = need(r, l, "args", JSON_ARRAY, where, &args))) return st;
+    if (args->length > 256) return bad(r, where, "%zu arguments (at most 256)", args->length);
+    d->num_args = (int)args->length;
+    if (args->length) {
+        d->args = (arg_desc *)calloc(args->length, sizeof *d->args);
+        if (!d->args) return fail(r->m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (size_t k = 0; k < args->length; k++) {
+        char w[96];
+        snprintf(w, sizeof w, "launches[%zu].args[%zu]", i, k);
+        const json_value *a = &args->items[k], *kind, *value;
+        arg_desc *ad = &d->args[k];
+        if (a->type != JSON_OBJECT) return bad(r, w, "must be an object");
+        if ((st = need(r, a, "kind", JSON_STRING, w, &kind))) return st;
+        int64_t id;
+        if (strcmp(kind->string, "allocation") == 0) {
+            ad->kind = ARG_ALLOCATION;
+            if ((st = need_int(r, a, "id", w, 0, r->m->num_allocs - 1, &id))) return st;
+            ad->index = (int)id;
+        } else if (strcmp(kind->string, "weight") == 0) {
+            ad->kind = ARG_WEIGHT;
+            if ((st = need_int(r, a, "id", w, 0, (int64_t)r->m->num_weights - 1, &id))) return st;
+            ad->index = (int)id;
+        } else if (strcmp(kind->string, "i32") == 0) {
+            ad->kind = ARG_I32;
+            if ((st = need_int(r, a, "value", w, INT32_MIN, INT32_MAX, &id))) return st;
+            ad->i32 = (cl_int)id;
+        } else if (strcmp(kind->string, "f32") == 0) {
+            ad->kind = ARG_F32;
+            if ((st = need(r, a, "value", JSON_NUMBER, w, &value))) return st;
+            ad->f32 = (cl_float)value->number;
+        } else {
+            return bad(r, w, "unknown argument kind '%s' (format version 1 has allocation, weight, i32, f32)",
+                       kind->string);
+        }
+    }
+    if ((st = need(r, l, "global", JSON_ARRAY, where, &global))) return st;
+    if (global->length < 1 || global->length > 3) return bad(r, where, "'global' must have 1 to 3 entries");
+    d->dims = (cl_uint)global->length;
+    local = json_get(l, "local");
+    if (local && local->type != JSON_NULL) {
+        if (local->type != JSON_ARRAY || local->length != global->length)
+            return bad(r, where, "'local' must be null or have as many entries as 'global'");
+        d->has_local = 1;
+    }
+    for (size_t k = 0; k < global->length; k++) {
+        const json_value *g = &global->items[k];
+        if (g->type != JSON_NUMBER || !g->is_integer || g->integer < 1 || g->integer > ((int64_t)1 << 40))
+            return bad(r, where, "global[%zu] must be a positive integer", k);
+        d->global[k] = (size_t)g->integer;
+        if (d->has_local) {
+            const json_value *lv = &local->items[k];
+            if (lv->type != JSON_NUMBER || !lv->is_integer || lv->integer < 1 || lv->integer > 65536)
+                return bad(r, where, "local[%zu] must be a positive integer", k);
+            if (g->integer % lv->integer != 0)
+                return bad(r, where, "local[%zu] = %lld does not divide global[%zu] = %lld", k,
+                           (long long)lv->integer, k, (long long)g->integer);
+            d->local[k] = (size_t)lv->integer;
+        }
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status read_plan(reader *r, const json_value *root) {
+    adreno_model *m = r->m;
+    const json_value *v, *arr, *program, *weights;
+    adreno_status st;
+    if (root->type != JSON_OBJECT) return bad(r, "the top level", "must be an object");
+    v = json_get(root, "format");
+    if (!v || v->type != JSON_STRING || strcmp(v->string, FORMAT_NAME) != 0)
+        return fail(m, ADRENO_ERR_VERSION, "%s is not an adreno-mlir artifact manifest (format '%s', expected '%s')",
+                    r->file, v && v->type == JSON_STRING ? v->string : "missing", FORMAT_NAME);
+    v = json_get(root, "format_version");
+    if (!v || v->type != JSON_NUMBER || !v->is_integer || v->integer != ADRENO_FORMAT_VERSION) {
+        char found[64];
+        if (v && v->type == JSON_NUMBER && v->is_integer) snprintf(found, sizeof found, "%lld", (long long)v->integer);
+        else snprintf(found, sizeof found, "%s", v ? "not an integer" : "missing");
+        const json_value *producer = json_get(root, "producer");
+        return fail(m, ADRENO_ERR_VERSION,
+                    "%s has artifact format version %s (written by adreno-mlir %s); this runtime (%s) reads format "
+                    "version %d only. Recompile the model with a matching adreno-mlir "
+                    "(adreno-mlir compile MODEL.onnx -o X.adreno)",
+                    r->file, found, *opt_string(producer, "version") ? opt_string(producer, "version") : "?",
+                    ADRENO_RT_VERSION, ADRENO_FORMAT_VERSION);
+    }
+
+    /* allocations */
+    if ((st = need(r, root, "allocations", JSON_ARRAY, "the top level", &arr))) return st;
+    if (arr->length > 1000000) return bad(r, "allocations", "too many entries");
+    m->num_allocs = (int)arr->length;
+    if (arr->length) {
+        m->allocs = (alloc_desc *)calloc(arr->length, sizeof *m->allocs);
+        if (!m->allocs) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (size_t i = 0; i < arr->length; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "allocations[%zu]", i);
+        const json_value *a = &arr->items[i], *kind;
+        alloc_desc *d = &m->allocs[i];
+        int64_t id;
+        if (a->type != JSON_OBJECT) return bad(r, where, "must be an object");
+        if ((st = need_int(r, a, "id", where, (int64_t)i, (int64_t)i, &id))) return st;
+        if ((st = need(r, a, "kind", JSON_STRING, where, &kind))) return st;
+        if (strcmp(kind->string, "buffer") == 0) {
+            if ((st = need_int(r, a, "bytes", where, 4, MAX_BYTES, &d->bytes))) return st;
+        } else if (strcmp(kind->string, "image") == 0) {
+            const json_value *format;
+            d->image = 1;
+            m->has_images = 1;
+            if ((st = need_int(r, a, "width", where, 1, 1 << 30, &d->width))) return st;
+            if ((st = need_int(r, a, "height", where, 1, 1 << 30, &d->height))) return st;
+            if ((st = need(r, a, "format", JSON_STRING, where, &format))) return st;
+            if (strcmp(format->string, "rgba_f16") == 0) d->half = 1;
+            else if (strcmp(format->string, "rgba_f32") != 0)
+                return bad(r, where, "unknown image format '%s' (rgba_f32 or rgba_f16)", format->string);
+            d->bytes = d->width * d->height * (d->half ? 8 : 16);
+        } else {
+            return bad(r, where, "unknown allocation kind '%s' (buffer or image)", kind->string);
+        }
+    }
+
+    /* weights */
+    if ((st = need(r, root, "weights", JSON_OBJECT, "the top level", &weights))) return st;
+    {
+        int64_t alignment;
+        if ((st = need_int(r, weights, "alignment", "weights", WEIGHT_ALIGNMENT, WEIGHT_ALIGNMENT, &alignment)))
+            return st;
+        if ((st = need_int(r, weights, "bytes", "weights", 0, MAX_BYTES, &m->weights_bytes))) return st;
+        if ((st = need_string(r, weights, "file", "weights", &m->weights_file))) return st;
+        if ((st = need(r, weights, "entries", JSON_ARRAY, "weights", &arr))) return st;
+        if (arr->length > 1000000) return bad(r, "weights.entries", "too many entries");
+        m->num_weights = (int)arr->length;
+        if (arr->length) {
+            m->weights = (weight_desc *)calloc(arr->length, sizeof *m->weights);
+            if (!m->weights) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+        }
+        for (size_t i = 0; i < arr->length; i++) {
+            char where[64];
+            snprintf(where, sizeof where, "weights.entries[%zu]", i);
+            const json_value *w = &arr->items[i], *dtype;
+            weight_desc *d = &m->weights[i];
+            int64_t id;
+            if (w->type != JSON_OBJECT) return bad(r, where, "must be an object");
+            if ((st = need_int(r, w, "id", where, (int64_t)i, (int64_t)i, &id))) return st;
+            if ((st = need_string(r, w, "name", where, &d->name))) return st;
+            if ((st = need(r, w, "dtype", JSON_STRING, where, &dtype))) return st;
+            int size = strcmp(dtype->string, "f32") == 0 ? 4 : strcmp(dtype->string, "f16") == 0 ? 2 : 0;
+            if (!size) return bad(r, where, "unknown dtype '%s' (f32 or f16)", dtype->string);
+            if ((st = need_int(r, w, "count", where, 1, MAX_BYTES / 4, &d->count))) return st;
+            if ((st = need_int(r, w, "offset", where, 0, MAX_BYTES, &d->offset))) return st;
+            if ((st = need_int(r, w, "bytes", where, 1, MAX_BYTES, &d->bytes))) return st;
+            if (d->bytes != d->count * size)
+                return bad(r, where, "'bytes' %lld is not count %lld x %d", (long long)d->bytes, (long long)d->count,
+                           size);
+            if (d->offset % WEIGHT_ALIGNMENT)
+                return bad(r, where, "offset %lld is not a multiple of %d", (long long)d->offset, WEIGHT_ALIGNMENT);
+            if (d->offset + d->bytes > m->weights_bytes)
+                return bad(r, where, "bytes [%lld, %lld) lie beyond weights.bytes = %lld", (long long)d->offset,
+                           (long long)(d->offset + d->bytes), (long long)m->weights_bytes);
+        }
+    }
+
+    /* program */
+    if ((st = need(r, root, "program", JSON_OBJECT, "the top level", &program))) return st;
+    if ((st = need_string(r, program, "source", "program", &m->source_file))) return st;
+    if ((st = need(r, program, "build_options", JSON_ARRAY, "program", &arr))) return st;
+    {
+        size_t total = 1;
+        for (size_t i = 0; i < arr->length; i++) {
+            if (arr->items[i].type != JSON_STRING) return bad(r, "program.build_options", "must be strings");
+            total += arr->items[i].length + 1;
+        }
+        m->build_options = (char *)calloc(total, 1);
+        if (!m->build_options) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+        for (size_t i = 0; i < arr->length; i++) {
+            if (i) strcat(m->build_options, " ");
+            strcat(m->build_options, arr->items[i].string);
+        }
+    }
+
+    /* inputs, outputs, launches */
+    if ((st = read_tensors(r, root, "inputs", &m->inputs, &m->num_inputs))) return st;
+    if ((st = read_tensors(r, root, "outputs", &m->outputs, &m->num_outputs))) return st;
+    if ((st = need(r, root, "launches", JSON_ARRAY, "the top level", &arr))) return st;
+    if (arr->length > 1000000) return bad(r, "launches", "too many entries");
+    m->num_launches = (int)arr->length;
+    if (arr->length) {
+        m->launches = (launch_desc *)calloc(arr->length, sizeof *m->launches);
+        if (!m->launches) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (size_t i = 0; i < arr->length; i++)
+        if ((st = read_launch(r, &arr->items[i], i, &m->launches[i]))) return st;
+
+    /* binaries (only their description; the files are read when one matches the device) */
+    arr = json_get(root, "binaries");
+    if (arr && arr->type == JSON_ARRAY && arr->length) {
+        m->binaries = (binary_desc *)calloc(arr->length, sizeof *m->binaries);
+        if (!m->binaries) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+        m->num_binaries = (int)arr->length;
+        for (size_t i = 0; i < arr->length; i++) {
+            char where[64];
+            snprintf(where, sizeof where, "binaries[%zu]", i);
+            const json_value *b = &arr->items[i], *opts;
+            binary_desc *d = &m->binaries[i];
+            if (b->type != JSON_OBJECT) return bad(r, where, "must be an object");
+            if ((st = need_string(r, b, "file", where, &d->file))) return st;
+            if ((st = need_string(r, b, "device", where, &d->device))) return st;
+            if ((st = need_string(r, b, "platform", where, &d->platform))) return st;
+            if ((st = need_string(r, b, "driver_version", where, &d->driver_version))) return st;
+            if ((st = need(r, b, "build_options", JSON_ARRAY, where, &opts))) return st;
+            size_t total = 1;
+            for (size_t k = 0; k < opts->length; k++) {
+                if (opts->items[k].type != JSON_STRING) return bad(r, where, "build_options must be strings");
+                total += opts->items[k].length + 1;
+            }
+            d->build_options = (char *)calloc(total, 1);
+            if (!d->build_options) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+            for (size_t k = 0; k < opts->length; k++) {
+                if (k) strcat(d->build_options, " ");
+                strcat(d->build_options, opts->items[k].string);
+            }
+        }
+    }
+    return ADRENO_OK;
+}
+
+/* ------------------------------------------------------------------ files */
+
+typedef struct {
+    char *data;
+    size_t size;
+} blob;
+
+static adreno_status read_file(adreno_model *m, const char *dir, const char *name, blob *out) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return fail(m, ADRENO_ERR_IO, "path too long: %s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return fail(m, ADRENO_ERR_IO, "%s is missing from the artifact; copy the whole artifact directory again",
+                        path);
+        return fail(m, ADRENO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return fail(m, ADRENO_ERR_IO, "cannot read %s (not a regular file?)", path);
+    }
+    out->data = (char *)malloc((size_t)size + 1);
+    if (!out->data) {
+        fclose(f);
+        return fail(m, ADRENO_ERR_MEMORY, "out of host memory reading %s (%ld bytes)", path, size);
+    }
+    out->size = fread(out->data, 1, (size_t)size, f);
+    int err = ferror(f);
+    fclose(f);
+    if (err || out->size != (size_t)size) return fail(m, ADRENO_ERR_IO, "cannot read %s", path);
+    out->data[out->size] = '\0';
+    return ADRENO_OK;
+}
+
+/* Reads `name` (a file the manifest names) and checks it against files[name]. */
+static adreno_status read_checked(adreno_model *m, const char *dir, const json_value *files, const char *name,
+                                  int verify, blob *out) {
+    char manifest[4200];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
+    if (!safe_name(name))
+        return fail(m, ADRENO_ERR_FORMAT,
+                    "%s is malformed: file name '%s' must be relative and stay inside the artifact", manifest, name);
+    const json_value *entry = json_get(files, name), *sha = json_get(entry, "sha256"), *bytes = json_get(entry, "bytes");
+    if (!entry || !sha || sha->type != JSON_STRING || !bytes || bytes->type != JSON_NUMBER || !bytes->is_integer)
+        return fail(m, ADRENO_ERR_FORMAT,
+                    "%s is malformed: 'files' has no {sha256, bytes} entry for %s; save the artifact again", manifest,
+                    name);
+    adreno_status st = read_file(m, dir, name, out);
+    if (st) return st;
+    if ((int64_t)out->size != bytes->integer)
+        return fail(m, ADRENO_ERR_CORRUPT,
+                    "%s/%s is %s: %zu bytes, but manifest.json says %lld; copy or save the artifact again", dir, name,
+                    (int64_t)out->size < bytes->integer ? "truncated" : "corrupted (wrong size)", out->size,
+                    (long long)bytes->integer);
+    if (verify) {
+        char hex[65];
+        sha256_hex(out->data, out->size, hex);
+        if (strcmp(hex, sha->string) != 0)
+            return fail(m, ADRENO_ERR_CORRUPT,
+                        "%s/%s is corrupted: its sha256 does not match manifest.json; copy or save the artifact again",
+                        dir, name);
+    }
+    return ADRENO_OK;
+}
+
+/* ------------------------------------------------------------------ device */
+
+static adreno_status cl_fail(adreno_model *m, cl_int e, const char *what) {
+    return fail(m, ADRENO_ERR_OPENCL, "%s failed: %s (%d)", what, cl_error_name(e), (int)e);
+}
+
+static void device_string(cl_device_id d, cl_device_info what, char *out, size_t size) {
+    out[0] = '\0';
+    if (clGetDeviceInfo(d, what, size, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[size - 1] = '\0';
+}
+
+static void platform_string(cl_platform_id p, cl_platform_info what, char *out, size_t size) {
+    out[0] = '\0';
+    if (clGetPlatformInfo(p, what, size, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[size - 1] = '\0';
+}
+
+static adreno_status pick_device(adreno_model *m, const adreno_options *o) {
+    cl_uint nplat = 0;
+    cl_int e = clGetPlatformIDs(0, NULL, &nplat);
+    if (e != CL_SUCCESS || nplat == 0) /* also CL_PLATFORM_NOT_FOUND_KHR (-1001): no driver */
+        return fail(m, ADRENO_ERR_DEVICE,
+                    "no OpenCL platform found: install an OpenCL driver, or point OCL_ICD_VENDORS at a folder holding "
+                    "its .icd file");
+    cl_platform_id *plats = (cl_platform_id *)calloc(nplat, sizeof *plats);
+    if (!plats) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    if ((e = clGetPlatformIDs(nplat, plats, NULL)) != CL_SUCCESS) {
+        free(plats);
+        return cl_fail(m, e, "clGetPlatformIDs");
+    }
+    cl_device_id chosen = NULL, first_gpu = NULL, first = NULL;
+    int index = 0;
+    char listing[2048] = "";
+    for (cl_uint p = 0; p < nplat && !chosen; p++) {
+        cl_uint ndev = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS || ndev == 0) continue;
+        cl_device_id *devs = (cl_device_id *)calloc(ndev, sizeof *devs);
+        if (!devs) {
+            free(plats);
+            return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+        }
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, devs, NULL) != CL_SUCCESS) ndev = 0;
+        char pname[256];
+        platform_string(plats[p], CL_PLATFORM_NAME, pname, sizeof pname);
+        for (cl_uint d = 0; d < ndev && !chosen; d++, index++) {
+            char dname[256];
+            cl_device_type type = 0;
+            device_string(devs[d], CL_DEVICE_NAME, dname, sizeof dname);
+            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+            size_t used = strlen(listing);
+            if (used < sizeof listing - 1)
+                snprintf(listing + used, sizeof listing - used, "%s%d: %s / %s", used ? "; " : "", index, pname, dname);
+            if (!first) first = devs[d];
+            if (!first_gpu && (type & CL_DEVICE_TYPE_GPU)) first_gpu = devs[d];
+            if (o->device_index >= 0) {
+                if (index == o->device_index) chosen = devs[d];
+            } else if (o->device_match) {
+                if (contains_nocase(pname, o->device_match) || contains_nocase(dname, o->device_match))
+                    chosen = devs[d];
+            }
+        }
+        free(devs);
+    }
+    free(plats);
+    if (o->device_index < 0 && !o->device_match) chosen = first_gpu ? first_gpu : first;
+    if (!chosen) {
+        if (o->device_index >= 0)
+            return fail(m, ADRENO_ERR_DEVICE, "no OpenCL device %d; the devices are: %s", o->device_index,
+                        *listing ? listing : "none");
+        if (o->device_match)
+            return fail(m, ADRENO_ERR_DEVICE, "no OpenCL device matches '%s'; the devices are: %s", o->device_match,
+                        *listing ? listing : "none");
+        return fail(m, ADRENO_ERR_DEVICE, "no OpenCL device found");
+    }
+    m->device = chosen;
+    m->context = clCreateContext(NULL, 1, &chosen, NULL, NULL, &e);
+    if (!m->context) return cl_fail(m, e, "clCreateContext");
+    return ADRENO_OK;
+}
+
+/* Whether the device can hold the plan's images and buffers; names what does not fit. */
+static adreno_status check_limits(adreno_model *m) {
+    cl_ulong max_alloc = 0, global_mem = 0;
+    clGetDeviceInfo(m->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    clGetDeviceInfo(m->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global_mem, &global_mem, NULL);
+    if (m->has_images) {
+        cl_bool images = CL_FALSE;
+        size_t max_w = 0, max_h = 0;
+        clGetDeviceInfo(m->device, CL_DEVICE_IMAGE_SUPPORT, sizeof images, &images, NULL);
+        if (!images)
+            return fail(m, ADRENO_ERR_DEVICE,
+                        "%s has no image support, and this model keeps tensors in images; recompile it without "
+                        "textures (adreno-mlir compile --textures off) or for this device",
+                        m->device_name);
+        clGetDeviceInfo(m->device, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof max_w, &max_w, NULL);
+        clGetDeviceInfo(m->device, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof max_h, &max_h, NULL);
+        for (int i = 0; i < m->num_allocs; i++) {
+            const alloc_desc *a = &m->allocs[i];
+            if (a->image && ((size_t)a->width > max_w || (size_t)a->height > max_h))
+                return fail(m, ADRENO_ERR_DEVICE,
+                            "allocation %d is a %lldx%lld image, larger than %s's image limit of %zux%zu; recompile "
+                            "the model for this device (adreno-mlir compile --target device)",
+                            i, (long long)a->width, (long long)a->height, m->device_name, max_w, max_h);
+        }
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < m->num_allocs; i++) {
+        const alloc_desc *a = &m->allocs[i];
+        if (!a->image && max_alloc && (uint64_t)a->bytes > max_alloc)
+            return fail(m, ADRENO_ERR_DEVICE,
+                        "allocation %d needs %lld bytes, more than %s's maximum allocation of %llu bytes", i,
+                        (long long)a->bytes, m->device_name, (unsigned long long)max_alloc);
+        total += (uint64_t)a->bytes;
+    }
+    for (int i = 0; i < m->num_weights; i++) {
+        const weight_desc *w = &m->weights[i];
+        if (max_alloc && (uint64_t)w->bytes > max_alloc)
+            return fail(m, ADRENO_ERR_DEVICE,
+                        "weight %d (%s) needs %lld bytes, more than %s's maximum allocation of %llu bytes", i, w->name,
+                        (long long)w->bytes, m->device_name, (unsigned long long)max_alloc);
+        total += (uint64_t)w->bytes;
+    }
+    if (global_mem && total > global_mem)
+        return fail(m, ADRENO_ERR_DEVICE, "the model needs %llu bytes of device memory; %s has %llu",
+                    (unsigned long long)total, m->device_name, (unsigned long long)global_mem);
+    return ADRENO_OK;
+}
+
+/* ------------------------------------------------------------------ program */
+
+static adreno_status build(adreno_model *m, const char *what) {
+    cl_int e = clBuildProgram(m->program, 1, &m->device, m->build_options, NULL, NULL);
+    if (e == CL_SUCCESS) return ADRENO_OK;
+    size_t n = 0;
+    char log[2048] = "";
+    if (clGetProgramBuildInfo(m->program, m->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n) {
+        char *full = (char *)malloc(n + 1);
+        if (full) {
+            if (clGetProgramBuildInfo(m->program, m->device, CL_PROGRAM_BUILD_LOG, n, full, NULL) == CL_SUCCESS) {
+                full[n] = '\0';
+                snprintf(log, sizeof log, "%s", full);
+            }
+            free(full);
+        }
+    }
+    return fail(m, ADRENO_ERR_BUILD, "the OpenCL compiler of %s rejected %s (%s, options '%s'):\n%s", m->device_name,
+                what, cl_error_name(e), m->build_options, log);
+}
+
+static adreno_status program_from_source(adreno_model *m, const char *source, size_t size, const char *what) {
+    cl_int e;
+    m->program = clCreateProgramWithSource(m->context, 1, &source, &size, &e);
+    if (!m->program) return cl_fail(m, e, "clCreateProgramWithSource");
+    m->origin = "built from source";
+    return build(m, what);
+}
+
+/* The embedded binary for this device, driver and options, if there is one and the
+ * driver takes it; else nothing happens (the caller builds the source). */
+static adreno_status try_binary(adreno_model *m, const char *dir, const json_value *files, int verify) {
+    char dname[256], pname[256], driver[256];
+    cl_platform_id platform = NULL;
+    device_string(m->device, CL_DEVICE_NAME, dname, sizeof dname);
+    device_string(m->device, CL_DRIVER_VERSION, driver, sizeof driver);
+    clGetDeviceInfo(m->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+    platform_string(platform, CL_PLATFORM_NAME, pname, sizeof pname);
+    for (int i = 0; i < m->num_binaries; i++) {
+        const binary_desc *b = &m->binaries[i];
+        if (strcmp(b->device, dname) || strcmp(b->platform, pname) || strcmp(b->driver_version, driver) ||
+            strcmp(b->build_options, m->build_options))
+            continue;
+        blob data = {0};
+        adreno_status st = read_checked(m, dir, files, b->file, verify, &data);
+        if (st) {
+            free(data.data);
+            return st; /* a listed binary that is missing or corrupt is a broken artifact */
+        }
+        const unsigned char *bytes = (const unsigned char *)data.data;
+        cl_int e, status;
+        m->program = clCreateProgramWithBinary(m->context, 1, &m->device, &data.size, &bytes, &status, &e);
+        free(data.data);
+        if (m->program && clBuildProgram(m->program, 1, &m->device, m->build_options, NULL, NULL) == CL_SUCCESS) {
+            m->origin = "artifact binary";
+            return ADRENO_OK;
+        }
+        if (m->program) clReleaseProgram(m->program);
+        m->program = NULL; /* the driver refused it: build the source instead */
+        break;
+    }
+    return ADRENO_OK;
+}
+
+/* ------------------------------------------------------------------ memory and kernels */
+
+static adreno_status create_memory(adreno_model *m, const char *weights_blob) {
+    cl_int e;
+    if (m->num_allocs) {
+        m->alloc_mem = (cl_mem *)calloc((size_t)m->num_allocs, sizeof *m->alloc_mem);
+        if (!m->alloc_mem) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (int i = 0; i < m->num_allocs; i++) {
+        const alloc_desc *a = &m->allocs[i];
+        if (a->image) {
+            cl_image_format format = {CL_RGBA, (cl_channel_type)(a->half ? CL_HALF_FLOAT : CL_FLOAT)};
+            cl_image_desc desc;
+            memset(&desc, 0, sizeof desc);
+            desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+            desc.image_width = (size_t)a->width;
+            desc.image_height = (size_t)a->height;
+            m->alloc_mem[i] = clCreateImage(m->context, CL_MEM_READ_WRITE, &format, &desc, NULL, &e);
+            if (!m->alloc_mem[i])
+                return fail(m, e == CL_IMAGE_FORMAT_NOT_SUPPORTED ? ADRENO_ERR_DEVICE : ADRENO_ERR_OPENCL,
+                            "creating allocation %d (a %lldx%lld %s image) on %s failed: %s (%d)", i,
+                            (long long)a->width, (long long)a->height, a->half ? "rgba_f16" : "rgba_f32",
+                            m->device_name, cl_error_name(e), (int)e);
+        } else {
+            m->alloc_mem[i] = clCreateBuffer(m->context, CL_MEM_READ_WRITE, (size_t)a->bytes, NULL, &e);
+            if (!m->alloc_mem[i])
+                return fail(m, ADRENO_ERR_OPENCL, "creating allocation %d (a buffer of %lld bytes) on %s failed: %s (%d)",
+                            i, (long long)a->bytes, m->device_name, cl_error_name(e), (int)e);
+        }
+    }
+    if (m->num_weights) {
+        m->weight_mem = (cl_mem *)calloc((size_t)m->num_weights, sizeof *m->weight_mem);
+        if (!m->weight_mem) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (int i = 0; i < m->num_weights; i++) {
+        const weight_desc *w = &m->weights[i];
+        m->weight_mem[i] = clCreateBuffer(m->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)w->bytes,
+                                          (void *)(weights_blob + w->offset), &e);
+        if (!m->weight_mem[i])
+            return fail(m, ADRENO_ERR_OPENCL, "uploading weight %d (%s, %lld bytes) to %s failed: %s (%d)", i, w->name,
+                        (long long)w->bytes, m->device_name, cl_error_name(e), (int)e);
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status create_kernels(adreno_model *m, const char *source_name) {
+    cl_int e;
+    size_t max_items[3] = {0, 0, 0};
+    clGetDeviceInfo(m->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof max_items, max_items, NULL);
+    if (m->num_launches) {
+        m->kernels = (cl_kernel *)calloc((size_t)m->num_launches, sizeof *m->kernels);
+        if (!m->kernels) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (int i = 0; i < m->num_launches; i++) {
+        launch_desc *l = &m->launches[i];
+        cl_kernel k = m->kernels[i] = clCreateKernel(m->program, l->kernel, &e);
+        if (!k) {
+            if (e == CL_INVALID_KERNEL_NAME)
+                return fail(m, ADRENO_ERR_BUILD,
+                            "launch %d runs kernel '%s', which is not in the program (%s); the artifact is "
+                            "inconsistent: save it again",
+                            i, l->kernel, source_name);
+            return fail(m, ADRENO_ERR_OPENCL, "clCreateKernel('%s') for launch %d failed: %s (%d)", l->kernel, i,
+                        cl_error_name(e), (int)e);
+        }
+        cl_uint nargs = 0;
+        if (clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL) == CL_SUCCESS &&
+            nargs != (cl_uint)l->num_args)
+            return fail(m, ADRENO_ERR_FORMAT,
+                        "launch %d passes %d arguments to kernel '%s', which takes %u; the artifact is inconsistent: "
+                        "save it again",
+                        i, l->num_args, l->kernel, (unsigned)nargs);
+        for (int a = 0; a < l->num_args; a++) {
+            const arg_desc *ad = &l->args[a];
+            switch (ad->kind) {
+            case ARG_ALLOCATION: e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_mem), &m->alloc_mem[ad->index]); break;
+            case ARG_WEIGHT: e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_mem), &m->weight_mem[ad->index]); break;
+            case ARG_I32: e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_int), &ad->i32); break;
+            default: e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_float), &ad->f32); break;
+            }
+            if (e != CL_SUCCESS)
+                return fail(m, ADRENO_ERR_FORMAT,
+                            "launch %d: argument %d of kernel '%s' does not fit what the kernel declares (%s); the "
+                            "artifact is inconsistent: save it again",
+                            i, a, l->kernel, cl_error_name(e));
+        }
+        if (l->has_local) {
+            /* A planned local size is a preference (docs/artifact.md): above this kernel's
+             * limit on this device, the driver chooses, as the Python runtime does. */
+            size_t limit = 0, product = 1;
+            for (cl_uint d = 0; d < l->dims; d++) {
+                product *= l->local[d];
+                if (max_items[d] && l->local[d] > max_items[d]) product = SIZE_MAX;
+            }
+            if (clGetKernelWorkGroupInfo(k, m->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit, NULL) !=
+                    CL_SUCCESS ||
+                product > limit)
+                l->has_local = 0;
+        }
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status create_staging(adreno_model *m, adreno_io_mode mode) {
+    cl_int e;
+    if (mode == ADRENO_IO_AUTO) {
+        cl_device_type type = 0;
+        cl_bool unified = CL_TRUE;
+        clGetDeviceInfo(m->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+        clGetDeviceInfo(m->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+        mode = (type & CL_DEVICE_TYPE_GPU) && !unified ? ADRENO_IO_PINNED : ADRENO_IO_DIRECT;
+    }
+    m->pinned = mode == ADRENO_IO_PINNED;
+    int n = m->num_inputs + m->num_outputs;
+    m->stage = (float **)calloc((size_t)n, sizeof *m->stage);
+    if (!m->stage) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    if (m->pinned) {
+        m->stage_mem = (cl_mem *)calloc((size_t)n, sizeof *m->stage_mem);
+        if (!m->stage_mem) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    for (int i = 0; i < n; i++) {
+        const tensor_desc *t = i < m->num_inputs ? &m->inputs[i] : &m->outputs[i - m->num_inputs];
+        size_t bytes = (size_t)t->count * 4;
+        if (!m->pinned) {
+            m->stage[i] = (float *)calloc((size_t)t->count, 4);
+            if (!m->stage[i]) return fail(m, ADRENO_ERR_MEMORY, "out of host memory (%zu bytes for %s)", bytes, t->name);
+            continue;
+        }
+        m->stage_mem[i] = clCreateBuffer(m->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &e);
+        if (!m->stage_mem[i]) return cl_fail(m, e, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR) for input/output staging");
+        m->stage[i] = (float *)clEnqueueMapBuffer(m->queue, m->stage_mem[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                                  bytes, 0, NULL, NULL, &e);
+        if (!m->stage[i]) return cl_fail(m, e, "clEnqueueMapBuffer for input/output staging");
+        memset(m->stage[i], 0, bytes);
+    }
+    return ADRENO_OK;
+}
+
+/* ------------------------------------------------------------------ open / close */
+
+void adreno_options_init(adreno_options *o) {
+    memset(o, 0, sizeof *o);
+    o->device_index = -1;
+    o->verify_checksums = 1;
+    o->io_mode = ADRENO_IO_AUTO;
+}
+
+static void free_plan(adreno_model *m) {
+    for (int i = 0; i < m->num_weights; i++) free(m->weights ? m->weights[i].name : NULL);
+    for (int i = 0; i < m->num_inputs; i++) free(m->inputs ? m->inputs[i].name : NULL);
+    for (int i = 0; i < m->num_outputs; i++) free(m->outputs ? m->outputs[i].name : NULL);
+    for (int i = 0; i < m->num_launches; i++)
+        if (m->launches) {
+            free(m->launches[i].kernel);
+            free(m->launches[i].args);
+        }
+    for (int i = 0; i < m->num_binaries; i++)
+        if (m->binaries) {
+            free(m->binaries[i].file);
+            free(m->binaries[i].device);
+            free(m->binaries[i].platform);
+            free(m->binaries[i].driver_version);
+            free(m->binaries[i].build_options);
+        }
+    free(m->allocs);
+    free(m->weights);
+    free(m->inputs);
+    free(m->outputs);
+    free(m->launches);
+    free(m->binaries);
+    free(m->build_options);
+    free(m->source_file);
+    free(m->weights_file);
+}
+
+void adreno_close(adreno_model *m) {
+    if (!m) return;
+    int n = m->num_inputs + m->num_outputs;
+    if (m->stage) {
+        for (int i = 0; i < n; i++) {
+            if (m->pinned) {
+                if (m->stage_mem && m->stage_mem[i] && m->stage[i])
+                    clEnqueueUnmapMemObject(m->queue, m->stage_mem[i], m->stage[i], 0, NULL, NULL);
+            } else {
+                free(m->stage[i]);
+            }
+        }
+        if (m->pinned && m->queue) clFinish(m->queue);
+    }
+    if (m->stage_mem)
+        for (int i = 0; i < n; i++)
+            if (m->stage_mem[i]) clReleaseMemObject(m->stage_mem[i]);
+    if (m->kernels)
+        for (int i = 0; i < m->num_launches; i++)
+            if (m->kernels[i]) clReleaseKernel(m->kernels[i]);
+    if (m->alloc_mem)
+        for (int i = 0; i < m->num_allocs; i++)
+            if (m->alloc_mem[i]) clReleaseMemObject(m->alloc_mem[i]);
+    if (m->weight_mem)
+        for (int i = 0; i < m->num_weights; i++)
+            if (m->weight_mem[i]) clReleaseMemObject(m->weight_mem[i]);
+    if (m->program) clReleaseProgram(m->program);
+    if (m->profiling_queue) clReleaseCommandQueue(m->profiling_queue);
+    if (m->queue) clReleaseCommandQueue(m->queue);
+    if (m->context) clReleaseContext(m->context);
+    free(m->stage);
+    free(m->stage_mem);
+    free(m->kernels);
+    free(m->alloc_mem);
+    free(m->weight_mem);
+    free_plan(m);
+    free(m);
+}
+
+/* Everything after the files are in memory. `dir` is the artifact directory (NULL when
+ * opening from memory: no binaries, no checksums). */
+static adreno_status instantiate(adreno_model *m, const adreno_options *o, const char *dir, const json_value *files,
+                                 const char *source, size_t source_size, const char *weights, size_t weights_size) {
+    adreno_status st;
+    cl_int e;
+    char source_name[4200];
+    snprintf(source_name, sizeof source_name, "%s%s%s", dir ? dir : "", dir ? "/" : "", m->source_file);
+    if ((int64_t)weights_size < m->weights_bytes)
+        return fail(m, ADRENO_ERR_CORRUPT,
+                    "%s%s%s holds %zu bytes, fewer than the %lld the weights table needs; copy or save the artifact "
+                    "again",
+                    dir ? dir : "the weights blob", dir ? "/" : "", dir ? m->weights_file : "", weights_size,
+                    (long long)m->weights_bytes);
+    if (o->context) {
+        if (!o->device) return fail(m, ADRENO_ERR_ARGUMENT, "options.context needs options.device");
+        m->context = (cl_context)o->context;
+        m->device = (cl_device_id)o->device;
+        if ((e = clRetainContext(m->context)) != CL_SUCCESS) {
+            m->context = NULL;
+            return cl_fail(m, e, "clRetainContext(options.context)");
+        }
+    } else if ((st = pick_device(m, o))) {
+        return st;
+    }
+    {
+        char dname[256], pname[256], version[256];
+        cl_platform_id platform = NULL;
+        device_string(m->device, CL_DEVICE_NAME, dname, sizeof dname);
+        device_string(m->device, CL_DEVICE_VERSION, version, sizeof version);
+        clGetDeviceInfo(m->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+        platform_string(platform, CL_PLATFORM_NAME, pname, sizeof pname);
+        snprintf(m->device_name, sizeof m->device_name, "%s / %s (%s)", pname, dname, version);
+    }
+    if ((st = check_limits(m))) return st;
+    m->queue = clCreateCommandQueue(m->context, m->device, 0, &e);
+    if (!m->queue) return cl_fail(m, e, "clCreateCommandQueue");
+    if (o->program) {
+        m->program = (cl_program)o->program;
+        if ((e = clRetainProgram(m->program)) != CL_SUCCESS) {
+            m->program = NULL;
+            return cl_fail(m, e, "clRetainProgram(options.program)");
+        }
+        m->origin = "given";
+    } else {
+        if (dir && (st = try_binary(m, dir, files, o->verify_checksums))) return st;
+        if (!m->program && (st = program_from_source(m, source, source_size, source_name))) return st;
+    }
+    if ((st = create_memory(m, weights))) return st;
+    if ((st = create_kernels(m, source_name))) return st;
+    if ((st = create_staging(m, o->io_mode))) return st;
+    return ADRENO_OK;
+}
+
+static adreno_status finish_open(adreno_model *m, adreno_status st, adreno_model **out, char *error, size_t size) {
+    if (st == ADRENO_OK) {
+        *out = m;
+        return ADRENO_OK;
+    }
+    if (error && size) snprintf(error, size, "%s", m->error);
+    adreno_close(m);
+    return st;
+}
+
+static adreno_status start(adreno_model **out, char *error, size_t size, adreno_model **m) {
+    if (error && size) error[0] = '\0';
+    if (!out) {
+        if (error && size) snprintf(error, size, "adreno_open: the model pointer is NULL");
+        return ADRENO_ERR_ARGUMENT;
+    }
+    *out = NULL;
+    *m = (adreno_model *)calloc(1, sizeof **m);
+    if (!*m) {
+        if (error && size) snprintf(error, size, "out of host memory");
+        return ADRENO_ERR_MEMORY;
+    }
+    return ADRENO_OK;
+}
+
+adreno_status adreno_open(const char *path, const adreno_options *options, adreno_model **out, char *error,
+                          size_t error_size) {
+    adreno_model *m;
+    adreno_status st = start(out, error, error_size, &m);
+    if (st) return st;
+    adreno_options defaults;
+    if (!options) {
+        adreno_options_init(&defaults);
+        options = &defaults;
+    }
+    if (!path) return finish_open(m, fail(m, ADRENO_ERR_ARGUMENT, "adreno_open: the path is NULL"), out, error, error_size);
+    char file[4200];
+    snprintf(file, sizeof file, "%s/manifest.json", path);
+    blob manifest = {0}, source = {0}, weights = {0};
+    json_doc *doc = NULL;
+    const json_value *root = NULL, *files;
+    reader r = {m, file};
+    if ((st = read_file(m, path, "manifest.json", &manifest))) {
+        if (st == ADRENO_ERR_IO && strstr(m->error, "is missing"))
+            fail(m, ADRENO_ERR_IO, "%s is not an adreno-mlir artifact: %s is missing (an artifact is a directory "
+                 "written by adreno-mlir compile -o X.adreno)", path, file);
+        goto done;
+    }
+    {
+        char why[512];
+        doc = json_parse(manifest.data, manifest.size, &root, why, sizeof why);
+        if (!doc) {
+            st = strcmp(why, "out of memory") == 0 ? fail(m, ADRENO_ERR_MEMORY, "out of host memory reading %s", file)
+                                                    : fail(m, ADRENO_ERR_FORMAT, "%s is not valid JSON: %s", file, why);
+            goto done;
+        }
+    }
+    if ((st = read_plan(&r, root))) goto done;
+    files = json_get(root, "files");
+    if (!files || files->type != JSON_OBJECT) {
+        st = bad(&r, "the top level", "'files' must map file names to {sha256, bytes}");
+        goto done;
+    }
+    if ((st = read_checked(m, path, files, m->source_file, options->verify_checksums, &source))) goto done;
+    if ((st = read_checked(m, path, files, m->weights_file, options->verify_checksums, &weights))) goto done;
+    st = instantiate(m, options, path, files, source.data, source.size, weights.data, weights.size);
+done:
+    json_free(doc);
+    free(manifest.data);
+    free(source.data);
+    free(weights.data);
+    return finish_open(m, st, out, error, error_size);
+}
+
+adreno_status adreno_open_memory(const char *manifest_json, size_t manifest_size, const char *source,
+                                 size_t source_size, const void *weights, size_t weights_size,
+                                 const adreno_options *options, adreno_model **out, char *error, size_t error_size) {
+    adreno_model *m;
+    adreno_status st = start(out, error, error_size, &m);
+    if (st) return st;
+    adreno_options defaults;
+    if (!options) {
+        adreno_options_init(&defaults);
+        options = &defaults;
+    }
+    if (!manifest_json || !source || (!weights && weights_size))
+        return finish_open(m, fail(m, ADRENO_ERR_ARGUMENT, "adreno_open_memory: a NULL buffer"), out, error,
+                           error_size);
+    const json_value *root = NULL;
+    char why[512];
+    reader r = {m, "the manifest"};
+    json_doc *doc = json_parse(manifest_json, manifest_size, &root, why, sizeof why);
+    if (!doc) {
+        st = fail(m, ADRENO_ERR_FORMAT, "the manifest is not valid JSON: %s", why);
+    } else if ((st = read_plan(&r, root)) == ADRENO_OK) {
+        st = instantiate(m, options, NULL, NULL, source, source_size, (const char *)weights, weights_size);
+    }
+    json_free(doc);
+    return finish_open(m, st, out, error, error_size);
+}
+
+/* ------------------------------------------------------------------ running */
+
+const char *adreno_error(const adreno_model *m) { return m ? m->error : "no model (adreno_open failed)"; }
+
+static int check_model(adreno_model *m) { return m != NULL; }
+
+adreno_status adreno_set_input(adreno_model *m, int index, const float *data, size_t count) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    if (index < 0 || index >= m->num_inputs)
+        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_set_input: no input %d (the model has %d)", index, m->num_inputs);
+    if (!data || count != (size_t)m->inputs[index].count)
+        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_set_input: input %d ('%s') takes %lld floats, got %zu%s", index,
+                    m->inputs[index].name, (long long)m->inputs[index].count, count, data ? "" : " (NULL data)");
+    memcpy(m->stage[index], data, count * 4);
+    return ADRENO_OK;
+}
+
+adreno_status adreno_get_output(adreno_model *m, int index, float *data, size_t count) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    if (index < 0 || index >= m->num_outputs)
+        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_get_output: no output %d (the model has %d)", index,
+                    m->num_outputs);
+    if (!data || count != (size_t)m->outputs[index].count)
+        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_get_output: output %d ('%s') has %lld floats, got room for %zu%s",
+                    index, m->outputs[index].name, (long long)m->outputs[index].count, count,
+                    data ? "" : " (NULL data)");
+    memcpy(data, m->stage[m->num_inputs + index], count * 4);
+    return ADRENO_OK;
+}
+
+static adreno_status enqueue_launches(adreno_model *m, cl_command_queue q, cl_event *events) {
+    for (int i = 0; i < m->num_launches; i++) {
+        const launch_desc *l = &m->launches[i];
+        cl_int e = clEnqueueNDRangeKernel(q, m->kernels[i], l->dims, NULL, l->global, l->has_local ? l->local : NULL,
+                                          0, NULL, events ? &events[i] : NULL);
+        if (e != CL_SUCCESS) {
+            if (events)
+                for (int k = 0; k < i; k++) clReleaseEvent(events[k]);
+            clFinish(q);
+            return fail(m, ADRENO_ERR_OPENCL, "enqueueing launch %d (kernel '%s') failed: %s (%d)", i, l->kernel,
+                        cl_error_name(e), (int)e);
+        }
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status execute(adreno_model *m, const float *const *inputs, float *const *outputs) {
+    cl_int e;
+    adreno_status st;
+    for (int i = 0; i < m->num_inputs; i++) {
+        const tensor_desc *t = &m->inputs[i];
+        const float *src = inputs ? inputs[i] : m->stage[i];
+        if (inputs && m->pinned) {
+            memcpy(m->stage[i], inputs[i], (size_t)t->count * 4);
+            src = m->stage[i];
+        }
+        e = clEnqueueWriteBuffer(m->queue, m->alloc_mem[t->allocation], CL_FALSE, 0, (size_t)t->count * 4, src, 0,
+                                 NULL, NULL);
+        if (e != CL_SUCCESS) {
+            clFinish(m->queue);
+            return fail(m, ADRENO_ERR_OPENCL, "writing input '%s' failed: %s (%d)", t->name, cl_error_name(e), (int)e);
+        }
+    }
+    if ((st = enqueue_launches(m, m->queue, NULL))) return st;
+    for (int i = 0; i < m->num_outputs; i++) {
+        const tensor_desc *t = &m->outputs[i];
+        float *dst = outputs && !m->pinned ? outputs[i] : m->stage[m->num_inputs + i];
+        e = clEnqueueReadBuffer(m->queue, m->alloc_mem[t->allocation], CL_FALSE, 0, (size_t)t->count * 4, dst, 0,
+                                NULL, NULL);
+        if (e != CL_SUCCESS) {
+            clFinish(m->queue);
+            return fail(m, ADRENO_ERR_OPENCL, "reading output '%s' failed: %s (%d)", t->name, cl_error_name(e), (int)e);
+        }
+    }
+    if ((e = clFinish(m->queue)) != CL_SUCCESS) return cl_fail(m, e, "clFinish after the launches");
+    if (outputs && m->pinned)
+        for (int i = 0; i < m->num_outputs; i++)
+            memcpy(outputs[i], m->stage[m->num_inputs + i], (size_t)m->outputs[i].count * 4);
+    return ADRENO_OK;
+}
+
+adreno_status adreno_run(adreno_model *m) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    return execute(m, NULL, NULL);
+}
+
+adreno_status adreno_run_io(adreno_model *m, const float *const *inputs, float *const *outputs) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    if (!inputs || !outputs) return fail(m, ADRENO_ERR_ARGUMENT, "adreno_run_io: NULL inputs or outputs");
+    for (int i = 0; i < m->num_inputs; i++)
+        if (!inputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "adreno_run_io: input %d is NULL", i);
+    for (int i = 0; i < m->num_outputs; i++)
+        if (!outputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "adreno_run_io: output %d is NULL", i);
+    return execute(m, inputs, outputs);
+}
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+adreno_status adreno_profile(adreno_model *m, int repeat, double *launch_ms) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    if (repeat < 1 || repeat > 100000 || !launch_ms)
+        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_profile: repeat must be 1..100000 and launch_ms not NULL");
+    cl_int e;
+    if (!m->profiling_queue) {
+        m->profiling_queue = clCreateCommandQueue(m->context, m->device, CL_QUEUE_PROFILING_ENABLE, &e);
+        if (!m->profiling_queue) return cl_fail(m, e, "clCreateCommandQueue(CL_QUEUE_PROFILING_ENABLE)");
+    }
+    size_t n = (size_t)m->num_launches;
+    if (n == 0) return ADRENO_OK;
+    cl_event *events = (cl_event *)calloc(n, sizeof *events);
+    double *times = (double *)calloc(n * (size_t)repeat, sizeof *times);
+    if (!events || !times) {
+        free(events);
+        free(times);
+        return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    adreno_status st = ADRENO_OK;
+    for (int i = 0; i < m->num_inputs && st == ADRENO_OK; i++) {
+        const tensor_desc *t = &m->inputs[i];
+        e = clEnqueueWriteBuffer(m->profiling_queue, m->alloc_mem[t->allocation], CL_TRUE, 0, (size_t)t->count * 4,
+                                 m->stage[i], 0, NULL, NULL);
+        if (e != CL_SUCCESS) st = cl_fail(m, e, "writing an input for profiling");
+    }
+    for (int r = 0; r < repeat && st == ADRENO_OK; r++) {
+        if ((st = enqueue_launches(m, m->profiling_queue, events))) break;
+        if ((e = clFinish(m->profiling_queue)) != CL_SUCCESS) st = cl_fail(m, e, "clFinish while profiling");
+        for (size_t i = 0; i < n; i++) {
+            cl_ulong t0 = 0, t1 = 0;
+            if (st == ADRENO_OK &&
+                ((e = clGetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL)) != CL_SUCCESS ||
+                 (e = clGetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL)) != CL_SUCCESS))
+                st = cl_fail(m, e, "clGetEventProfilingInfo");
+            times[i * (size_t)repeat + (size_t)r] = (double)(t1 - t0) * 1e-6;
+            clReleaseEvent(events[i]);
+        }
+    }
+    if (st == ADRENO_OK)
+        for (size_t i = 0; i < n; i++) {
+            double *row = &times[i * (size_t)repeat];
+            qsort(row, (size_t)repeat, sizeof *row, compare_double);
+            launch_ms[i] = repeat % 2 ? row[repeat / 2] : 0.5 * (row[repeat / 2 - 1] + row[repeat / 2]);
+        }
+    free(events);
+    free(times);
+    return st;
+}
+
+/* ------------------------------------------------------------------ introspection */
+
+int adreno_num_inputs(const adreno_model *m) { return m ? m->num_inputs : 0; }
+int adreno_num_outputs(const adreno_model *m) { return m ? m->num_outputs : 0; }
+int adreno_num_launches(const adreno_model *m) { return m ? m->num_launches : 0; }
+
+static const tensor_desc *tensor(const adreno_model *m, int output, int index) {
+    if (!m) return NULL;
+    if (output) return index >= 0 && index < m->num_outputs ? &m->outputs[index] : NULL;
+    return index >= 0 && index < m->num_inputs ? &m->inputs[index] : NULL;
+}
+
+const char *adreno_input_name(const adreno_model *m, int i) { return tensor(m, 0, i) ? tensor(m, 0, i)->name : NULL; }
+const char *adreno_output_name(const adreno_model *m, int i) { return tensor(m, 1, i) ? tensor(m, 1, i)->name : NULL; }
+int adreno_input_rank(const adreno_model *m, int i) { return tensor(m, 0, i) ? tensor(m, 0, i)->rank : -1; }
+int adreno_output_rank(const adreno_model *m, int i) { return tensor(m, 1, i) ? tensor(m, 1, i)->rank : -1; }
+const int64_t *adreno_input_shape(const adreno_model *m, int i) {
+    return tensor(m, 0, i) ? tensor(m, 0, i)->shape : NULL;
+}
+const int64_t *adreno_output_shape(const adreno_model *m, int i) {
+    return tensor(m, 1, i) ? tensor(m, 1, i)->shape : NULL;
+}
+size_t adreno_input_count(const adreno_model *m, int i) {
+    return tensor(m, 0, i) ? (size_t)tensor(m, 0, i)->count : 0;
+}
+size_t adreno_output_count(const adreno_model *m, int i) {
+    return tensor(m, 1, i) ? (size_t)tensor(m, 1, i)->count : 0;
+}
+const char *adreno_launch_kernel(const adreno_model *m, int i) {
+    return m && i >= 0 && i < m->num_launches ? m->launches[i].kernel : NULL;
+}
+const char *adreno_device_name(const adreno_model *m) { return m ? m->device_name : ""; }
+const char *adreno_program_origin(const adreno_model *m) { return m && m->origin ? m->origin : ""; }
+const char *adreno_io_mode_name(const adreno_model *m) { return m && m->pinned ? "pinned" : "direct"; }
+const char *adreno_version(void) { return ADRENO_RT_VERSION; }

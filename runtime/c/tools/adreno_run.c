@@ -1,0 +1,388 @@
+/* adreno-run: run an adreno-mlir artifact from the command line.
+ *
+ *   adreno-run model.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...
+ *              [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--io auto|pinned|direct]
+ *              [--no-verify] [--info]
+ *
+ * Inputs are float32 .npy files of the model's input shapes (C order); without --input,
+ * every input gets seeded uniform data in [-1, 1) and the runner says so. Outputs are
+ * written as float32 .npy files. It prints the device, where the program came from, the
+ * load time and the wall latency of one inference (upload + launches + download;
+ * median and minimum over --repeat runs after --warmup runs); --profile adds the device
+ * time from OpenCL events. Exit status: 0 success, 1 error (message on stderr), 2 usage. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "adreno_rt.h"
+
+static const char *usage =
+    "usage: adreno-run MODEL.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...\n"
+    "                  [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--io auto|pinned|direct]\n"
+    "                  [--no-verify] [--info]\n";
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ------------------------------------------------------------------ .npy */
+
+/* Reads a little-endian float32 C-order .npy file; returns the data (malloc'd) and its
+ * shape, or NULL with a message in `err`. */
+static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *count, char *err, size_t errsize) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errsize, "cannot open %s", path);
+        return NULL;
+    }
+    unsigned char head[10];
+    char *header = NULL;
+    float *data = NULL;
+    if (fread(head, 1, 10, f) != 10 || memcmp(head, "\x93NUMPY", 6) != 0) {
+        snprintf(err, errsize, "%s is not a .npy file", path);
+        goto fail;
+    }
+    size_t hlen;
+    if (head[6] == 1) {
+        hlen = (size_t)head[8] | (size_t)head[9] << 8;
+    } else if (head[6] == 2 || head[6] == 3) {
+        unsigned char more[2];
+        if (fread(more, 1, 2, f) != 2) {
+            snprintf(err, errsize, "%s: truncated header", path);
+            goto fail;
+        }
+        hlen = (size_t)head[8] | (size_t)head[9] << 8 | (size_t)more[0] << 16 | (size_t)more[1] << 24;
+    } else {
+        snprintf(err, errsize, "%s: unsupported .npy version %d", path, head[6]);
+        goto fail;
+    }
+    if (hlen > 1 << 20) {
+        snprintf(err, errsize, "%s: header too long", path);
+        goto fail;
+    }
+    header = (char *)calloc(hlen + 1, 1);
+    if (!header || fread(header, 1, hlen, f) != hlen) {
+        snprintf(err, errsize, "%s: truncated header", path);
+        goto fail;
+    }
+    if (!strstr(header, "'descr': '<f4'") && !strstr(header, "'descr': '=f4'")) {
+        snprintf(err, errsize, "%s: the array must be float32 (descr '<f4'); convert it with numpy: "
+                 "np.save(path, x.astype(np.float32))", path);
+        goto fail;
+    }
+    if (!strstr(header, "'fortran_order': False")) {
+        snprintf(err, errsize, "%s: the array must be in C order (np.ascontiguousarray)", path);
+        goto fail;
+    }
+    const char *s = strstr(header, "'shape': (");
+    if (!s) {
+        snprintf(err, errsize, "%s: no shape in the header", path);
+        goto fail;
+    }
+    s += strlen("'shape': (");
+    *rank = 0;
+    *count = 1;
+    while (*s && *s != ')') {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 0 || *rank >= 16) {
+            snprintf(err, errsize, "%s: bad shape in the header", path);
+            goto fail;
+        }
+        shape[(*rank)++] = v;
+        *count *= (size_t)v;
+        s = end;
+        while (*s == ',' || *s == ' ') s++;
+    }
+    data = (float *)malloc(*count ? *count * 4 : 4);
+    if (!data) {
+        snprintf(err, errsize, "%s: out of memory", path);
+        goto fail;
+    }
+    if (fread(data, 4, *count, f) != *count) {
+        snprintf(err, errsize, "%s is truncated: fewer than the %zu floats its header promises", path, *count);
+        goto fail;
+    }
+    free(header);
+    fclose(f);
+    return data;
+fail:
+    free(header);
+    free(data);
+    fclose(f);
+    return NULL;
+}
+
+static int npy_write(const char *path, const float *data, const int64_t *shape, int rank, size_t count) {
+    char dims[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < rank; i++)
+        used += (size_t)snprintf(dims + used, sizeof dims - used, "%lld%s", (long long)shape[i],
+                                 rank == 1 || i < rank - 1 ? ", " : "");
+    if (rank == 1) dims[used - 1] = '\0';
+    char header[640];
+    int n = snprintf(header, sizeof header, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+    int total = 10 + n + 1;
+    int pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    unsigned short hlen = (unsigned short)(n + pad + 1);
+    unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+                              (unsigned char)(hlen >> 8)};
+    int ok = fwrite(head, 1, 10, f) == 10 && fwrite(header, 1, (size_t)n, f) == (size_t)n;
+    for (int i = 0; i < pad && ok; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF && fwrite(data, 4, count, f) == count;
+    return fclose(f) == 0 && ok;
+}
+
+/* ------------------------------------------------------------------ main */
+
+typedef struct {
+    const char *name; /* NULL: by position */
+    const char *path;
+} named_path;
+
+static int find_tensor(adreno_model *m, int output, const named_path *p, int position) {
+    int n = output ? adreno_num_outputs(m) : adreno_num_inputs(m);
+    if (!p->name) return position < n ? position : -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(output ? adreno_output_name(m, i) : adreno_input_name(m, i), p->name) == 0) return i;
+    return -1;
+}
+
+static void split(const char *arg, named_path *out) {
+    const char *eq = strchr(arg, '=');
+    if (eq && !strstr(arg, ".npy=")) {
+        size_t n = (size_t)(eq - arg);
+        char *name = (char *)malloc(n + 1);
+        if (name) {
+            memcpy(name, arg, n);
+            name[n] = '\0';
+        }
+        out->name = name;
+        out->path = eq + 1;
+    } else {
+        out->name = NULL;
+        out->path = arg;
+    }
+}
+
+static void print_shape(FILE *f, const int64_t *shape, int rank) {
+    fputc('[', f);
+    for (int i = 0; i < rank; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    fputc(']', f);
+}
+
+int main(int argc, char **argv) {
+    const char *path = NULL;
+    named_path inputs[64], outputs[64];
+    int num_in = 0, num_out = 0, repeat = 10, warmup = 2, profile = 0, info = 0, status = 1;
+    adreno_options options;
+    adreno_options_init(&options);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if ((!strcmp(a, "--input") || !strcmp(a, "-i")) && more && num_in < 64) {
+            split(argv[++i], &inputs[num_in++]);
+        } else if ((!strcmp(a, "--output") || !strcmp(a, "-o")) && more && num_out < 64) {
+            split(argv[++i], &outputs[num_out++]);
+        } else if (!strcmp(a, "--device") && more) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end == '\0' && v >= 0) options.device_index = (int)v;
+            else options.device_match = argv[i];
+        } else if (!strcmp(a, "--repeat") && more) {
+            repeat = atoi(argv[++i]);
+        } else if (!strcmp(a, "--warmup") && more) {
+            warmup = atoi(argv[++i]);
+        } else if (!strcmp(a, "--io") && more) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "auto")) options.io_mode = ADRENO_IO_AUTO;
+            else if (!strcmp(v, "pinned")) options.io_mode = ADRENO_IO_PINNED;
+            else if (!strcmp(v, "direct")) options.io_mode = ADRENO_IO_DIRECT;
+            else {
+                fprintf(stderr, "adreno-run: --io takes auto, pinned or direct, not '%s'\n%s", v, usage);
+                return 2;
+            }
+        } else if (!strcmp(a, "--profile")) {
+            profile = 1;
+        } else if (!strcmp(a, "--no-verify")) {
+            options.verify_checksums = 0;
+        } else if (!strcmp(a, "--info")) {
+            info = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (a[0] != '-' && !path) {
+            path = a;
+        } else {
+            fprintf(stderr, "adreno-run: unexpected argument '%s'\n%s", a, usage);
+            return 2;
+        }
+    }
+    if (!path) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (repeat < 1 || warmup < 0) {
+        fprintf(stderr, "adreno-run: --repeat must be >= 1 and --warmup >= 0\n");
+        return 2;
+    }
+
+    char err[4096];
+    adreno_model *m = NULL;
+    float **in_data = NULL, **out_data = NULL;
+    double *times = NULL, *launch_ms = NULL;
+    double t0 = now_ms();
+    adreno_status st = adreno_open(path, &options, &m, err, sizeof err);
+    double load_ms = now_ms() - t0;
+    if (st != ADRENO_OK) {
+        fprintf(stderr, "adreno-run: error: %s\n", err);
+        goto out;
+    }
+    int ni = adreno_num_inputs(m), no = adreno_num_outputs(m);
+    printf("model:   %s\ndevice:  %s\nprogram: %s\nio:      %s\nload:    %.1f ms\n", path, adreno_device_name(m),
+           adreno_program_origin(m), adreno_io_mode_name(m), load_ms);
+    if (info) {
+        for (int i = 0; i < ni; i++) {
+            printf("input %d: %s ", i, adreno_input_name(m, i));
+            print_shape(stdout, adreno_input_shape(m, i), adreno_input_rank(m, i));
+            printf("\n");
+        }
+        for (int i = 0; i < no; i++) {
+            printf("output %d: %s ", i, adreno_output_name(m, i));
+            print_shape(stdout, adreno_output_shape(m, i), adreno_output_rank(m, i));
+            printf("\n");
+        }
+        printf("launches: %d\n", adreno_num_launches(m));
+    }
+    in_data = (float **)calloc((size_t)ni, sizeof *in_data);
+    out_data = (float **)calloc((size_t)no, sizeof *out_data);
+    if (!in_data || !out_data) {
+        fprintf(stderr, "adreno-run: error: out of memory\n");
+        goto out;
+    }
+    for (int k = 0; k < num_in; k++) {
+        int i = find_tensor(m, 0, &inputs[k], k);
+        if (i < 0) {
+            fprintf(stderr, "adreno-run: error: --input %s%s%s: the model has no such input (inputs:", 
+                    inputs[k].name ? inputs[k].name : "", inputs[k].name ? "=" : "", inputs[k].path);
+            for (int j = 0; j < ni; j++) fprintf(stderr, " %s", adreno_input_name(m, j));
+            fprintf(stderr, ")\n");
+            goto out;
+        }
+        if (in_data[i]) {
+            fprintf(stderr, "adreno-run: error: input '%s' given twice\n", adreno_input_name(m, i));
+            goto out;
+        }
+        int64_t shape[16];
+        int rank;
+        size_t count;
+        in_data[i] = npy_read(inputs[k].path, shape, &rank, &count, err, sizeof err);
+        if (!in_data[i]) {
+            fprintf(stderr, "adreno-run: error: --input: %s\n", err);
+            goto out;
+        }
+        int same = rank == adreno_input_rank(m, i);
+        for (int d = 0; same && d < rank; d++) same = shape[d] == adreno_input_shape(m, i)[d];
+        if (!same) {
+            fprintf(stderr, "adreno-run: error: %s has shape ", inputs[k].path);
+            print_shape(stderr, shape, rank);
+            fprintf(stderr, "; input '%s' of the model has shape ", adreno_input_name(m, i));
+            print_shape(stderr, adreno_input_shape(m, i), adreno_input_rank(m, i));
+            fprintf(stderr, "\n");
+            goto out;
+        }
+    }
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < ni; i++) {
+        if (in_data[i]) continue;
+        size_t count = adreno_input_count(m, i);
+        in_data[i] = (float *)malloc(count * 4);
+        if (!in_data[i]) {
+            fprintf(stderr, "adreno-run: error: out of memory\n");
+            goto out;
+        }
+        for (size_t j = 0; j < count; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            in_data[i][j] = (float)((double)(seed >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+        }
+        printf("input '%s': random uniform [-1, 1) (no --input given)\n", adreno_input_name(m, i));
+    }
+    for (int i = 0; i < no; i++) {
+        out_data[i] = (float *)malloc(adreno_output_count(m, i) * 4);
+        if (!out_data[i]) {
+            fprintf(stderr, "adreno-run: error: out of memory\n");
+            goto out;
+        }
+    }
+    for (int i = 0; i < ni; i++) adreno_set_input(m, i, in_data[i], adreno_input_count(m, i));
+    times = (double *)calloc((size_t)repeat, sizeof *times);
+    if (!times) goto out;
+    for (int r = 0; r < warmup + repeat; r++) {
+        double s = now_ms();
+        st = adreno_run_io(m, (const float *const *)in_data, out_data);
+        double t = now_ms() - s;
+        if (st != ADRENO_OK) {
+            fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
+            goto out;
+        }
+        if (r == 0) printf("first run: %.3f ms\n", t);
+        if (r >= warmup) times[r - warmup] = t;
+    }
+    qsort(times, (size_t)repeat, sizeof *times, compare_double);
+    double median = repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
+    printf("latency: median %.3f ms, min %.3f ms over %d runs (wall: upload, launches, download)\n", median, times[0],
+           repeat);
+    if (profile) {
+        int nl = adreno_num_launches(m);
+        launch_ms = (double *)calloc(nl ? (size_t)nl : 1, sizeof *launch_ms);
+        if (!launch_ms) goto out;
+        if (adreno_profile(m, repeat, launch_ms) != ADRENO_OK) {
+            fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
+            goto out;
+        }
+        double total = 0;
+        for (int i = 0; i < nl; i++) total += launch_ms[i];
+        printf("device:  %.3f ms (sum over %d launches of the median kernel time from OpenCL events)\n", total, nl);
+    }
+    for (int k = 0; k < num_out; k++) {
+        int i = find_tensor(m, 1, &outputs[k], k);
+        if (i < 0) {
+            fprintf(stderr, "adreno-run: error: --output %s: the model has no such output (outputs:", outputs[k].path);
+            for (int j = 0; j < no; j++) fprintf(stderr, " %s", adreno_output_name(m, j));
+            fprintf(stderr, ")\n");
+            goto out;
+        }
+        if (!npy_write(outputs[k].path, out_data[i], adreno_output_shape(m, i), adreno_output_rank(m, i),
+                       adreno_output_count(m, i))) {
+            fprintf(stderr, "adreno-run: error: cannot write %s\n", outputs[k].path);
+            goto out;
+        }
+        printf("output '%s' -> %s\n", adreno_output_name(m, i), outputs[k].path);
+    }
+    status = 0;
+out:
+    if (m) {
+        for (int i = 0; i < adreno_num_inputs(m) && in_data; i++) free(in_data[i]);
+        for (int i = 0; i < adreno_num_outputs(m) && out_data; i++) free(out_data[i]);
+    }
+    free(in_data);
+    free(out_data);
+    free(times);
+    free(launch_ms);
+    for (int k = 0; k < num_in; k++) free((void *)inputs[k].name);
+    for (int k = 0; k < num_out; k++) free((void *)outputs[k].name);
+    adreno_close(m);
+    return status;
+}
