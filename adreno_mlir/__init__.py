@@ -22,12 +22,12 @@ def compile(*args, **kwargs):
     return _compile(*args, **kwargs)
 
 
-def load(path, device=None, cache=None):
+def load(path, device=None, cache=None, runtime=None):
     """See `adreno_mlir.artifact.load`: run a saved artifact without the compiler
     (imports no xDSL)."""
     from adreno_mlir.artifact import load as _load
 
-    return _load(path, device=device, cache=cache)
+    return _load(path, device=device, cache=cache, runtime=runtime)
 
 
 __all__ = ["CompileError", "compile", "load"]

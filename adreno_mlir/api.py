@@ -253,6 +253,7 @@ def compile(
     pipeline: PipelineArg = None,
     passes: Sequence[type[ModulePass]] = (),
     cache: CacheArg = None,
+    runtime: str | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -277,13 +278,18 @@ def compile(
     cache:     the program binary cache (adreno_mlir.runtime.program_cache): None for
                the default folder ($ADRENO_MLIR_CACHE_DIR or the platform's user cache),
                False for none, or a folder. `cm.build_info` says whether it hit.
+    runtime:   the launch path of `run`: "auto" (default, or $ADRENO_MLIR_RUNTIME: the
+               native C runtime of runtime/c when it is built, else pyopencl), "native"
+               or "pyopencl" (adreno_mlir.runtime.native). `cm.runtime` says which ran.
     """
     from adreno_mlir.options import check_precision, check_work_group
     from adreno_mlir.runtime import Executable, default_context
     from adreno_mlir.runtime.executor import ImageLimitError
+    from adreno_mlir.runtime.native import resolve_runtime
 
     start = time.perf_counter()
     cache_dir(cache)  # a bad `cache` argument fails now, not after the lowering
+    runtime = resolve_runtime(runtime)
     work_group = check_work_group(work_group)
     layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
     precision = check_precision(precision).value
@@ -306,7 +312,7 @@ def compile(
                            timings)
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
-                          input_shapes=in_shapes, output_shapes=out_shapes)
+                          input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime)
 
     t_setup = time.perf_counter()
     try:

@@ -342,19 +342,24 @@ def _plan_of(manifest: Mapping[str, Any], file: Path) -> Plan:
         raise ArtifactError(f"{file}: {e}") from None
 
 
-def load(path: str | Path, device: str | None = None, cache: CacheArg = None) -> LoadedModel:
+def load(path: str | Path, device: str | None = None, cache: CacheArg = None,
+         runtime: str | None = None) -> LoadedModel:
     """Load an artifact written by `CompiledModel.save` / `adreno-mlir compile -o X.adreno`.
 
     device: the OpenCL device (as in `compile`; default PYOPENCL_CTX, else PoCL).
     cache:  the program binary cache (None: default folder, False: off, or a folder),
             used when the artifact has no binary for this device and driver.
+    runtime: "auto" (default, or $ADRENO_MLIR_RUNTIME), "native" or "pyopencl", as in
+            `compile` (the launch path of `run`).
     No xDSL, no lowering: the manifest's plan is instantiated as it is."""
     from adreno_mlir.runtime.device import default_context
     from adreno_mlir.runtime.executor import Executable
+    from adreno_mlir.runtime.native import resolve_runtime
     from adreno_mlir.runtime.program_cache import cache_dir
 
     start = time.perf_counter()
     cache_dir(cache)  # a bad `cache` argument fails before any work
+    runtime = resolve_runtime(runtime)
     root, manifest = read_manifest(path)
     plan = _plan_of(manifest, root / MANIFEST)
     files = manifest.get("files", {})
@@ -377,7 +382,8 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None) ->
         if candidate.matches(cl_device, plan.build_options):
             binary = _read_checked(root, entry["file"], files)
             break
-    executable = Executable.from_plan(plan, weights, source, context, cache=cache, binary=binary)
+    executable = Executable.from_plan(plan, weights, source, context, cache=cache, binary=binary, runtime=runtime,
+                                      blob=blob)
     state = executable.build_info.cache
     if state == "binary":
         origin = "artifact binary"

@@ -176,7 +176,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    if getattr(args, k) != default]
         if ignored:
             print(f"note: {', '.join(ignored)} ignored: the plan is fixed when the artifact is compiled")
-        model = adreno_mlir.load(path, device=args.device, cache=_cache(args))
+        model = adreno_mlir.load(path, device=args.device, cache=_cache(args), runtime=args.runtime)
         print(f"loaded {path} in {model.load_seconds:.2f} s for {model.device_name} ({model.plan})")
         print(f"program build: {model.build_info.seconds:.2f} s ({model.program_origin})")
     else:
@@ -184,10 +184,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise CompileError(f"no such model file: {path}")
         model = adreno_mlir.compile(path, target=args.target, device=args.device, textures=_textures(args),
                                     precision=args.precision, layout=args.layout, work_group=args.work_group,
-                                    cache=_cache(args))
+                                    cache=_cache(args), runtime=args.runtime)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
         print(f"program build: {model.build_info.seconds:.2f} s (cache {model.build_info.cache}; "
               "part of the compile time)")
+    print(f"runtime: {model.runtime}" + ("" if model.runtime == "native" or args.runtime == "pyopencl" else
+                                         " (build the native runtime for lower launch overhead: "
+                                         "adreno-mlir build-native)"))
     feeds = _load_inputs(model, args.input, args.seed)
     t = time.perf_counter()
     try:
@@ -300,5 +303,28 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--repeat", type=int, default=5,
                    help="time this many runs after the first for the steady-state latency (default 5)")
     _cache_arguments(r)
+    r.add_argument("--runtime", choices=["auto", "native", "pyopencl"], default=None,
+                   help="launch path: the native C runtime (runtime/c) when built, else pyopencl "
+                        "(default: auto, or $ADRENO_MLIR_RUNTIME)")
     r.add_argument("--save", help="save the outputs to this .npz file")
     r.set_defaults(func=_cmd_run)
+
+    b = sub.add_parser("build-native", help="build the native runtime (libadreno_rt, adreno-run) with CMake")
+    b.add_argument("-o", "--output", default=None,
+                   help="build folder (default runtime/c/build, where adreno_mlir looks for the library)")
+    b.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer + UBSan")
+    b.set_defaults(func=_cmd_build_native)
+
+
+def _cmd_build_native(args: argparse.Namespace) -> int:
+    from adreno_mlir.runtime.native import DEFAULT_BUILD_DIR, LIBRARY_NAME, build_native, write_pocl_icd
+
+    out = build_native(args.output, sanitize=args.sanitize)
+    print(f"built {out / LIBRARY_NAME} and {out / 'adreno-run'}")
+    icd = write_pocl_icd(out / "icd")
+    if icd is not None:
+        print(f"to run adreno-run on pyopencl's PoCL (no system OpenCL driver needed): "
+              f"export OCL_ICD_VENDORS={icd.absolute()}")
+    if args.output is not None and Path(args.output).resolve() != DEFAULT_BUILD_DIR:
+        print(f"adreno_mlir uses it with ADRENO_MLIR_NATIVE_LIB={(out / LIBRARY_NAME).absolute()}")
+    return 0

@@ -25,6 +25,43 @@ if "ADRENO_MLIR_CACHE_DIR" not in os.environ:
     os.environ["ADRENO_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="adreno-mlir-test-programs-")
 
 
+def _build_native(sanitize: bool = False) -> Path:
+    """runtime/c built (once per source version, shared by xdist workers through a lock)
+    in a temporary folder; returns the build folder (libadreno_rt.so, adreno-run)."""
+    import fcntl
+    import hashlib
+    import tempfile
+
+    from adreno_mlir.runtime.native import SOURCE_DIR, build_native
+
+    digest = hashlib.sha256()
+    for f in sorted(SOURCE_DIR.rglob("*")):
+        if f.is_file() and "build" not in f.relative_to(SOURCE_DIR).parts:
+            digest.update(str(f.relative_to(SOURCE_DIR)).encode() + f.read_bytes())
+    root = Path(tempfile.gettempdir()) / f"adreno-mlir-native-{digest.hexdigest()[:12]}{'-asan' if sanitize else ''}"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "build" / ".done").is_file():
+            build_native(root / "build", sanitize=sanitize)
+            (root / "build" / ".done").write_text("ok\n")
+    return root / "build"
+
+
+# The suite runs models through the native runtime (runtime/c), the default launch path
+# wherever it is built: it is built here when a C compiler, CMake and the OpenCL
+# headers are present. In CI it must build (a failure stops the run); elsewhere the
+# suite falls back to pyopencl and the native tests report why they cannot run.
+NATIVE_BUILD_ERROR: str | None = None
+if not os.environ.get("ADRENO_MLIR_NATIVE_LIB"):
+    try:
+        os.environ["ADRENO_MLIR_NATIVE_LIB"] = str(_build_native() / "libadreno_rt.so")
+    except Exception as e:  # noqa: BLE001 - reported below / by the native tests
+        if os.environ.get("CI"):
+            raise
+        NATIVE_BUILD_ERROR = str(e)
+
+
 def _materialize_module():
     spec = importlib.util.spec_from_file_location("materialize", SHARED / "models" / "materialize.py")
     mod = importlib.util.module_from_spec(spec)

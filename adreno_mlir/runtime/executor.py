@@ -14,6 +14,13 @@ Two steps, so that a compiled model can be saved and run without the compiler:
 `Executable(module, source, store, context)` does both steps (what `compile()` uses);
 `Executable.from_plan` does only the second (what `adreno_mlir.load` uses, with no IR).
 This module imports no xDSL at module level.
+
+Two launch paths: the native runtime (`adreno_mlir.runtime.native`, the C library of
+runtime/c, one call per inference) when it is built and `runtime` allows it, else
+pyopencl (one call per kernel). With the native path, pyopencl only gets the program;
+the C library owns the memory and kernels, and pyopencl's copies are created only if
+a pyopencl run is asked for (`run(..., runtime="pyopencl")`), so device memory is not
+doubled.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import numpy as np
 import pyopencl as cl
 
 from adreno_mlir.errors import CompileError
+from adreno_mlir.runtime.native import open_native, resolve_runtime
 from adreno_mlir.runtime.plan import (
     DEFAULT_BUILD_OPTIONS,
     BufferAlloc,
@@ -33,6 +41,7 @@ from adreno_mlir.runtime.plan import (
     PlanError,
     image_limit_problem,
     plan_from_module,
+    weight_chunks,
 )
 from adreno_mlir.runtime.program_cache import CacheArg, build_program
 
@@ -78,27 +87,31 @@ class Executable:
     def __init__(self, module: ModuleOp, source: str, store: WeightStore, context: cl.Context,
                  options: Sequence[str] = DEFAULT_BUILD_OPTIONS, *, cache: CacheArg = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 output_shapes: Mapping[str, Sequence[int]] | None = None):
+                 output_shapes: Mapping[str, Sequence[int]] | None = None, runtime: str | None = None):
+        runtime = resolve_runtime(runtime)
         try:
             plan, weights = plan_from_module(module, store, input_shapes=input_shapes,
                                              output_shapes=output_shapes, build_options=options)
         except PlanError as e:
             raise RuntimeError_(str(e)) from None
-        self._instantiate(plan, weights, source, context, cache, None)
+        self._instantiate(plan, weights, source, context, cache, None, runtime, None)
 
     @classmethod
     def from_plan(cls, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context, *,
-                  cache: CacheArg = None, binary: bytes | None = None) -> Executable:
+                  cache: CacheArg = None, binary: bytes | None = None, runtime: str | None = None,
+                  blob: bytes | None = None) -> Executable:
         """Instantiate a plan that was made earlier (e.g. read from an artifact);
-        `binary` is a program binary to try before the cache and the source."""
+        `binary` is a program binary to try before the cache and the source; `blob` the
+        weights blob the `weights` are views of (saves re-joining it for the native path)."""
+        runtime = resolve_runtime(runtime)
         self = cls.__new__(cls)
-        self._instantiate(plan, weights, source, context, cache, binary)
+        self._instantiate(plan, weights, source, context, cache, binary, runtime, blob)
         return self
 
     # ------------------------------------------------------------------ set-up
 
     def _instantiate(self, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context,
-                     cache: CacheArg, binary: bytes | None) -> None:
+                     cache: CacheArg, binary: bytes | None, runtime: str, blob: bytes | None) -> None:
         self.plan = plan
         self.source = source
         self.context = context
@@ -116,15 +129,40 @@ class Executable:
         self.output_names = [t.name for t in plan.outputs]
         self.weight_arrays = list(weights)
         """The host copies of the weights (what `CompiledModel.save` writes)."""
+        self.native = None
+        """The `NativeModel` that runs this plan, or None (pyopencl launches)."""
+        if runtime != "pyopencl":
+            if blob is None:
+                blob = b"".join(weight_chunks(plan, self.weight_arrays))
+            self.native = open_native(runtime, plan, source, blob, context, self.program)
+        self._launches: list[Launch] | None = None
+        if self.native is None:
+            self._setup_pyopencl()
+
+    @property
+    def runtime(self) -> str:
+        """Which launch path `run` takes: "native" or "pyopencl"."""
+        return "native" if self.native is not None else "pyopencl"
+
+    @property
+    def launches(self) -> list[Launch]:
+        """The pyopencl launch list (memory and kernels created on first use)."""
+        if self._launches is None:
+            self._setup_pyopencl()
+        return self._launches
+
+    def _setup_pyopencl(self) -> None:
+        """pyopencl's own memory objects and kernels, for the pyopencl launch path."""
+        plan, context = self.plan, self.context
         self.weights: list[cl.Buffer] = [
             cl.Buffer(context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(arr))
-            for arr in weights]
+            for arr in self.weight_arrays]
         self.allocations: list[cl.MemoryObject] = [
             cl.Buffer(context, MF.READ_WRITE, a.nbytes) if isinstance(a, BufferAlloc) else self._image(a)
             for a in plan.allocations]
         self.inputs = [self.allocations[t.allocation] for t in plan.inputs]
         self.outputs = [(self.allocations[t.allocation], t.count) for t in plan.outputs]
-        self.launches: list[Launch] = []
+        launches: list[Launch] = []
         for launch in plan.launches:
             kernel = cl.Kernel(self.program, launch.kernel)
             for k, arg in enumerate(launch.args):
@@ -141,9 +179,10 @@ class Executable:
                 limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
                 if int(np.prod(local)) > limit:
                     local = None  # this kernel cannot take the planned size here: driver's choice
-            self.launches.append(Launch(kernel, launch.global_size, local, launch.kernel))
+            launches.append(Launch(kernel, launch.global_size, local, launch.kernel))
         # Kernel arguments do not keep memory objects alive: hold every one for our lifetime.
         self.buffers = self.allocations + self.weights
+        self._launches = launches
 
     def _image(self, a) -> cl.Image:
         fmt = cl.ImageFormat(cl.channel_order.RGBA,
@@ -152,16 +191,22 @@ class Executable:
 
     # ------------------------------------------------------------------ running
 
-    def profile(self, inputs: list[np.ndarray], repeat: int = 5) -> dict[str, float]:
-        """Device time per kernel (ms, median over `repeat` runs, summed over launches),
-        from OpenCL profiling events on a separate profiling queue."""
+    def profile(self, inputs: list[np.ndarray], repeat: int = 5, runtime: str | None = None) -> dict[str, float]:
+        """Device time per kernel (ms, summed over its launches, each launch's median over
+        `repeat` runs), from OpenCL profiling events on a separate profiling queue."""
+        if self.native is not None and runtime != "pyopencl":
+            totals: dict[str, float] = {}
+            for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)):
+                totals[launch.kernel] = totals.get(launch.kernel, 0.0) + ms
+            return totals
+        launches = self.launches
         q = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         for buf, arr in zip(self.inputs, inputs):
             cl.enqueue_copy(q, buf, np.ascontiguousarray(arr, dtype=np.float32))
         runs: list[dict[str, float]] = []
         for _ in range(repeat):
             events = [(l.name, cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size))
-                      for l in self.launches]
+                      for l in launches]
             q.finish()
             totals: dict[str, float] = {}
             for name, ev in events:
@@ -169,11 +214,16 @@ class Executable:
             runs.append(totals)
         return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
 
-    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run(self, inputs: list[np.ndarray], runtime: str | None = None) -> list[np.ndarray]:
+        """Outputs (flat float32 arrays) for `inputs`; `runtime="pyopencl"` forces the
+        pyopencl path even when the native one is open."""
+        if self.native is not None and runtime != "pyopencl":
+            return self.native.run(inputs)
+        launches = self.launches
         q = self.queue
         for buf, arr in zip(self.inputs, inputs):
             cl.enqueue_copy(q, buf, np.ascontiguousarray(arr, dtype=np.float32), is_blocking=False)
-        for launch in self.launches:
+        for launch in launches:
             cl.enqueue_nd_range_kernel(q, launch.kernel, launch.global_size, launch.local_size)
         results = []
         for buf, size in self.outputs:

@@ -30,6 +30,11 @@ class RunnableModel:
         return describe_device(self.executable.device)
 
     @property
+    def runtime(self) -> str:
+        """The launch path `run` takes: "native" (the C library of runtime/c) or "pyopencl"."""
+        return self.executable.runtime
+
+    @property
     def build_info(self):
         """How the OpenCL program was obtained (`program_cache.BuildInfo`: seconds,
         cache "binary" (an artifact's) / "hit" / "miss" / "off")."""
@@ -66,14 +71,21 @@ class RunnableModel:
             arrays.append(x)
         return arrays
 
-    def profile(self, feeds: Mapping[str, np.ndarray], repeat: int = 5) -> dict[str, float]:
+    def profile(self, feeds: Mapping[str, np.ndarray], repeat: int = 5, *,
+                runtime: str | None = None) -> dict[str, float]:
         """Device milliseconds per kernel (summed over its launches), from OpenCL events."""
-        return self.executable.profile(self._check_inputs(feeds), repeat)
+        return self.executable.profile(self._check_inputs(feeds), repeat, runtime=runtime)
 
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """{output name: array of its ONNX shape} for {input name: float32 array}."""
+    def run(self, feeds: Mapping[str, np.ndarray], *, runtime: str | None = None) -> dict[str, np.ndarray]:
+        """{output name: array of its ONNX shape} for {input name: float32 array}.
+        `runtime="pyopencl"` takes the pyopencl launch path even when the native one is open."""
+        if runtime is not None and runtime not in ("native", "pyopencl"):
+            raise ValueError(f"run(runtime=...) takes 'native' or 'pyopencl', not {runtime!r}")
+        if runtime == "native" and self.executable.native is None:
+            raise ValueError("this model runs on pyopencl only (compiled or loaded with runtime='pyopencl', or the "
+                             "native runtime is not built); compile or load it with runtime='native'")
         arrays = self._check_inputs(feeds)
-        outs = self.executable.run(arrays)
+        outs = self.executable.run(arrays, runtime=runtime)
         return {
             name: out.reshape(self.output_shapes[name])
             for name, out in zip(self.output_names, outs)

@@ -239,6 +239,11 @@ int main(int argc, char **argv) {
         return 2;
     }
 
+    /* PoCL (the CPU driver on machines without a GPU) otherwise recompiles every kernel
+     * for its local size at its first launch, even when the program came from a binary;
+     * adreno_mlir's Python runtime makes the same choice (docs/startup.md). */
+    setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
+
     char err[4096];
     adreno_model *m = NULL;
     float **in_data = NULL, **out_data = NULL;

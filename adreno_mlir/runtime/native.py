@@ -1,0 +1,267 @@
+"""The native runtime (runtime/c, `libadreno_rt`) from Python: the low-overhead launch path.
+
+`CompiledModel.run` and `LoadedModel.run` go through the C library when it is built:
+one ctypes call per inference uploads the inputs, enqueues every launch from C and
+downloads the outputs (with the GIL released), instead of one pyopencl call per kernel.
+pyopencl still chooses the device and gets the program (so the program binary cache and
+the artifact's binary work as before); the C library receives that context, device and
+program (`adreno_options.context/device/program`) and creates the memory, the kernels
+and the queue itself. The pyopencl launch path remains the fallback.
+
+Which runtime runs a model: the `runtime=` argument of `compile`/`load`, else the
+environment variable ADRENO_MLIR_RUNTIME, else "auto":
+
+* "auto": native when the library is found and opens the model, else pyopencl
+  (a failure to open is reported as a `NativeRuntimeWarning`, never a wrong answer);
+* "native": native or a `CompileError` saying why not;
+* "pyopencl": never native.
+
+Where the library is looked for: ADRENO_MLIR_NATIVE_LIB (a path to libadreno_rt.so),
+else runtime/c/build/ of this source checkout (what `adreno-mlir build-native` and the
+README's cmake command produce). `build_native()` builds it with CMake.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from adreno_mlir.errors import CompileError
+
+RUNTIMES = ("auto", "native", "pyopencl")
+SOURCE_DIR = Path(__file__).resolve().parents[2] / "runtime" / "c"
+"""runtime/c of this checkout (present in source checkouts and editable installs)."""
+DEFAULT_BUILD_DIR = SOURCE_DIR / "build"
+LIBRARY_NAME = {"darwin": "libadreno_rt.dylib", "win32": "adreno_rt.dll"}.get(sys.platform, "libadreno_rt.so")
+
+
+class NativeRuntimeError(CompileError):
+    """The native runtime is unavailable or refused the model (the message says why)."""
+
+
+class NativeRuntimeWarning(UserWarning):
+    """runtime="auto" fell back to pyopencl because the native runtime could not open the model."""
+
+
+def resolve_runtime(runtime: str | None) -> str:
+    value = runtime if runtime is not None else os.environ.get("ADRENO_MLIR_RUNTIME", "auto")
+    if not isinstance(value, str) or value.lower() not in RUNTIMES:
+        where = "runtime=" if runtime is not None else "ADRENO_MLIR_RUNTIME"
+        raise CompileError(f"{where} must be one of {', '.join(RUNTIMES)}, not {value!r}")
+    return value.lower()
+
+
+def library_path() -> Path | None:
+    """The libadreno_rt to use, or None when it is not built."""
+    env = os.environ.get("ADRENO_MLIR_NATIVE_LIB")
+    if env:
+        return Path(env)
+    candidate = DEFAULT_BUILD_DIR / LIBRARY_NAME
+    return candidate if candidate.is_file() else None
+
+
+def build_native(build_dir: str | Path | None = None, *, sanitize: bool = False, quiet: bool = True) -> Path:
+    """Configure and build runtime/c with CMake into `build_dir` (default runtime/c/build);
+    returns the folder holding libadreno_rt and adreno-run. Raises NativeRuntimeError
+    with CMake's output when a compiler, CMake or the OpenCL headers/loader are missing."""
+    if not (SOURCE_DIR / "CMakeLists.txt").is_file():
+        raise NativeRuntimeError(f"the native runtime's sources are not at {SOURCE_DIR}: build it from a source "
+                                 "checkout of adreno-mlir (runtime/c)")
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise NativeRuntimeError("building the native runtime needs CMake (Debian: apt install cmake, or "
+                                 "pip install cmake) and a C compiler")
+    out = Path(build_dir) if build_dir is not None else DEFAULT_BUILD_DIR
+    configure = [cmake, "-S", str(SOURCE_DIR), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release",
+                 f"-DADRENO_RT_SANITIZE={'ON' if sanitize else 'OFF'}"]
+    for step in (configure, [cmake, "--build", str(out), "--parallel", "2"]):
+        proc = subprocess.run(step, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise NativeRuntimeError(
+                f"building the native runtime failed at `{' '.join(step)}`:\n{(proc.stdout + proc.stderr)[-3000:]}\n"
+                "It needs a C compiler, CMake and OpenCL's headers and ICD loader "
+                "(Debian: apt install cmake gcc ocl-icd-opencl-dev opencl-c-headers)")
+        if not quiet:
+            print(proc.stdout, end="")
+    return out
+
+
+def write_pocl_icd(folder: str | Path) -> Path | None:
+    """Make pyopencl's bundled PoCL visible to the system's OpenCL ICD loader (what
+    libadreno_rt and adreno-run link): write `folder/pocl.icd` naming its absolute path
+    and return `folder`, for `OCL_ICD_VENDORS=folder`. None when pyopencl carries no PoCL
+    (a system-wide driver registered in /etc/OpenCL/vendors needs nothing)."""
+    try:
+        import pyopencl
+    except ImportError:
+        return None
+    libs = sorted((Path(pyopencl.__file__).parent / ".libs").glob("libpocl*.so*"))
+    if not libs:
+        return None
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    icd = folder / "pocl.icd"
+    text = f"{libs[0].resolve()}\n"
+    if not icd.is_file() or icd.read_text() != text:
+        tmp = folder / f".pocl.icd.{os.getpid()}"
+        tmp.write_text(text)
+        tmp.replace(icd)
+    return folder
+
+
+# --------------------------------------------------------------------------- the C API
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("device_index", ctypes.c_int), ("device_match", ctypes.c_char_p),
+                ("verify_checksums", ctypes.c_int), ("io_mode", ctypes.c_int),
+                ("context", ctypes.c_void_p), ("device", ctypes.c_void_p), ("program", ctypes.c_void_p)]
+
+
+IO_MODES = {"auto": 0, "direct": 1, "pinned": 2}
+
+
+@cache
+def _load(path: str) -> ctypes.CDLL:
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise NativeRuntimeError(f"cannot load the native runtime {path}: {e}") from None
+    p, i, sz, cp, vp = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p
+    sig = {
+        "adreno_options_init": (None, [ctypes.POINTER(_Options)]),
+        "adreno_open": (i, [cp, ctypes.POINTER(_Options), ctypes.POINTER(p), cp, sz]),
+        "adreno_open_memory": (i, [cp, sz, cp, sz, vp, sz, ctypes.POINTER(_Options), ctypes.POINTER(p), cp, sz]),
+        "adreno_close": (None, [p]),
+        "adreno_error": (cp, [p]),
+        "adreno_status_name": (cp, [i]),
+        "adreno_run_io": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "adreno_set_input": (i, [p, i, vp, sz]),
+        "adreno_profile": (i, [p, i, ctypes.POINTER(ctypes.c_double)]),
+        "adreno_num_launches": (i, [p]),
+        "adreno_program_origin": (cp, [p]),
+        "adreno_io_mode_name": (cp, [p]),
+        "adreno_device_name": (cp, [p]),
+        "adreno_version": (cp, []),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    return lib
+
+
+def library() -> ctypes.CDLL:
+    """The loaded native library; NativeRuntimeError when it is not built."""
+    path = library_path()
+    if path is None:
+        raise NativeRuntimeError(
+            f"the native runtime is not built: run `adreno-mlir build-native` (or cmake -S {SOURCE_DIR} "
+            f"-B {DEFAULT_BUILD_DIR} && cmake --build {DEFAULT_BUILD_DIR}), or set ADRENO_MLIR_NATIVE_LIB")
+    if not path.is_file():
+        raise NativeRuntimeError(f"ADRENO_MLIR_NATIVE_LIB={path} does not exist")
+    return _load(str(path))
+
+
+def manifest_for(plan) -> bytes:
+    """The manifest fields the C library reads, for a plan held in memory (no files)."""
+    from adreno_mlir.artifact import FORMAT_NAME, FORMAT_VERSION
+    from adreno_mlir.runtime.plan import WEIGHT_ALIGNMENT
+
+    body = plan.to_json()
+    return json.dumps({
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+        "program": {"source": "kernels.cl", "build_options": body["build_options"]},
+        "inputs": body["inputs"], "outputs": body["outputs"], "allocations": body["allocations"],
+        "weights": {"file": "weights.bin", "alignment": WEIGHT_ALIGNMENT, "bytes": plan.weights_nbytes,
+                    "entries": body["weights"]},
+        "launches": body["launches"],
+    }).encode()
+
+
+class NativeModel:
+    """One `adreno_model` of the C library, opened from a plan in memory on a pyopencl
+    context/device/program. `run` is one C call; calls are serialized by a lock (a C
+    model runs one inference at a time)."""
+
+    def __init__(self, plan, source: str, weights_blob: bytes, context, program=None, *, io: str = "auto"):
+        lib = library()
+        self._lib = lib
+        self.plan = plan
+        opts = _Options()
+        lib.adreno_options_init(ctypes.byref(opts))
+        opts.io_mode = IO_MODES[io]
+        opts.context = context.int_ptr
+        opts.device = context.devices[0].int_ptr
+        opts.program = program.int_ptr if program is not None else None
+        handle = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(4096)
+        manifest = manifest_for(plan)
+        src = source.encode("utf-8")
+        status = lib.adreno_open_memory(manifest, len(manifest), src, len(src), weights_blob, len(weights_blob),
+                                        ctypes.byref(opts), ctypes.byref(handle), err, len(err))
+        if status != 0:
+            raise NativeRuntimeError(f"the native runtime refused the model: {err.value.decode(errors='replace')}")
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, lib.adreno_close, handle)
+        self._lock = threading.Lock()
+        self.num_launches = lib.adreno_num_launches(handle)
+        self.program_origin = lib.adreno_program_origin(handle).decode()
+        self.io_mode = lib.adreno_io_mode_name(handle).decode()
+        self._counts = [t.count for t in plan.outputs]
+        self._in_ptrs = (ctypes.c_void_p * len(plan.inputs))()
+        self._out_ptrs = (ctypes.c_void_p * len(plan.outputs))()
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def _check(self, status: int) -> None:
+        if status != 0:
+            message = self._lib.adreno_error(self._handle).decode(errors="replace")
+            raise NativeRuntimeError(f"native runtime: {message}")
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        arrays = [np.ascontiguousarray(a, dtype=np.float32) for a in inputs]
+        outs = [np.empty(n, np.float32) for n in self._counts]
+        with self._lock:
+            for k, a in enumerate(arrays):
+                self._in_ptrs[k] = a.ctypes.data
+            for k, o in enumerate(outs):
+                self._out_ptrs[k] = o.ctypes.data
+            self._check(self._lib.adreno_run_io(self._handle, self._in_ptrs, self._out_ptrs))
+        return outs
+
+    def profile(self, inputs: Sequence[np.ndarray], repeat: int) -> list[float]:
+        """Median device milliseconds of each launch over `repeat` inferences."""
+        times = (ctypes.c_double * max(self.num_launches, 1))()
+        with self._lock:
+            for k, a in enumerate(inputs):
+                a = np.ascontiguousarray(a, dtype=np.float32)
+                self._check(self._lib.adreno_set_input(self._handle, k, a.ctypes.data, a.size))
+            self._check(self._lib.adreno_profile(self._handle, repeat, times))
+        return list(times[: self.num_launches])
+
+
+def open_native(runtime: str, plan, source: str, weights_blob, context, program) -> NativeModel | None:
+    """A NativeModel for `runtime` ("auto" | "native"), or None when "auto" cannot have one."""
+    if runtime == "native":
+        return NativeModel(plan, source, bytes(weights_blob), context, program)
+    if library_path() is None:
+        return None
+    try:
+        return NativeModel(plan, source, bytes(weights_blob), context, program)
+    except NativeRuntimeError as e:
+        warnings.warn(f"{e}; running with pyopencl instead", NativeRuntimeWarning, stacklevel=3)
+        return None

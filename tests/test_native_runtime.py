@@ -1,0 +1,449 @@
+"""The native runtime (runtime/c): the C runner and the in-process fast path give the
+Python runtime's outputs on every plan for every shared model; malformed artifacts are
+clear errors from the C library, never crashes; the runner runs clean under
+AddressSanitizer/LeakSanitizer and valgrind.
+
+conftest builds runtime/c once per session (and sets ADRENO_MLIR_NATIVE_LIB, so the
+whole suite runs through the native path); these tests also drive the library through
+ctypes and the `adreno-run` executable."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import adreno_mlir
+from adreno_mlir.runtime import native
+from tests.conftest import MODEL_NAMES, NATIVE_BUILD_ERROR, _build_native
+
+PLANS = {
+    "nchw": {},
+    "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
+    "nchw4c-textures": {"textures": True, "target": "adreno-740"},
+    "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},
+}
+REL_TOL = 1e-6  # the issue's bar; the runtimes run the same kernels, so in practice 0
+
+
+@pytest.fixture(scope="session")
+def native_dir():
+    if NATIVE_BUILD_ERROR is not None:
+        pytest.skip(f"the native runtime could not be built here: {NATIVE_BUILD_ERROR}")
+    return Path(os.environ["ADRENO_MLIR_NATIVE_LIB"]).parent
+
+
+@pytest.fixture(scope="session")
+def run_env(native_dir, tmp_path_factory):
+    """Environment for adreno-run: the system ICD loader sees pyopencl's PoCL."""
+    env = dict(os.environ)
+    icd = native.write_pocl_icd(tmp_path_factory.mktemp("icd"))
+    if icd is not None:
+        env["OCL_ICD_VENDORS"] = str(icd)
+    return env
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("program-cache")
+
+
+def _feeds(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return {n: rng.standard_normal(model.input_shapes[n]).astype(np.float32) for n in model.input_names}
+
+
+def run_c(runner: Path, artifact: Path, env, *args, check=True):
+    proc = subprocess.run([str(runner), str(artifact), *map(str, args)], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode >= 0, f"adreno-run died of signal {-proc.returncode}:\n{proc.stderr}"
+    if check:
+        assert proc.returncode == 0, f"adreno-run failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def runner_outputs(runner, artifact, env, feeds, names, tmp_path, *extra):
+    args = []
+    for name, x in feeds.items():
+        np.save(tmp_path / f"in-{len(args)}.npy", x)
+        args += ["--input", f"{name}={tmp_path / f'in-{len(args)}.npy'}"]
+    outs = {name: tmp_path / f"out-{k}.npy" for k, name in enumerate(names)}
+    for name, file in outs.items():
+        args += ["--output", f"{name}={file}"]
+    proc = run_c(runner, artifact, env, *args, "--repeat", "1", "--warmup", "0", *extra)
+    return {name: np.load(file) for name, file in outs.items()}, proc
+
+
+def assert_same(got, expected, what):
+    for name, ref in expected.items():
+        assert got[name].shape == ref.shape, f"{what}: {name} shape {got[name].shape} != {ref.shape}"
+        err = float(np.abs(got[name] - ref).max()) / max(float(np.abs(ref).max()), 1e-30)
+        assert err <= REL_TOL, f"{what}: output {name} differs from the Python runtime by {err:.3e} (relative)"
+
+
+# --------------------------------------------------------------------------- correctness
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_c_runner_matches_python_runtime(name, plan, model_path, native_dir, run_env, cache, tmp_path):
+    """The issue's bar: adreno-run's outputs equal the Python runtime's (1e-6 relative)
+    for the ten shared models on every plan; the in-process native path too."""
+    cm = adreno_mlir.compile(str(model_path(name)), cache=cache, runtime="native", **PLANS[plan])
+    assert cm.runtime == "native"
+    feeds = _feeds(cm)
+    expected = cm.run(feeds, runtime="pyopencl")
+    assert_same(cm.run(feeds), expected, f"{name}/{plan} in-process native")
+    path = cm.save(tmp_path / "m.adreno")
+    got, proc = runner_outputs(native_dir / "adreno-run", path, run_env, feeds, cm.output_names, tmp_path)
+    assert "program: artifact binary" in proc.stdout
+    assert_same({k: v.reshape(cm.output_shapes[k]) for k, v in got.items()}, expected, f"{name}/{plan} adreno-run")
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_loaded_artifact_runs_native(plan, tiny_path, cache, tmp_path):
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache, **PLANS[plan])
+    feeds = _feeds(cm)
+    expected = cm.run(feeds, runtime="pyopencl")
+    m = adreno_mlir.load(cm.save(tmp_path / "t.adreno"), cache=cache, runtime="native")
+    assert m.runtime == "native" and m.executable.native.program_origin == "given"
+    assert_same(m.run(feeds), expected, f"load/{plan}")
+    prof_native, prof_py = m.profile(feeds, repeat=3), m.profile(feeds, repeat=3, runtime="pyopencl")
+    assert set(prof_native) == set(prof_py) == set(m.launch_plan.kernel_names)
+    assert all(v > 0 for v in prof_native.values())
+
+
+def test_runtime_selection(tiny_path, cache, monkeypatch):
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache, runtime="pyopencl")
+    assert cm.runtime == "pyopencl" and cm.executable.native is None
+    with pytest.raises(ValueError, match="runtime='native'"):
+        cm.run(_feeds(cm), runtime="native")
+    with pytest.raises(adreno_mlir.CompileError, match="runtime= must be one of"):
+        adreno_mlir.compile(str(tiny_path), runtime="fast")
+    monkeypatch.setenv("ADRENO_MLIR_RUNTIME", "bogus")
+    with pytest.raises(adreno_mlir.CompileError, match="ADRENO_MLIR_RUNTIME must be one of"):
+        adreno_mlir.compile(str(tiny_path))
+    monkeypatch.setenv("ADRENO_MLIR_RUNTIME", "pyopencl")
+    assert adreno_mlir.compile(str(tiny_path), cache=cache).runtime == "pyopencl"
+
+
+def test_native_required_but_not_built(tiny_path, cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("ADRENO_MLIR_NATIVE_LIB", str(tmp_path / "nope.so"))
+    with pytest.raises(native.NativeRuntimeError, match="does not exist"):
+        adreno_mlir.compile(str(tiny_path), cache=cache, runtime="native")
+    monkeypatch.delenv("ADRENO_MLIR_NATIVE_LIB")
+    monkeypatch.setattr(native, "DEFAULT_BUILD_DIR", tmp_path)
+    assert native.library_path() is None
+    assert adreno_mlir.compile(str(tiny_path), cache=cache).runtime == "pyopencl"  # auto: quiet fallback
+    with pytest.raises(native.NativeRuntimeError, match="build-native"):
+        adreno_mlir.compile(str(tiny_path), cache=cache, runtime="native")
+
+
+def test_concurrent_runs_of_one_native_model(tiny_path, cache):
+    """One C model runs one inference at a time; the binding serializes callers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache, runtime="native")
+    feeds = [_feeds(cm, seed) for seed in range(8)]
+    expected = [cm.run(f, runtime="pyopencl") for f in feeds]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda k: cm.run(feeds[k % 8]), range(32)))
+    for k, got in enumerate(results):
+        assert_same(got, expected[k % 8], f"thread run {k}")
+
+
+# --------------------------------------------------------------------------- the C API
+
+
+@pytest.fixture(scope="module")
+def tiny_artifact(tiny_path, cache, tmp_path_factory):
+    path = tmp_path_factory.mktemp("saved") / "tiny.adreno"
+    adreno_mlir.compile(str(tiny_path), cache=cache, runtime="pyopencl").save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def texture_artifact(tiny_path, cache, tmp_path_factory):
+    path = tmp_path_factory.mktemp("saved") / "tiny-tex.adreno"
+    adreno_mlir.compile(str(tiny_path), cache=cache, runtime="pyopencl", **PLANS["nchw4c-textures"]).save(path)
+    return path
+
+
+def c_open(path: Path):
+    """adreno_open through ctypes on pyopencl's PoCL context: (status name, message)."""
+    from adreno_mlir.runtime.device import default_context
+
+    lib = native.library()
+    ctx = default_context()
+    opts = native._Options()
+    lib.adreno_options_init(ctypes.byref(opts))
+    opts.context, opts.device = ctx.int_ptr, ctx.devices[0].int_ptr
+    handle = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(4096)
+    status = lib.adreno_open(str(path).encode(), ctypes.byref(opts), ctypes.byref(handle), err, len(err))
+    if status == 0:
+        lib.adreno_close(handle)
+    return lib.adreno_status_name(status).decode(), err.value.decode()
+
+
+def _edit_manifest(path: Path, edit) -> None:
+    file = path / "manifest.json"
+    manifest = json.loads(file.read_text())
+    edit(manifest)
+    file.write_text(json.dumps(manifest))
+
+
+def _truncate(path: Path, name: str, keep: int) -> None:
+    data = (path / name).read_bytes()
+    (path / name).write_bytes(data[:keep])
+
+
+def _flip(path: Path, name: str) -> None:
+    data = bytearray((path / name).read_bytes())
+    data[len(data) // 2] ^= 0x40
+    (path / name).write_bytes(bytes(data))
+
+
+def _first_weight_launch(m):
+    for k, launch in enumerate(m["launches"]):
+        for a in launch["args"]:
+            if a["kind"] == "weight":
+                return k
+    raise AssertionError("no launch takes a weight")
+
+
+def _local_3_of_4(m):
+    launch = m["launches"][0]
+    launch["global"] = [4] * len(launch["global"])
+    launch["local"] = [3] * len(launch["global"])
+
+
+# (mutation, expected status, phrase of the message)
+MALFORMED = {
+    "format-version": (lambda p: _edit_manifest(p, lambda m: m.update(format_version=2)),
+                       "ADRENO_ERR_VERSION", "format version 2"),
+    "not-an-artifact": (lambda p: (p / "manifest.json").unlink(), "ADRENO_ERR_IO", "is not an adreno-mlir artifact"),
+    "other-format": (lambda p: _edit_manifest(p, lambda m: m.update(format="onnx")),
+                     "ADRENO_ERR_VERSION", "not an adreno-mlir artifact manifest"),
+    "invalid-json": (lambda p: _truncate(p, "manifest.json", 200), "ADRENO_ERR_FORMAT", "is not valid JSON: line"),
+    "truncated-weights": (lambda p: _truncate(p, "weights.bin", 1000), "ADRENO_ERR_CORRUPT", "is truncated"),
+    "flipped-weights": (lambda p: _flip(p, "weights.bin"), "ADRENO_ERR_CORRUPT", "sha256 does not match"),
+    "missing-source": (lambda p: (p / "kernels.cl").unlink(), "ADRENO_ERR_IO", "kernels.cl is missing"),
+    "missing-kernel": (lambda p: _edit_manifest(p, lambda m: m["launches"][3].update(kernel="no_such_kernel")),
+                       "ADRENO_ERR_BUILD", "runs kernel 'no_such_kernel', which is not in the program"),
+    "missing-argument": (lambda p: _edit_manifest(p, lambda m: m["launches"][0]["args"].pop()),
+                         "ADRENO_ERR_FORMAT", "which takes"),
+    "weight-size": (lambda p: _edit_manifest(p, lambda m: m["weights"]["entries"][0].update(bytes=12)),
+                    "ADRENO_ERR_FORMAT", "is not count"),
+    "weight-beyond-blob": (lambda p: _edit_manifest(
+        p, lambda m: m["weights"]["entries"][-1].update(offset=m["weights"]["bytes"])),
+        "ADRENO_ERR_FORMAT", "lie beyond weights.bytes"),
+    "weight-misaligned": (lambda p: _edit_manifest(p, lambda m: m["weights"]["entries"][1].update(offset=4)),
+                          "ADRENO_ERR_FORMAT", "is not a multiple of 64"),
+    "small-input-buffer": (lambda p: _edit_manifest(
+        p, lambda m: m["allocations"][m["inputs"][0]["allocation"]].update(bytes=16)),
+        "ADRENO_ERR_FORMAT", "fewer than the"),
+    "allocation-out-of-range": (lambda p: _edit_manifest(
+        p, lambda m: m["launches"][0]["args"][0].update(kind="allocation", id=len(m["allocations"]))),
+        "ADRENO_ERR_FORMAT", "'id' is"),
+    "weight-arg-out-of-range": (lambda p: _edit_manifest(
+        p, lambda m: m["launches"][_first_weight_launch(m)]["args"][1].update(kind="weight", id=10**6)),
+        "ADRENO_ERR_FORMAT", "'id' is 1000000, outside"),
+    "local-does-not-divide": (lambda p: _edit_manifest(p, _local_3_of_4), "ADRENO_ERR_FORMAT", "does not divide"),
+    "unknown-arg-kind": (lambda p: _edit_manifest(p, lambda m: m["launches"][0]["args"][0].update(kind="f64")),
+                         "ADRENO_ERR_FORMAT", "unknown argument kind 'f64'"),
+    "path-escape": (lambda p: _edit_manifest(p, lambda m: m["program"].update(source="../../etc/passwd")),
+                    "ADRENO_ERR_FORMAT", "must be relative and stay inside the artifact"),
+    "no-checksum": (lambda p: _edit_manifest(p, lambda m: m["files"].pop("weights.bin")),
+                    "ADRENO_ERR_FORMAT", "no {sha256, bytes} entry for weights.bin"),
+    "wrong-type": (lambda p: _edit_manifest(p, lambda m: m.update(launches={})),
+                   "ADRENO_ERR_FORMAT", "'launches' must be an array"),
+    "deep-nesting": (lambda p: (p / "manifest.json").write_text("[" * 100000), "ADRENO_ERR_FORMAT",
+                     "nested too deeply"),
+}
+
+
+def _broken(artifact: Path, case: str, tmp_path: Path) -> Path:
+    path = tmp_path / f"{case}.adreno"
+    shutil.copytree(artifact, path)
+    MALFORMED[case][0](path)
+    return path
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_artifact_is_a_clear_error(case, tiny_artifact, native_dir, run_env, tmp_path):
+    path = _broken(tiny_artifact, case, tmp_path)
+    _, status, phrase = MALFORMED[case]
+    got_status, message = c_open(path)
+    assert got_status == status, message
+    assert phrase in message
+    proc = run_c(native_dir / "adreno-run", path, run_env, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("adreno-run: error: ") and phrase in proc.stderr, proc.stderr
+
+
+def test_image_larger_than_the_device_is_a_clear_error(texture_artifact, native_dir, run_env, tmp_path):
+    path = tmp_path / "huge.adreno"
+    shutil.copytree(texture_artifact, path)
+
+    def grow(m):
+        image = next(a for a in m["allocations"] if a["kind"] == "image")
+        image["width"] = 1 << 24
+
+    _edit_manifest(path, grow)
+    status, message = c_open(path)
+    assert status == "ADRENO_ERR_DEVICE" and "image limit" in message and "recompile" in message
+    proc = run_c(native_dir / "adreno-run", path, run_env, check=False)
+    assert proc.returncode == 1 and "image limit" in proc.stderr
+
+
+def test_unusable_binary_falls_back_to_source(tiny_artifact, native_dir, run_env, tmp_path):
+    """A binary the driver refuses (here: garbage with a correct checksum) is not an
+    error: the source is built instead, and the outputs are unchanged."""
+    path = tmp_path / "badbin.adreno"
+    shutil.copytree(tiny_artifact, path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    entry = manifest["binaries"][0]
+    garbage = b"not a program binary" * 10
+    (path / entry["file"]).write_bytes(garbage)
+    import hashlib
+
+    manifest["files"][entry["file"]] = {"sha256": hashlib.sha256(garbage).hexdigest(), "bytes": len(garbage)}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    proc = run_c(native_dir / "adreno-run", path, run_env)
+    assert "program: built from source" in proc.stdout
+
+
+def test_runner_input_errors(tiny_artifact, native_dir, run_env, tmp_path):
+    runner = native_dir / "adreno-run"
+    np.save(tmp_path / "wrong.npy", np.zeros((1, 3, 8, 8), np.float32))
+    np.save(tmp_path / "f64.npy", np.zeros((1, 3, 64, 64)))
+    (tmp_path / "junk.npy").write_bytes(b"hello")
+    cases = [
+        (["--input", tmp_path / "wrong.npy"], "has shape [1, 3, 8, 8]; input 'input' of the model has shape"),
+        (["--input", tmp_path / "f64.npy"], "must be float32"),
+        (["--input", tmp_path / "junk.npy"], "is not a .npy file"),
+        (["--input", f"nope={tmp_path / 'wrong.npy'}"], "the model has no such input"),
+        (["--input", tmp_path / "missing.npy"], "cannot open"),
+        (["--device", "no-such-device"], "no OpenCL device matches 'no-such-device'"),
+    ]
+    for args, phrase in cases:
+        proc = run_c(runner, tiny_artifact, run_env, *args, check=False)
+        assert proc.returncode == 1 and phrase in proc.stderr, (args, proc.stderr)
+    proc = run_c(runner, tiny_artifact, run_env, "--bogus", check=False)
+    assert proc.returncode == 2 and "usage" in proc.stderr
+
+
+def test_c_api_argument_errors(tiny_artifact):
+    from adreno_mlir.runtime.device import default_context
+
+    lib = native.library()
+    ctx = default_context()
+    opts = native._Options()
+    lib.adreno_options_init(ctypes.byref(opts))
+    opts.context, opts.device = ctx.int_ptr, ctx.devices[0].int_ptr
+    handle = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    assert lib.adreno_open(str(tiny_artifact).encode(), ctypes.byref(opts), ctypes.byref(handle), err, 512) == 0
+    try:
+        x = np.zeros(10, np.float32)
+        assert lib.adreno_set_input(handle, 0, x.ctypes.data, 10) == 1
+        assert b"takes 12288 floats, got 10" in lib.adreno_error(handle)
+        assert lib.adreno_set_input(handle, 5, x.ctypes.data, 10) == 1
+        assert b"no input 5" in lib.adreno_error(handle)
+        assert lib.adreno_profile(handle, 0, None) == 1
+    finally:
+        lib.adreno_close(handle)
+    lib.adreno_close(None)  # ignored
+    assert lib.adreno_open(None, None, ctypes.byref(handle), err, 512) == 1 and b"path is NULL" in err.value
+
+
+# --------------------------------------------------------------------------- memory checkers
+
+
+@pytest.fixture(scope="session")
+def asan_dir():
+    if NATIVE_BUILD_ERROR is not None:
+        pytest.skip(f"the native runtime could not be built here: {NATIVE_BUILD_ERROR}")
+    return _build_native(sanitize=True)
+
+
+def asan_env(run_env, tmp_path):
+    supp = tmp_path / "lsan.supp"
+    # Leaks inside the OpenCL driver and loader are theirs, not ours.
+    supp.write_text("leak:libpocl\nleak:libOpenCL\nleak:libhwloc\nleak:libLLVM\n")
+    return dict(run_env, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86",
+                LSAN_OPTIONS=f"suppressions={supp}", UBSAN_OPTIONS="halt_on_error=1:exitcode=87")
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_runner_under_address_sanitizer(plan, tiny_path, model_path, asan_dir, run_env, cache, tmp_path):
+    """AddressSanitizer + LeakSanitizer + UBSan on a full load/run/profile/close of a
+    model on every plan (and squeezenet on the default plan): no error, no leak."""
+    env = asan_env(run_env, tmp_path)
+    models = [tiny_path] + ([model_path("squeezenet1_1")] if plan == "nchw" else [])
+    for k, model in enumerate(models):
+        cm = adreno_mlir.compile(str(model), cache=cache, runtime="pyopencl", **PLANS[plan])
+        feeds = _feeds(cm)
+        expected = cm.run(feeds)
+        art = cm.save(tmp_path / f"m{k}.adreno")
+        got, proc = runner_outputs(asan_dir / "adreno-run", art, env, feeds, cm.output_names, tmp_path, "--profile")
+        assert "ERROR: AddressSanitizer" not in proc.stderr and "LeakSanitizer" not in proc.stderr, proc.stderr
+        assert_same({n: v.reshape(cm.output_shapes[n]) for n, v in got.items()}, expected, f"asan {plan}")
+
+
+def test_malformed_artifacts_under_address_sanitizer(tiny_artifact, texture_artifact, asan_dir, run_env, tmp_path):
+    env = asan_env(run_env, tmp_path)
+    for case, (_, _, phrase) in MALFORMED.items():
+        path = _broken(tiny_artifact, case, tmp_path)
+        proc = run_c(asan_dir / "adreno-run", path, env, check=False)
+        assert proc.returncode == 1, f"{case}: exit {proc.returncode}\n{proc.stderr}"
+        assert phrase in proc.stderr and "Sanitizer" not in proc.stderr, f"{case}:\n{proc.stderr}"
+
+
+VALGRIND_SUPPRESSIONS = """\
+{
+   opencl-driver-leak
+   Memcheck:Leak
+   ...
+   obj:*libpocl*
+}
+{
+   opencl-driver-cond
+   Memcheck:Cond
+   ...
+   obj:*libpocl*
+}
+{
+   opencl-driver-value
+   Memcheck:Value8
+   ...
+   obj:*libpocl*
+}
+"""
+
+# Cases that fail before the OpenCL program is built: PoCL's JIT under valgrind's CPU
+# emulation takes minutes per kernel, so the full runs use AddressSanitizer instead.
+VALGRIND_CASES = ["format-version", "not-an-artifact", "invalid-json", "truncated-weights", "flipped-weights",
+                  "missing-source", "weight-size", "small-input-buffer", "local-does-not-divide", "path-escape",
+                  "deep-nesting", "unknown-arg-kind"]
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None and not os.environ.get("CI"), reason="valgrind not installed")
+def test_malformed_artifacts_under_valgrind(tiny_artifact, native_dir, run_env, tmp_path):
+    supp = tmp_path / "valgrind.supp"
+    supp.write_text(VALGRIND_SUPPRESSIONS)
+    for case in VALGRIND_CASES:
+        path = _broken(tiny_artifact, case, tmp_path)
+        proc = subprocess.run(
+            ["valgrind", "-q", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
+             f"--suppressions={supp}", str(native_dir / "adreno-run"), str(path)],
+            env=run_env, capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 1, f"{case}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
+        assert MALFORMED[case][2] in proc.stderr
