@@ -357,7 +357,7 @@ def test_c_api_argument_errors(tiny_artifact):
         assert b"takes 12288 floats, got 10" in lib.adreno_error(handle)
         assert lib.adreno_set_input(handle, 5, x.ctypes.data, 10) == 1
         assert b"no input 5" in lib.adreno_error(handle)
-        assert lib.adreno_profile(handle, 0, None) == 1
+        assert lib.adreno_profile(handle, 0, None, None) == 1
     finally:
         lib.adreno_close(handle)
     lib.adreno_close(None)  # ignored

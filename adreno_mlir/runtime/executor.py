@@ -196,7 +196,7 @@ class Executable:
         `repeat` runs), from OpenCL profiling events on a separate profiling queue."""
         if self.native is not None and runtime != "pyopencl":
             totals: dict[str, float] = {}
-            for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)):
+            for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)[0]):
                 totals[launch.kernel] = totals.get(launch.kernel, 0.0) + ms
             return totals
         launches = self.launches

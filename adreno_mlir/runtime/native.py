@@ -16,6 +16,9 @@ environment variable ADRENO_MLIR_RUNTIME, else "auto":
 * "native": native or a `CompileError` saying why not;
 * "pyopencl": never native.
 
+How inputs and outputs travel (ADRENO_MLIR_NATIVE_IO): "auto" (pinned staging buffers on
+discrete GPUs, direct copies elsewhere), "pinned" or "direct".
+
 Where the library is looked for: ADRENO_MLIR_NATIVE_LIB (a path to libadreno_rt.so),
 else runtime/c/build/ of this source checkout (what `adreno-mlir build-native` and the
 README's cmake command produce). `build_native()` builds it with CMake.
@@ -149,7 +152,8 @@ def _load(path: str) -> ctypes.CDLL:
         "adreno_status_name": (cp, [i]),
         "adreno_run_io": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
         "adreno_set_input": (i, [p, i, vp, sz]),
-        "adreno_profile": (i, [p, i, ctypes.POINTER(ctypes.c_double)]),
+        "adreno_profile": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
+        "adreno_transfer": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
         "adreno_num_launches": (i, [p]),
         "adreno_program_origin": (cp, [p]),
         "adreno_io_mode_name": (cp, [p]),
@@ -196,7 +200,10 @@ class NativeModel:
     context/device/program. `run` is one C call; calls are serialized by a lock (a C
     model runs one inference at a time)."""
 
-    def __init__(self, plan, source: str, weights_blob: bytes, context, program=None, *, io: str = "auto"):
+    def __init__(self, plan, source: str, weights_blob: bytes, context, program=None, *, io: str | None = None):
+        io = io or os.environ.get("ADRENO_MLIR_NATIVE_IO", "auto")
+        if io not in IO_MODES:
+            raise NativeRuntimeError(f"ADRENO_MLIR_NATIVE_IO must be one of {', '.join(IO_MODES)}, not {io!r}")
         lib = library()
         self._lib = lib
         self.plan = plan
@@ -233,6 +240,14 @@ class NativeModel:
             raise NativeRuntimeError(f"native runtime: {message}")
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One inference: flat float32 outputs for the inputs (one C call)."""
+        return self._call("adreno_run_io", inputs)
+
+    def transfer(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """`run`'s input and output copies alone (no launches): for measuring overhead."""
+        return self._call("adreno_transfer", inputs)
+
+    def _call(self, fn: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         arrays = [np.ascontiguousarray(a, dtype=np.float32) for a in inputs]
         outs = [np.empty(n, np.float32) for n in self._counts]
         with self._lock:
@@ -240,18 +255,20 @@ class NativeModel:
                 self._in_ptrs[k] = a.ctypes.data
             for k, o in enumerate(outs):
                 self._out_ptrs[k] = o.ctypes.data
-            self._check(self._lib.adreno_run_io(self._handle, self._in_ptrs, self._out_ptrs))
+            self._check(getattr(self._lib, fn)(self._handle, self._in_ptrs, self._out_ptrs))
         return outs
 
-    def profile(self, inputs: Sequence[np.ndarray], repeat: int) -> list[float]:
-        """Median device milliseconds of each launch over `repeat` inferences."""
+    def profile(self, inputs: Sequence[np.ndarray], repeat: int) -> tuple[list[float], float]:
+        """Median device milliseconds of each launch over `repeat` inferences, and the
+        median span from the first launch's start to the last one's end."""
         times = (ctypes.c_double * max(self.num_launches, 1))()
+        span = ctypes.c_double()
         with self._lock:
             for k, a in enumerate(inputs):
                 a = np.ascontiguousarray(a, dtype=np.float32)
                 self._check(self._lib.adreno_set_input(self._handle, k, a.ctypes.data, a.size))
-            self._check(self._lib.adreno_profile(self._handle, repeat, times))
-        return list(times[: self.num_launches])
+            self._check(self._lib.adreno_profile(self._handle, repeat, times, ctypes.byref(span)))
+        return list(times[: self.num_launches]), span.value
 
 
 def open_native(runtime: str, plan, source: str, weights_blob, context, program) -> NativeModel | None:

@@ -133,8 +133,13 @@ ADRENO_API adreno_status adreno_run_io(adreno_model *model, const float *const *
 
 /* Device time of each launch, in milliseconds, from OpenCL profiling events on a separate
  * profiling queue: `repeat` inferences on the current inputs, the median per launch into
- * launch_ms[0 .. adreno_num_launches). */
-ADRENO_API adreno_status adreno_profile(adreno_model *model, int repeat, double *launch_ms);
+ * launch_ms[0 .. adreno_num_launches). `span_ms` (may be NULL) receives the median time
+ * from the start of the first launch to the end of the last: the kernels plus the gaps
+ * between them on the device. */
+ADRENO_API adreno_status adreno_profile(adreno_model *model, int repeat, double *launch_ms, double *span_ms);
+/* The input and output copies of adreno_run_io alone (no launches), for measuring how much
+ * of an inference's wall time is transfer rather than launch overhead. */
+ADRENO_API adreno_status adreno_transfer(adreno_model *model, const float *const *inputs, float *const *outputs);
 
 ADRENO_API int adreno_num_launches(const adreno_model *model);
 ADRENO_API const char *adreno_launch_kernel(const adreno_model *model, int index);

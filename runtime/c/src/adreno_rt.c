@@ -1202,7 +1202,7 @@ static adreno_status enqueue_launches(adreno_model *m, cl_command_queue q, cl_ev
     return ADRENO_OK;
 }
 
-static adreno_status execute(adreno_model *m, const float *const *inputs, float *const *outputs) {
+static adreno_status execute(adreno_model *m, const float *const *inputs, float *const *outputs, int launch) {
     cl_int e;
     adreno_status st;
     for (int i = 0; i < m->num_inputs; i++) {
@@ -1219,7 +1219,7 @@ static adreno_status execute(adreno_model *m, const float *const *inputs, float 
             return fail(m, ADRENO_ERR_OPENCL, "writing input '%s' failed: %s (%d)", t->name, cl_error_name(e), (int)e);
         }
     }
-    if ((st = enqueue_launches(m, m->queue, NULL))) return st;
+    if (launch && (st = enqueue_launches(m, m->queue, NULL))) return st;
     for (int i = 0; i < m->num_outputs; i++) {
         const tensor_desc *t = &m->outputs[i];
         float *dst = outputs && !m->pinned ? outputs[i] : m->stage[m->num_inputs + i];
@@ -1239,17 +1239,28 @@ static adreno_status execute(adreno_model *m, const float *const *inputs, float 
 
 adreno_status adreno_run(adreno_model *m) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
-    return execute(m, NULL, NULL);
+    return execute(m, NULL, NULL, 1);
+}
+
+static adreno_status check_io(adreno_model *m, const char *fn, const float *const *inputs, float *const *outputs) {
+    if (!inputs || !outputs) return fail(m, ADRENO_ERR_ARGUMENT, "%s: NULL inputs or outputs", fn);
+    for (int i = 0; i < m->num_inputs; i++)
+        if (!inputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "%s: input %d is NULL", fn, i);
+    for (int i = 0; i < m->num_outputs; i++)
+        if (!outputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "%s: output %d is NULL", fn, i);
+    return ADRENO_OK;
 }
 
 adreno_status adreno_run_io(adreno_model *m, const float *const *inputs, float *const *outputs) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
-    if (!inputs || !outputs) return fail(m, ADRENO_ERR_ARGUMENT, "adreno_run_io: NULL inputs or outputs");
-    for (int i = 0; i < m->num_inputs; i++)
-        if (!inputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "adreno_run_io: input %d is NULL", i);
-    for (int i = 0; i < m->num_outputs; i++)
-        if (!outputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "adreno_run_io: output %d is NULL", i);
-    return execute(m, inputs, outputs);
+    adreno_status st = check_io(m, "adreno_run_io", inputs, outputs);
+    return st ? st : execute(m, inputs, outputs, 1);
+}
+
+adreno_status adreno_transfer(adreno_model *m, const float *const *inputs, float *const *outputs) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    adreno_status st = check_io(m, "adreno_transfer", inputs, outputs);
+    return st ? st : execute(m, inputs, outputs, 0);
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -1257,7 +1268,12 @@ static int compare_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-adreno_status adreno_profile(adreno_model *m, int repeat, double *launch_ms) {
+static double median_of(double *values, int n) {
+    qsort(values, (size_t)n, sizeof *values, compare_double);
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+adreno_status adreno_profile(adreno_model *m, int repeat, double *launch_ms, double *span_ms) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
     if (repeat < 1 || repeat > 100000 || !launch_ms)
         return fail(m, ADRENO_ERR_ARGUMENT, "adreno_profile: repeat must be 1..100000 and launch_ms not NULL");
@@ -1267,12 +1283,17 @@ adreno_status adreno_profile(adreno_model *m, int repeat, double *launch_ms) {
         if (!m->profiling_queue) return cl_fail(m, e, "clCreateCommandQueue(CL_QUEUE_PROFILING_ENABLE)");
     }
     size_t n = (size_t)m->num_launches;
-    if (n == 0) return ADRENO_OK;
+    if (n == 0) {
+        if (span_ms) *span_ms = 0.0;
+        return ADRENO_OK;
+    }
     cl_event *events = (cl_event *)calloc(n, sizeof *events);
     double *times = (double *)calloc(n * (size_t)repeat, sizeof *times);
-    if (!events || !times) {
+    double *spans = (double *)calloc((size_t)repeat, sizeof *spans);
+    if (!events || !times || !spans) {
         free(events);
         free(times);
+        free(spans);
         return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     }
     adreno_status st = ADRENO_OK;
@@ -1285,24 +1306,27 @@ adreno_status adreno_profile(adreno_model *m, int repeat, double *launch_ms) {
     for (int r = 0; r < repeat && st == ADRENO_OK; r++) {
         if ((st = enqueue_launches(m, m->profiling_queue, events))) break;
         if ((e = clFinish(m->profiling_queue)) != CL_SUCCESS) st = cl_fail(m, e, "clFinish while profiling");
+        cl_ulong first = 0, last = 0;
         for (size_t i = 0; i < n; i++) {
             cl_ulong t0 = 0, t1 = 0;
             if (st == ADRENO_OK &&
                 ((e = clGetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL)) != CL_SUCCESS ||
                  (e = clGetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL)) != CL_SUCCESS))
                 st = cl_fail(m, e, "clGetEventProfilingInfo");
-            times[i * (size_t)repeat + (size_t)r] = (double)(t1 - t0) * 1e-6;
+            times[i * (size_t)repeat + (size_t)r] = t1 > t0 ? (double)(t1 - t0) * 1e-6 : 0.0;
+            if (i == 0) first = t0;
+            last = t1;
             clReleaseEvent(events[i]);
         }
+        spans[r] = last > first ? (double)(last - first) * 1e-6 : 0.0;
     }
-    if (st == ADRENO_OK)
-        for (size_t i = 0; i < n; i++) {
-            double *row = &times[i * (size_t)repeat];
-            qsort(row, (size_t)repeat, sizeof *row, compare_double);
-            launch_ms[i] = repeat % 2 ? row[repeat / 2] : 0.5 * (row[repeat / 2 - 1] + row[repeat / 2]);
-        }
+    if (st == ADRENO_OK) {
+        for (size_t i = 0; i < n; i++) launch_ms[i] = median_of(&times[i * (size_t)repeat], repeat);
+        if (span_ms) *span_ms = median_of(spans, repeat);
+    }
     free(events);
     free(times);
+    free(spans);
     return st;
 }
 

@@ -353,13 +353,15 @@ int main(int argc, char **argv) {
         int nl = adreno_num_launches(m);
         launch_ms = (double *)calloc(nl ? (size_t)nl : 1, sizeof *launch_ms);
         if (!launch_ms) goto out;
-        if (adreno_profile(m, repeat, launch_ms) != ADRENO_OK) {
+        double span = 0;
+        if (adreno_profile(m, repeat, launch_ms, &span) != ADRENO_OK) {
             fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
             goto out;
         }
         double total = 0;
         for (int i = 0; i < nl; i++) total += launch_ms[i];
-        printf("device:  %.3f ms (sum over %d launches of the median kernel time from OpenCL events)\n", total, nl);
+        printf("device:  %.3f ms (sum over %d launches of the median kernel time from OpenCL events); "
+               "first start to last end %.3f ms\n", total, nl, span);
     }
     for (int k = 0; k < num_out; k++) {
         int i = find_tensor(m, 1, &outputs[k], k);
