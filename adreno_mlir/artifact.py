@@ -297,6 +297,17 @@ def _read_checked(root: Path, name: str, files: Mapping[str, Any]) -> bytes:
     return data
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a key given twice is an error, as in the C runtime (readers
+    disagree on which one wins, so such a manifest would mean different things)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in an object")
+        out[key] = value
+    return out
+
+
 def read_manifest(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """The artifact directory and its parsed manifest, with the format and its
     version checked (an artifact of another format version is a clear error)."""
@@ -309,10 +320,10 @@ def read_manifest(path: str | Path) -> tuple[Path, dict[str, Any]]:
                             "or CompiledModel.save")
     file = root / MANIFEST
     try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
+        manifest = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
     except FileNotFoundError:
         raise ArtifactError(f"{root} is not an adreno-mlir artifact: {file} is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # JSONDecodeError and duplicate keys
         raise ArtifactError(f"cannot read {file}: {e}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         found = manifest.get("format") if isinstance(manifest, dict) else None

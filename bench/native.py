@@ -14,10 +14,17 @@ process, with both launch paths open on the same program:
 - **runner (ms)**: `adreno-run` on the saved artifact (the C program, no Python at all):
   its own median over --repeat runs.
 - **device (ms)**: the sum of the kernels' times from OpenCL profiling events (median per
-  launch), and **span**: first kernel start to last kernel end (kernels + the gaps the
-  device leaves between them).
+  launch), and **span**: first kernel start to last kernel end on the profiling queue
+  (informational: on the H200 a profiling queue leaves gaps between kernels that an
+  ordinary queue does not, so the span can exceed an unprofiled inference's wall time).
 - **io (ms)**: median wall time of the input and output copies alone (`adreno_transfer`).
-- **overhead**: wall - span - io, the host's share (the issue's goal: <= 10% of device time).
+- **issue (ms)**: host time to enqueue one inference's launches (pyopencl: one Python call
+  per kernel; native: the C loop), and **batched (ms)**: wall time per inference when many
+  inferences' launches are issued back to back without copies (device-bound time, no
+  events involved).
+- **overhead**: wall - device - io, the host's share of an inference (the goal: <= 10% of
+  device time). It is a difference of medians measured apart, so it can come out slightly
+  negative where the host adds nothing measurable.
 
 The two Python paths are timed in alternating rounds (`--rounds` x `--repeat` runs each)
 so that clock and thermal drift affect both alike; the medians are over all runs.
@@ -83,6 +90,21 @@ def measure(name: str, path: Path, plan: dict, args, tmp: Path) -> dict:
         py += timed(lambda: cm.run(feeds, runtime="pyopencl"), args.repeat)
         na += timed(lambda: cm.run(feeds), args.repeat)
         io += timed(lambda: nat.transfer(arrays), args.repeat)
+    # Host time to issue one inference's launches, and the device-bound time per inference
+    # (launches of many inferences issued back to back, no copies): native, then pyopencl.
+    native_issue, batched = zip(*(nat.measure_launches(args.repeat) for _ in range(args.rounds)))
+    py_issue = []
+    ex = cm.executable
+    import pyopencl as cl
+
+    for _ in range(args.rounds):
+        ex.queue.finish()
+        t = time.perf_counter()
+        for _ in range(args.repeat):
+            for launch in ex.launches:
+                cl.enqueue_nd_range_kernel(ex.queue, launch.kernel, launch.global_size, launch.local_size)
+        py_issue.append((time.perf_counter() - t) * 1e3 / args.repeat)
+        ex.queue.finish()
     launch_ms, span = nat.profile(arrays, args.repeat)
     device = sum(launch_ms)
     runner = None
@@ -108,13 +130,15 @@ def measure(name: str, path: Path, plan: dict, args, tmp: Path) -> dict:
         "launches": len(cm.launch_plan.launches), "io_mode": nat.io_mode,
         "pyopencl_ms": statistics.median(py), "native_ms": statistics.median(na), "runner_ms": runner,
         "device_ms": device, "span_ms": span, "io_ms": statistics.median(io), "max_rel_err_native_vs_pyopencl": err,
+        "batched_ms": statistics.median(batched), "native_issue_ms": statistics.median(native_issue),
+        "pyopencl_issue_ms": statistics.median(py_issue),
     }
     for key in ("pyopencl", "native"):
-        over = row[f"{key}_ms"] - span - row["io_ms"]
+        over = row[f"{key}_ms"] - device - row["io_ms"]
         row[f"{key}_overhead_ms"] = over
         row[f"{key}_overhead_pct"] = 100 * over / device if device else None
     if runner is not None:
-        row["runner_overhead_pct"] = 100 * (runner - span - row["io_ms"]) / device if device else None
+        row["runner_overhead_pct"] = 100 * (runner - device - row["io_ms"]) / device if device else None
     return row
 
 
@@ -132,7 +156,11 @@ def main() -> int:
     ap.add_argument("--shared", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--table", default=None, metavar="JSON", help="only print the table of a saved --json file")
     args = ap.parse_args()
+    if args.table:
+        print_table(json.loads(Path(args.table).read_text())["rows"])
+        return 0
     from adreno_mlir.runtime.native import library_path
 
     lib = library_path()
@@ -157,22 +185,40 @@ def main() -> int:
             if args.json:
                 Path(args.json).write_text(json.dumps({"rows": rows, "repeat": args.repeat, "rounds": args.rounds},
                                                       indent=1))
+    print_table(rows)
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+def print_table(rows: list[dict]) -> None:
+    """The Markdown table of `rows` (overheads recomputed from the stored medians)."""
+    for r in rows:
+        if "error" in r:
+            continue
+        for key in ("pyopencl", "native", "runner"):
+            wall = r.get(f"{key}_ms")
+            if wall is not None and r["device_ms"]:
+                r[f"{key}_overhead_pct"] = 100 * (wall - r["device_ms"] - r["io_ms"]) / r["device_ms"]
     ok = [r for r in rows if "error" not in r]
     if ok:
         print(f"device: {ok[0]['device_name']}; plan: {ok[0]['plan']}; io: {ok[0]['io_mode']}")
-    print("| model | launches | device ms | span ms | io ms | pyopencl ms | native ms | adreno-run ms "
-          "| overhead pyopencl | overhead native | overhead adreno-run | native/pyopencl |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("(overhead = (wall - device - io) / device; issue = host time to enqueue one inference's launches; "
+          "batched = device-bound time per inference)")
+    print("| model | launches | device ms | batched ms | io ms | pyopencl ms | native ms | adreno-run ms "
+          "| overhead pyopencl | overhead native | overhead adreno-run | issue pyopencl ms | issue native ms "
+          "| native/pyopencl |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         if "error" in r:
             print(f"| {r['model']} | error: {r['error'][:80]} |")
             continue
         run = f"{r['runner_ms']:.3f}" if r["runner_ms"] is not None else "-"
         run_pct = f"{r['runner_overhead_pct']:.1f}%" if r.get("runner_overhead_pct") is not None else "-"
-        print(f"| {r['model']} | {r['launches']} | {r['device_ms']:.3f} | {r['span_ms']:.3f} | {r['io_ms']:.3f} "
+        batched = f"{r['batched_ms']:.3f}" if "batched_ms" in r else "-"
+        issue = (f"{r['pyopencl_issue_ms']:.3f} | {r['native_issue_ms']:.3f}" if "native_issue_ms" in r
+                 else "- | -")
+        print(f"| {r['model']} | {r['launches']} | {r['device_ms']:.3f} | {batched} | {r['io_ms']:.3f} "
               f"| {r['pyopencl_ms']:.3f} | {r['native_ms']:.3f} | {run} | {r['pyopencl_overhead_pct']:.1f}% "
-              f"| {r['native_overhead_pct']:.1f}% | {run_pct} | {r['native_ms'] / r['pyopencl_ms']:.2f} |")
-    return 0 if len(ok) == len(rows) else 1
+              f"| {r['native_overhead_pct']:.1f}% | {run_pct} | {issue} | {r['native_ms'] / r['pyopencl_ms']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -266,6 +266,11 @@ MALFORMED = {
                    "ADRENO_ERR_FORMAT", "'launches' must be an array"),
     "deep-nesting": (lambda p: (p / "manifest.json").write_text("[" * 100000), "ADRENO_ERR_FORMAT",
                      "nested too deeply"),
+    "duplicate-key": (lambda p: (p / "manifest.json").write_text(
+        (p / "manifest.json").read_text().replace('"format_version": 1', '"format_version": 1, "format_version": 2',
+                                                  1)), "ADRENO_ERR_FORMAT", "duplicate key"),
+    "file-not-directory": (lambda p: (shutil.rmtree(p), p.write_text("x")), "ADRENO_ERR_IO",
+                           "artifacts are directories"),
 }
 
 
@@ -286,6 +291,14 @@ def test_malformed_artifact_is_a_clear_error(case, tiny_artifact, native_dir, ru
     proc = run_c(native_dir / "adreno-run", path, run_env, check=False)
     assert proc.returncode == 1
     assert proc.stderr.startswith("adreno-run: error: ") and phrase in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("case", ["duplicate-key", "format-version", "truncated-weights", "missing-source"])
+def test_python_loader_refuses_what_the_c_runtime_refuses(case, tiny_artifact, tmp_path):
+    """The two readers of the format agree: what adreno_open refuses, load() refuses."""
+    path = _broken(tiny_artifact, case, tmp_path)
+    with pytest.raises(adreno_mlir.CompileError):
+        adreno_mlir.load(path)
 
 
 def test_image_larger_than_the_device_is_a_clear_error(texture_artifact, native_dir, run_env, tmp_path):
@@ -432,7 +445,7 @@ VALGRIND_SUPPRESSIONS = """\
 # emulation takes minutes per kernel, so the full runs use AddressSanitizer instead.
 VALGRIND_CASES = ["format-version", "not-an-artifact", "invalid-json", "truncated-weights", "flipped-weights",
                   "missing-source", "weight-size", "small-input-buffer", "local-does-not-divide", "path-escape",
-                  "deep-nesting", "unknown-arg-kind"]
+                  "deep-nesting", "unknown-arg-kind", "duplicate-key", "file-not-directory"]
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None and not os.environ.get("CI"), reason="valgrind not installed")

@@ -154,6 +154,7 @@ def _load(path: str) -> ctypes.CDLL:
         "adreno_set_input": (i, [p, i, vp, sz]),
         "adreno_profile": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
         "adreno_transfer": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "adreno_measure_launches": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
         "adreno_num_launches": (i, [p]),
         "adreno_program_origin": (cp, [p]),
         "adreno_io_mode_name": (cp, [p]),
@@ -246,6 +247,14 @@ class NativeModel:
     def transfer(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`run`'s input and output copies alone (no launches): for measuring overhead."""
         return self._call("adreno_transfer", inputs)
+
+    def measure_launches(self, n: int) -> tuple[float, float]:
+        """(host ms spent enqueueing, wall ms until done), per inference, for `n`
+        inferences' launches issued back to back with no copies."""
+        issue, total = ctypes.c_double(), ctypes.c_double()
+        with self._lock:
+            self._check(self._lib.adreno_measure_launches(self._handle, n, ctypes.byref(issue), ctypes.byref(total)))
+        return issue.value, total.value
 
     def _call(self, fn: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         arrays = [np.ascontiguousarray(a, dtype=np.float32) for a in inputs]

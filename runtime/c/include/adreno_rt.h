@@ -54,7 +54,8 @@ typedef enum adreno_status {
 
 /* How inputs and outputs travel between host and device. */
 typedef enum adreno_io_mode {
-    ADRENO_IO_AUTO = 0,   /* PINNED on discrete GPUs (no host-unified memory), else DIRECT */
+    ADRENO_IO_AUTO = 0,   /* on discrete GPUs (no host-unified memory): inputs and outputs up to 1 MiB
+                             PINNED, larger outputs DIRECT; elsewhere DIRECT */
     ADRENO_IO_DIRECT = 1, /* clEnqueueWrite/ReadBuffer straight from/to the caller's memory */
     ADRENO_IO_PINNED = 2  /* through mapped CL_MEM_ALLOC_HOST_PTR staging buffers (DMA-able memory) */
 } adreno_io_mode;
@@ -137,6 +138,11 @@ ADRENO_API adreno_status adreno_run_io(adreno_model *model, const float *const *
  * from the start of the first launch to the end of the last: the kernels plus the gaps
  * between them on the device. */
 ADRENO_API adreno_status adreno_profile(adreno_model *model, int repeat, double *launch_ms, double *span_ms);
+/* Enqueue the launches of `n` inferences back to back (no copies) and wait for the device:
+ * `issue_ms` receives the host time spent enqueueing, per inference, and `total_ms` the
+ * wall time until the device finished, per inference. When issuing is faster than the
+ * device, total_ms is the device-bound time of an inference with no host gaps. */
+ADRENO_API adreno_status adreno_measure_launches(adreno_model *model, int n, double *issue_ms, double *total_ms);
 /* The input and output copies of adreno_run_io alone (no launches), for measuring how much
  * of an inference's wall time is transfer rather than launch overhead. */
 ADRENO_API adreno_status adreno_transfer(adreno_model *model, const float *const *inputs, float *const *outputs);
@@ -147,7 +153,7 @@ ADRENO_API const char *adreno_launch_kernel(const adreno_model *model, int index
 ADRENO_API const char *adreno_device_name(const adreno_model *model);
 /* Where the program came from: "artifact binary", "built from source", "given". */
 ADRENO_API const char *adreno_program_origin(const adreno_model *model);
-/* "pinned" or "direct" (what ADRENO_IO_AUTO resolved to). */
+/* "pinned", "direct" or "mixed" (what ADRENO_IO_AUTO resolved to). */
 ADRENO_API const char *adreno_io_mode_name(const adreno_model *model);
 ADRENO_API const char *adreno_version(void);
 

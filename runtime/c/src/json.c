@@ -381,10 +381,21 @@ static int parse_object(parser *ps, json_value *out, int depth) {
             return 0;
         }
         size_t klen;
+        const char *key_start = ps->p;
         if (!parse_string(ps, &v.keys[v.n], &klen)) {
             vec_free(&v);
             return 0;
         }
+        /* Readers disagree on duplicate keys (Python keeps the last, json_get would find
+         * the first), so a manifest with one means different things to different
+         * runtimes: refuse it. Objects here are small; the quadratic check is cheap. */
+        for (size_t i = 0; i < v.n; i++)
+            if (strcmp(v.keys[i], v.keys[v.n]) == 0) {
+                ps->p = key_start;
+                vec_free(&v);
+                fail(ps, "duplicate key in object");
+                return 0;
+            }
         skip_ws(ps);
         if (ps->p >= ps->end || *ps->p != ':') {
             vec_free(&v);

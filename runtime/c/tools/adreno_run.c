@@ -362,6 +362,13 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nl; i++) total += launch_ms[i];
         printf("device:  %.3f ms (sum over %d launches of the median kernel time from OpenCL events); "
                "first start to last end %.3f ms\n", total, nl, span);
+        double issue = 0, batched = 0;
+        if (adreno_measure_launches(m, repeat, &issue, &batched) != ADRENO_OK) {
+            fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
+            goto out;
+        }
+        printf("launch:  %.3f ms of host time to enqueue one inference; %.3f ms per inference issued back to back "
+               "(no copies)\n", issue, batched);
     }
     for (int k = 0; k < num_out; k++) {
         int i = find_tensor(m, 1, &outputs[k], k);
