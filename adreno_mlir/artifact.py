@@ -284,6 +284,13 @@ def _read_checked(root: Path, name: str, files: Mapping[str, Any]) -> bytes:
     if not isinstance(entry, Mapping) or "sha256" not in entry:
         raise ArtifactError(f"{root / MANIFEST} lists no sha256 for {name}; the artifact is incomplete "
                             "(save it again)")
+    # As in the C runtime: only regular files inside the artifact (a FIFO would block the
+    # read, a symbolic link could lead anywhere).
+    if file.exists() and not file.is_file():
+        raise ArtifactError(f"{file} is not a regular file; copy the whole artifact directory again")
+    if file.exists() and not file.resolve().is_relative_to(root.resolve()):
+        raise ArtifactError(f"{file} leads outside the artifact directory (a symbolic link?); an artifact reads "
+                            "only its own files")
     try:
         data = file.read_bytes()
     except FileNotFoundError:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -271,7 +272,28 @@ MALFORMED = {
                                                   1)), "ADRENO_ERR_FORMAT", "duplicate key"),
     "file-not-directory": (lambda p: (shutil.rmtree(p), p.write_text("x")), "ADRENO_ERR_IO",
                            "artifacts are directories"),
+    "symlink-escape": (lambda p: _link_outside(p, "weights.bin"), "ADRENO_ERR_FORMAT", "leads outside the artifact"),
+    "fifo-weights": (lambda p: ((p / "weights.bin").unlink(), os.mkfifo(p / "weights.bin")), "ADRENO_ERR_IO",
+                     "is not a regular file"),
+    "shape-overflow": (lambda p: _edit_manifest(p, lambda m: m["inputs"][0].update(shape=[2**40, 2**40, 4, 4])),
+                       "ADRENO_ERR_FORMAT", "too many elements"),
+    "shared-input-allocation": (lambda p: _edit_manifest(
+        p, lambda m: m["inputs"].append(dict(m["inputs"][0], name="again"))), "ADRENO_ERR_FORMAT",
+        "shares allocation"),
+    "global-too-large": (lambda p: _edit_manifest(p, lambda m: m["launches"][0].update({"global": [2**33]})),
+                         "ADRENO_ERR_FORMAT", "must be an integer in [1, 2147483647]"),
+    "binaries-wrong-type": (lambda p: _edit_manifest(p, lambda m: m.update(binaries={})), "ADRENO_ERR_FORMAT",
+                            "'binaries' must be an array"),
+    "integer-out-of-range": (lambda p: _edit_manifest(p, lambda m: m["weights"]["entries"][0].update(offset=10**30)),
+                             "ADRENO_ERR_FORMAT", "'offset' is out of range"),
 }
+
+
+def _link_outside(path: Path, name: str) -> None:
+    outside = path.parent / f"outside-{path.name}-{name}"
+    shutil.copy(path / name, outside)
+    (path / name).unlink()
+    (path / name).symlink_to(outside)
 
 
 def _broken(artifact: Path, case: str, tmp_path: Path) -> Path:
@@ -293,12 +315,82 @@ def test_malformed_artifact_is_a_clear_error(case, tiny_artifact, native_dir, ru
     assert proc.stderr.startswith("adreno-run: error: ") and phrase in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("case", ["duplicate-key", "format-version", "truncated-weights", "missing-source"])
+@pytest.mark.parametrize("case", ["duplicate-key", "format-version", "truncated-weights", "missing-source",
+                                  "symlink-escape", "fifo-weights"])
 def test_python_loader_refuses_what_the_c_runtime_refuses(case, tiny_artifact, tmp_path):
     """The two readers of the format agree: what adreno_open refuses, load() refuses."""
     path = _broken(tiny_artifact, case, tmp_path)
     with pytest.raises(adreno_mlir.CompileError):
         adreno_mlir.load(path)
+
+
+def _scalar_artifact(path: Path, value: float) -> Path:
+    """A hand-made artifact whose one kernel writes its f32 argument to the output."""
+    from adreno_mlir.artifact import save_artifact
+    from adreno_mlir.runtime.plan import Arg, BufferAlloc, Launch, Plan, Tensor
+
+    plan = Plan(allocations=(BufferAlloc(4), BufferAlloc(4)), weights=(),
+                inputs=(Tensor("x", (1,), "f32", 0),), outputs=(Tensor("y", (1,), "f32", 1),),
+                launches=(Launch("k", (Arg("allocation", 0), Arg("allocation", 1), Arg("f32", value=value)), (1,),
+                                 None),))
+    source = "__kernel void k(__global const float *x, __global float *y, float a) { y[0] = a + 0.0f * x[0]; }\n"
+    return save_artifact(path, plan=plan, weights=[], source=source, target="pocl-cpu", options={},
+                         plan_description="hand-made")
+
+
+def test_manifest_numbers_do_not_depend_on_the_locale(native_dir, tmp_path):
+    """Regression: the C reader parsed numbers with strtod in the caller's locale, so in a
+    process with a decimal-comma locale (de_DE) the kernel argument 0.5 became 0."""
+    if shutil.which("localedef") is None:
+        pytest.skip("localedef is not installed, so no decimal-comma locale can be made")
+    loc = tmp_path / "loc"
+    loc.mkdir()
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(loc / "de_DE.UTF-8")], capture_output=True,
+                          text=True, check=False)
+    if not (loc / "de_DE.UTF-8").exists():
+        pytest.skip(f"localedef could not make de_DE.UTF-8: {made.stderr.strip()}")
+    art = _scalar_artifact(tmp_path / "scalar.adreno", 0.5)
+    script = (
+        "import locale, numpy as np, adreno_mlir\n"
+        "locale.setlocale(locale.LC_ALL, 'de_DE.UTF-8')\n"
+        "assert locale.localeconv()['decimal_point'] == ','\n"
+        f"m = adreno_mlir.load({str(art)!r}, runtime='native')\n"
+        "print(float(m.run({'x': np.zeros(1, np.float32)})['y'][0]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, LOCPATH=str(loc)), capture_output=True,
+                          text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout.strip()) == 0.5
+
+
+def test_run_io_leaves_no_stale_state(tiny_artifact):
+    """Regression: after adreno_run_io, adreno_get_output returned the outputs of an older
+    adreno_run in direct mode but the new ones in pinned mode; now both refuse until the
+    next adreno_run, and adreno_run refuses inputs that were not given again."""
+    from adreno_mlir.runtime.device import default_context
+
+    lib = native.library()
+    ctx = default_context()
+    for io in ("direct", "pinned"):
+        opts = native._Options()
+        lib.adreno_options_init(ctypes.byref(opts))
+        opts.context, opts.device, opts.io_mode = ctx.int_ptr, ctx.devices[0].int_ptr, native.IO_MODES[io]
+        handle = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(512)
+        assert lib.adreno_open(str(tiny_artifact).encode(), ctypes.byref(opts), ctypes.byref(handle), err, 512) == 0
+        try:
+            x = np.random.default_rng(0).standard_normal(12288).astype(np.float32)
+            y = np.zeros(10, np.float32)
+            assert lib.adreno_run(handle) == 1 and b"has not been given" in lib.adreno_error(handle)
+            assert lib.adreno_set_input(handle, 0, x.ctypes.data, x.size) == 0
+            assert lib.adreno_run(handle) == 0
+            assert lib.adreno_get_output(handle, 0, y.ctypes.data, y.size) == 0 and y.any()
+            ins, outs = (ctypes.c_void_p * 1)(x.ctypes.data), (ctypes.c_void_p * 1)(y.ctypes.data)
+            assert lib.adreno_run_io(handle, ins, outs) == 0
+            assert lib.adreno_get_output(handle, 0, y.ctypes.data, y.size) == 1
+            assert b"call adreno_run first" in lib.adreno_error(handle)
+            assert lib.adreno_run(handle) == 1
+        finally:
+            lib.adreno_close(handle)
 
 
 def test_image_larger_than_the_device_is_a_clear_error(texture_artifact, native_dir, run_env, tmp_path):
@@ -445,7 +537,8 @@ VALGRIND_SUPPRESSIONS = """\
 # emulation takes minutes per kernel, so the full runs use AddressSanitizer instead.
 VALGRIND_CASES = ["format-version", "not-an-artifact", "invalid-json", "truncated-weights", "flipped-weights",
                   "missing-source", "weight-size", "small-input-buffer", "local-does-not-divide", "path-escape",
-                  "deep-nesting", "unknown-arg-kind", "duplicate-key", "file-not-directory"]
+                  "deep-nesting", "unknown-arg-kind", "duplicate-key", "file-not-directory", "symlink-escape",
+                  "shape-overflow", "integer-out-of-range"]
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None and not os.environ.get("CI"), reason="valgrind not installed")

@@ -152,6 +152,10 @@ def _load(path: str) -> ctypes.CDLL:
         "adreno_status_name": (cp, [i]),
         "adreno_run_io": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
         "adreno_set_input": (i, [p, i, vp, sz]),
+        "adreno_run": (i, [p]),
+        "adreno_get_output": (i, [p, i, vp, sz]),
+        "adreno_num_inputs": (i, [p]),
+        "adreno_num_outputs": (i, [p]),
         "adreno_profile": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
         "adreno_transfer": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
         "adreno_measure_launches": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
@@ -258,6 +262,9 @@ class NativeModel:
 
     def _call(self, fn: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         arrays = [np.ascontiguousarray(a, dtype=np.float32) for a in inputs]
+        if len(arrays) != len(self.plan.inputs) or any(a.size != t.count for a, t in zip(arrays, self.plan.inputs)):
+            raise ValueError(f"expected {len(self.plan.inputs)} inputs of "
+                             f"{[t.count for t in self.plan.inputs]} elements, got {[a.size for a in arrays]}")
         outs = [np.empty(n, np.float32) for n in self._counts]
         with self._lock:
             for k, a in enumerate(arrays):

@@ -121,15 +121,18 @@ ADRENO_API size_t adreno_input_count(const adreno_model *model, int index);
 ADRENO_API size_t adreno_output_count(const adreno_model *model, int index);
 
 /* Copy input `index` (`count` float32 values, dense row-major) in; it is uploaded by the
- * next adreno_run. `count` must equal adreno_input_count. */
+ * next adreno_run. `count` must equal adreno_input_count. adreno_run and adreno_profile
+ * refuse to run until every input has been given. */
 ADRENO_API adreno_status adreno_set_input(adreno_model *model, int index, const float *data, size_t count);
 /* One inference: upload the inputs, enqueue every launch in order, download the outputs, wait. */
 ADRENO_API adreno_status adreno_run(adreno_model *model);
 /* Copy output `index` of the last run out (`count` must equal adreno_output_count). */
 ADRENO_API adreno_status adreno_get_output(adreno_model *model, int index, float *data, size_t count);
-/* set_input for every input + run + get_output for every output in one call (the
- * low-overhead path for bindings): inputs[i] holds adreno_input_count(i) floats,
- * outputs[i] room for adreno_output_count(i). */
+/* One inference from the caller's arrays into the caller's arrays (the low-overhead path
+ * for bindings): inputs[i] holds adreno_input_count(i) floats, outputs[i] room for
+ * adreno_output_count(i). It does not use the inputs given with adreno_set_input, and
+ * afterwards those (and the outputs of the last adreno_run) are no longer held: give the
+ * inputs again before adreno_run or adreno_profile. */
 ADRENO_API adreno_status adreno_run_io(adreno_model *model, const float *const *inputs, float *const *outputs);
 
 /* Device time of each launch, in milliseconds, from OpenCL profiling events on a separate

@@ -8,9 +8,11 @@
  *
  * The manifest is validated completely before any OpenCL call: every id in range, every
  * size consistent, every launch's work sizes legal. An artifact from a newer compiler,
- * a truncated copy or a hand-edited manifest therefore fails with a message naming the
- * entry, never with a crash or a wrong answer. */
-#define _POSIX_C_SOURCE 200809L /* stat(), clock_gettime() */
+ * a truncated or corrupted copy or a malformed manifest therefore fails with a message
+ * naming the entry, never with a crash in this library. What the kernels themselves do
+ * with the sizes and scalars the launches pass them cannot be checked here (kernels.cl is
+ * code): an artifact must be trusted like any program you run. */
+#define _XOPEN_SOURCE 700 /* POSIX 2008 + XSI: stat(), realpath(), clock_gettime() */
 #define CL_TARGET_OPENCL_VERSION 120
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #ifdef __APPLE__
@@ -23,7 +25,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +42,13 @@
 #define WEIGHT_ALIGNMENT 64
 #define MAX_RANK 16
 /* Sizes beyond this are refused as malformed (no device has 2^48 bytes), which also keeps
- * every product of them far from overflowing size_t. */
+ * every product of them far from overflowing int64. */
 #define MAX_BYTES ((int64_t)1 << 48)
+/* Work sizes: each global entry below 2^31 (a 32-bit size_t holds it) and at most 2^40
+ * work-items per launch. */
+#define MAX_GLOBAL (((int64_t)1 << 31) - 1)
+#define MAX_WORK_ITEMS ((int64_t)1 << 40)
+#define MAX_IMAGE_SIDE ((int64_t)1 << 24)
 
 enum { ARG_ALLOCATION, ARG_WEIGHT, ARG_I32, ARG_F32 };
 
@@ -97,6 +106,10 @@ struct adreno_model {
     char *source_file, *weights_file;
     int64_t weights_bytes;
     int has_images;
+    /* which inputs adreno_set_input has given since the last adreno_run_io; whether the
+     * staged outputs hold the last adreno_run's results */
+    unsigned char *input_set;
+    int outputs_valid;
     /* OpenCL */
     cl_context context;
     cl_device_id device;
@@ -110,7 +123,7 @@ struct adreno_model {
     int num_pinned;
     cl_mem *stage_mem;
     float **stage;        /* num_inputs + num_outputs host pointers */
-    char device_name[768];
+    char device_name[1024];
     const char *origin;
 };
 
@@ -214,7 +227,11 @@ static adreno_status need_int(reader *r, const json_value *obj, const char *key,
     const json_value *v;
     adreno_status st = need(r, obj, key, JSON_NUMBER, where, &v);
     if (st) return st;
-    if (!v->is_integer) return bad(r, where, "'%s' must be an integer", key);
+    if (!v->is_integer) {
+        if (fabs(v->number) >= 9.2e18 && v->number == floor(v->number))
+            return bad(r, where, "'%s' is out of range", key);
+        return bad(r, where, "'%s' must be an integer", key);
+    }
     if (v->integer < lo || v->integer > hi)
         return bad(r, where, "'%s' is %lld, outside [%lld, %lld]", key, (long long)v->integer, (long long)lo,
                    (long long)hi);
@@ -253,6 +270,21 @@ static int safe_name(const char *name) {
 
 /* ------------------------------------------------------------------ the plan */
 
+/* The strings of a JSON array (checked to be strings) joined by single spaces. */
+static char *join_strings(const json_value *arr) {
+    size_t total = 1;
+    for (size_t i = 0; i < arr->length; i++) total += arr->items[i].length + 1;
+    char *out = (char *)malloc(total), *p = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < arr->length; i++) {
+        if (i) *p++ = ' ';
+        memcpy(p, arr->items[i].string, arr->items[i].length);
+        p += arr->items[i].length;
+    }
+    *p = '\0';
+    return out;
+}
+
 static adreno_status read_tensors(reader *r, const json_value *root, const char *key, tensor_desc **out, int *num) {
     const json_value *arr;
     adreno_status st = need(r, root, key, JSON_ARRAY, "the top level", &arr);
@@ -282,15 +314,18 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
             const json_value *dim = &shape->items[k];
             if (dim->type != JSON_NUMBER || !dim->is_integer || dim->integer < 1 || dim->integer > MAX_BYTES)
                 return bad(r, where, "shape[%zu] must be a positive integer", k);
+            if (dim->integer > (MAX_BYTES / 4) / d->count) return bad(r, where, "shape has too many elements");
             d->shape[k] = dim->integer;
             d->count *= dim->integer;
-            if (d->count > MAX_BYTES / 4) return bad(r, where, "shape has too many elements");
         }
         int64_t a;
         if ((st = need_int(r, t, "allocation", where, 0, r->m->num_allocs - 1, &a))) return st;
         d->allocation = (int)a;
         const alloc_desc *alloc = &r->m->allocs[a];
         if (alloc->image) return bad(r, where, "allocation %lld is an image; %s live in buffers", (long long)a, key);
+        for (size_t j = 0; j < i; j++)
+            if ((*out)[j].allocation == d->allocation)
+                return bad(r, where, "shares allocation %lld with %s[%zu]; each has its own", (long long)a, key, j);
         if (alloc->bytes < d->count * 4)
             return bad(r, where, "allocation %lld has %lld bytes, fewer than the %lld the tensor needs", (long long)a,
                        (long long)alloc->bytes, (long long)(d->count * 4));
@@ -335,6 +370,8 @@ static adreno_status read_launch(reader *r, const json_value *l, size_t i, launc
         } else if (strcmp(kind->string, "f32") == 0) {
             ad->kind = ARG_F32;
             if ((st = need(r, a, "value", JSON_NUMBER, w, &value))) return st;
+            if (fabs(value->number) > FLT_MAX && fabs(value->number) != HUGE_VAL)
+                return bad(r, w, "value %g is outside the float range", value->number);
             ad->f32 = (cl_float)value->number;
         } else {
             return bad(r, w, "unknown argument kind '%s' (format version 1 has allocation, weight, i32, f32)",
@@ -350,10 +387,14 @@ static adreno_status read_launch(reader *r, const json_value *l, size_t i, launc
             return bad(r, where, "'local' must be null or have as many entries as 'global'");
         d->has_local = 1;
     }
+    int64_t items = 1;
     for (size_t k = 0; k < global->length; k++) {
         const json_value *g = &global->items[k];
-        if (g->type != JSON_NUMBER || !g->is_integer || g->integer < 1 || g->integer > ((int64_t)1 << 40))
-            return bad(r, where, "global[%zu] must be a positive integer", k);
+        if (g->type != JSON_NUMBER || !g->is_integer || g->integer < 1 || g->integer > MAX_GLOBAL)
+            return bad(r, where, "global[%zu] must be an integer in [1, %lld]", k, (long long)MAX_GLOBAL);
+        if (g->integer > MAX_WORK_ITEMS / items)
+            return bad(r, where, "more than 2^40 work-items in one launch");
+        items *= g->integer;
         d->global[k] = (size_t)g->integer;
         if (d->has_local) {
             const json_value *lv = &local->items[k];
@@ -414,8 +455,8 @@ static adreno_status read_plan(reader *r, const json_value *root) {
             const json_value *format;
             d->image = 1;
             m->has_images = 1;
-            if ((st = need_int(r, a, "width", where, 1, 1 << 30, &d->width))) return st;
-            if ((st = need_int(r, a, "height", where, 1, 1 << 30, &d->height))) return st;
+            if ((st = need_int(r, a, "width", where, 1, MAX_IMAGE_SIDE, &d->width))) return st;
+            if ((st = need_int(r, a, "height", where, 1, MAX_IMAGE_SIDE, &d->height))) return st;
             if ((st = need(r, a, "format", JSON_STRING, where, &format))) return st;
             if (strcmp(format->string, "rgba_f16") == 0) d->half = 1;
             else if (strcmp(format->string, "rgba_f32") != 0)
@@ -472,17 +513,9 @@ static adreno_status read_plan(reader *r, const json_value *root) {
     if ((st = need_string(r, program, "source", "program", &m->source_file))) return st;
     if ((st = need(r, program, "build_options", JSON_ARRAY, "program", &arr))) return st;
     {
-        size_t total = 1;
-        for (size_t i = 0; i < arr->length; i++) {
+        for (size_t i = 0; i < arr->length; i++)
             if (arr->items[i].type != JSON_STRING) return bad(r, "program.build_options", "must be strings");
-            total += arr->items[i].length + 1;
-        }
-        m->build_options = (char *)calloc(total, 1);
-        if (!m->build_options) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
-        for (size_t i = 0; i < arr->length; i++) {
-            if (i) strcat(m->build_options, " ");
-            strcat(m->build_options, arr->items[i].string);
-        }
+        if (!(m->build_options = join_strings(arr))) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     }
 
     /* inputs, outputs, launches */
@@ -500,7 +533,8 @@ static adreno_status read_plan(reader *r, const json_value *root) {
 
     /* binaries (only their description; the files are read when one matches the device) */
     arr = json_get(root, "binaries");
-    if (arr && arr->type == JSON_ARRAY && arr->length) {
+    if (arr && arr->type != JSON_ARRAY) return bad(r, "the top level", "'binaries' must be an array");
+    if (arr && arr->length) {
         m->binaries = (binary_desc *)calloc(arr->length, sizeof *m->binaries);
         if (!m->binaries) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
         m->num_binaries = (int)arr->length;
@@ -515,17 +549,9 @@ static adreno_status read_plan(reader *r, const json_value *root) {
             if ((st = need_string(r, b, "platform", where, &d->platform))) return st;
             if ((st = need_string(r, b, "driver_version", where, &d->driver_version))) return st;
             if ((st = need(r, b, "build_options", JSON_ARRAY, where, &opts))) return st;
-            size_t total = 1;
-            for (size_t k = 0; k < opts->length; k++) {
+            for (size_t k = 0; k < opts->length; k++)
                 if (opts->items[k].type != JSON_STRING) return bad(r, where, "build_options must be strings");
-                total += opts->items[k].length + 1;
-            }
-            d->build_options = (char *)calloc(total, 1);
-            if (!d->build_options) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
-            for (size_t k = 0; k < opts->length; k++) {
-                if (k) strcat(d->build_options, " ");
-                strcat(d->build_options, opts->items[k].string);
-            }
+            if (!(d->build_options = join_strings(opts))) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
         }
     }
     return ADRENO_OK;
@@ -538,32 +564,49 @@ typedef struct {
     size_t size;
 } blob;
 
-static adreno_status read_file(adreno_model *m, const char *dir, const char *name, blob *out) {
+/* Reads dir/name. It must be a regular file inside `dir` (a symbolic link may not lead out
+ * of the artifact) and, when `expected` >= 0, exactly `expected` bytes long: checked before
+ * reading, so a truncated copy is named as such and a huge file is not read in vain. */
+static adreno_status read_file(adreno_model *m, const char *dir, const char *name, int64_t expected, blob *out) {
     char path[4096];
+    struct stat info;
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return fail(m, ADRENO_ERR_IO, "path too long: %s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
+    if (stat(path, &info) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
             return fail(m, ADRENO_ERR_IO, "%s is missing from the artifact; copy the whole artifact directory again",
                         path);
         return fail(m, ADRENO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return fail(m, ADRENO_ERR_IO, "cannot read %s (not a regular file?)", path);
-    }
-    out->data = (char *)malloc((size_t)size + 1);
+    if (!S_ISREG(info.st_mode))
+        return fail(m, ADRENO_ERR_IO, "%s is not a regular file; copy the whole artifact directory again", path);
+    char *real_dir = realpath(dir, NULL), *real_path = realpath(path, NULL);
+    size_t n = real_dir ? strlen(real_dir) : 0;
+    int inside = real_dir && real_path && strncmp(real_dir, real_path, n) == 0 &&
+                 (real_path[n] == '/' || (n == 1 && real_dir[0] == '/'));
+    free(real_dir);
+    free(real_path);
+    if (!inside)
+        return fail(m, ADRENO_ERR_FORMAT, "%s leads outside the artifact directory (a symbolic link?); an artifact "
+                    "reads only its own files", path);
+    if (expected >= 0 && (int64_t)info.st_size != expected)
+        return fail(m, ADRENO_ERR_CORRUPT, "%s is %s: %lld bytes, but manifest.json says %lld; copy or save the "
+                    "artifact again", path, (int64_t)info.st_size < expected ? "truncated" : "corrupted (wrong size)",
+                    (long long)info.st_size, (long long)expected);
+    if ((uint64_t)info.st_size > (uint64_t)MAX_BYTES)
+        return fail(m, ADRENO_ERR_IO, "%s is too large (%lld bytes)", path, (long long)info.st_size);
+    size_t size = (size_t)info.st_size;
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(m, ADRENO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    out->data = (char *)malloc(size + 1);
     if (!out->data) {
         fclose(f);
-        return fail(m, ADRENO_ERR_MEMORY, "out of host memory reading %s (%ld bytes)", path, size);
+        return fail(m, ADRENO_ERR_MEMORY, "out of host memory reading %s (%zu bytes)", path, size);
     }
-    out->size = fread(out->data, 1, (size_t)size, f);
+    out->size = fread(out->data, 1, size, f);
     int err = ferror(f);
     fclose(f);
-    if (err || out->size != (size_t)size) return fail(m, ADRENO_ERR_IO, "cannot read %s", path);
+    if (err || out->size != size) return fail(m, ADRENO_ERR_IO, "cannot read %s (it changed while being read?)", path);
     out->data[out->size] = '\0';
     return ADRENO_OK;
 }
@@ -581,13 +624,8 @@ static adreno_status read_checked(adreno_model *m, const char *dir, const json_v
         return fail(m, ADRENO_ERR_FORMAT,
                     "%s is malformed: 'files' has no {sha256, bytes} entry for %s; save the artifact again", manifest,
                     name);
-    adreno_status st = read_file(m, dir, name, out);
+    adreno_status st = read_file(m, dir, name, bytes->integer, out);
     if (st) return st;
-    if ((int64_t)out->size != bytes->integer)
-        return fail(m, ADRENO_ERR_CORRUPT,
-                    "%s/%s is %s: %zu bytes, but manifest.json says %lld; copy or save the artifact again", dir, name,
-                    (int64_t)out->size < bytes->integer ? "truncated" : "corrupted (wrong size)", out->size,
-                    (long long)bytes->integer);
     if (verify) {
         char hex[65];
         sha256_hex(out->data, out->size, hex);
@@ -605,16 +643,42 @@ static adreno_status cl_fail(adreno_model *m, cl_int e, const char *what) {
     return fail(m, ADRENO_ERR_OPENCL, "%s failed: %s (%d)", what, cl_error_name(e), (int)e);
 }
 
-static void device_string(cl_device_id d, cl_device_info what, char *out, size_t size) {
+/* An info string of a device or platform into out[size]; returns 1 when it was read
+ * whole (0: the query failed, or the string was cut to fit). */
+static int device_string(cl_device_id d, cl_device_info what, char *out, size_t size) {
+    size_t n = 0;
     out[0] = '\0';
-    if (clGetDeviceInfo(d, what, size, out, NULL) != CL_SUCCESS) out[0] = '\0';
-    out[size - 1] = '\0';
+    if (clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
+    if (n <= size) {
+        if (clGetDeviceInfo(d, what, size, out, NULL) != CL_SUCCESS) out[0] = '\0';
+        out[size - 1] = '\0';
+        return out[0] != '\0' || n == 1;
+    }
+    char *whole = (char *)malloc(n);
+    if (whole && clGetDeviceInfo(d, what, n, whole, NULL) == CL_SUCCESS) {
+        memcpy(out, whole, size - 1);
+        out[size - 1] = '\0';
+    }
+    free(whole);
+    return 0;
 }
 
-static void platform_string(cl_platform_id p, cl_platform_info what, char *out, size_t size) {
+static int platform_string(cl_platform_id p, cl_platform_info what, char *out, size_t size) {
+    size_t n = 0;
     out[0] = '\0';
-    if (clGetPlatformInfo(p, what, size, out, NULL) != CL_SUCCESS) out[0] = '\0';
-    out[size - 1] = '\0';
+    if (clGetPlatformInfo(p, what, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
+    if (n <= size) {
+        if (clGetPlatformInfo(p, what, size, out, NULL) != CL_SUCCESS) out[0] = '\0';
+        out[size - 1] = '\0';
+        return out[0] != '\0' || n == 1;
+    }
+    char *whole = (char *)malloc(n);
+    if (whole && clGetPlatformInfo(p, what, n, whole, NULL) == CL_SUCCESS) {
+        memcpy(out, whole, size - 1);
+        out[size - 1] = '\0';
+    }
+    free(whole);
+    return 0;
 }
 
 static adreno_status pick_device(adreno_model *m, const adreno_options *o) {
@@ -760,12 +824,14 @@ static adreno_status program_from_source(adreno_model *m, const char *source, si
 /* The embedded binary for this device, driver and options, if there is one and the
  * driver takes it; else nothing happens (the caller builds the source). */
 static adreno_status try_binary(adreno_model *m, const char *dir, const json_value *files, int verify) {
-    char dname[256], pname[256], driver[256];
+    char dname[1024], pname[1024], driver[1024];
     cl_platform_id platform = NULL;
-    device_string(m->device, CL_DEVICE_NAME, dname, sizeof dname);
-    device_string(m->device, CL_DRIVER_VERSION, driver, sizeof driver);
     clGetDeviceInfo(m->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
-    platform_string(platform, CL_PLATFORM_NAME, pname, sizeof pname);
+    /* Only whole strings can match: a binary is never taken on a partial description. */
+    if (!device_string(m->device, CL_DEVICE_NAME, dname, sizeof dname) ||
+        !device_string(m->device, CL_DRIVER_VERSION, driver, sizeof driver) ||
+        !platform_string(platform, CL_PLATFORM_NAME, pname, sizeof pname))
+        return ADRENO_OK;
     for (int i = 0; i < m->num_binaries; i++) {
         const binary_desc *b = &m->binaries[i];
         if (strcmp(b->device, dname) || strcmp(b->platform, pname) || strcmp(b->driver_version, driver) ||
@@ -839,8 +905,14 @@ static adreno_status create_memory(adreno_model *m, const char *weights_blob) {
 
 static adreno_status create_kernels(adreno_model *m, const char *source_name) {
     cl_int e;
-    size_t max_items[3] = {0, 0, 0};
-    clGetDeviceInfo(m->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof max_items, max_items, NULL);
+    size_t max_items[3] = {0, 0, 0}, *all = NULL;
+    cl_uint dims = 0;
+    /* The device may report more than three dimensions: read them all, keep three. */
+    if (clGetDeviceInfo(m->device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dims, &dims, NULL) == CL_SUCCESS &&
+        dims > 0 && (all = (size_t *)calloc(dims, sizeof *all)) != NULL &&
+        clGetDeviceInfo(m->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof *all, all, NULL) == CL_SUCCESS)
+        for (cl_uint d = 0; d < dims && d < 3; d++) max_items[d] = all[d];
+    free(all);
     if (m->num_launches) {
         m->kernels = (cl_kernel *)calloc((size_t)m->num_launches, sizeof *m->kernels);
         if (!m->kernels) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
@@ -872,23 +944,28 @@ static adreno_status create_kernels(adreno_model *m, const char *source_name) {
             case ARG_I32: e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_int), &ad->i32); break;
             default: e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_float), &ad->f32); break;
             }
-            if (e != CL_SUCCESS)
+            if (e == CL_INVALID_ARG_VALUE || e == CL_INVALID_ARG_SIZE || e == CL_INVALID_MEM_OBJECT ||
+                e == CL_INVALID_SAMPLER || e == CL_INVALID_ARG_INDEX)
                 return fail(m, ADRENO_ERR_FORMAT,
                             "launch %d: argument %d of kernel '%s' does not fit what the kernel declares (%s); the "
                             "artifact is inconsistent: save it again",
                             i, a, l->kernel, cl_error_name(e));
+            if (e != CL_SUCCESS)
+                return fail(m, ADRENO_ERR_OPENCL, "clSetKernelArg(launch %d, kernel '%s', argument %d) failed: %s (%d)",
+                            i, l->kernel, a, cl_error_name(e), (int)e);
         }
         if (l->has_local) {
             /* A planned local size is a preference (docs/artifact.md): above this kernel's
              * limit on this device, the driver chooses, as the Python runtime does. */
-            size_t limit = 0, product = 1;
+            size_t limit = 0;
+            uint64_t product = 1; /* each entry <= 65536: no overflow in 64 bits */
             for (cl_uint d = 0; d < l->dims; d++) {
                 product *= l->local[d];
-                if (max_items[d] && l->local[d] > max_items[d]) product = SIZE_MAX;
+                if (max_items[d] && l->local[d] > max_items[d]) product = UINT64_MAX;
             }
             if (clGetKernelWorkGroupInfo(k, m->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof limit, &limit, NULL) !=
                     CL_SUCCESS ||
-                product > limit)
+                product > (uint64_t)limit)
                 l->has_local = 0;
         }
     }
@@ -914,7 +991,9 @@ static adreno_status create_staging(adreno_model *m, adreno_io_mode mode) {
     m->stage = (float **)calloc((size_t)n, sizeof *m->stage);
     m->pinned = (unsigned char *)calloc((size_t)n, 1);
     m->stage_mem = (cl_mem *)calloc((size_t)n, sizeof *m->stage_mem);
-    if (!m->stage || !m->pinned || !m->stage_mem) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    m->input_set = (unsigned char *)calloc((size_t)m->num_inputs, 1);
+    if (!m->stage || !m->pinned || !m->stage_mem || !m->input_set)
+        return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     for (int i = 0; i < n; i++) {
         const tensor_desc *t = i < m->num_inputs ? &m->inputs[i] : &m->outputs[i - m->num_inputs];
         size_t bytes = (size_t)t->count * 4;
@@ -1003,6 +1082,7 @@ void adreno_close(adreno_model *m) {
     if (m->queue) clReleaseCommandQueue(m->queue);
     if (m->context) clReleaseContext(m->context);
     free(m->stage);
+    free(m->input_set);
     free(m->pinned);
     free(m->stage_mem);
     free(m->kernels);
@@ -1122,7 +1202,7 @@ adreno_status adreno_open(const char *path, const adreno_options *options, adren
                   path);
         goto done;
     }
-    if ((st = read_file(m, path, "manifest.json", &manifest))) {
+    if ((st = read_file(m, path, "manifest.json", -1, &manifest))) {
         if (st == ADRENO_ERR_IO && strstr(m->error, "is missing"))
             fail(m, ADRENO_ERR_IO, "%s is not an adreno-mlir artifact: %s is missing (an artifact is a directory "
                  "written by adreno-mlir compile -o X.adreno)", path, file);
@@ -1173,7 +1253,8 @@ adreno_status adreno_open_memory(const char *manifest_json, size_t manifest_size
     reader r = {m, "the manifest"};
     json_doc *doc = json_parse(manifest_json, manifest_size, &root, why, sizeof why);
     if (!doc) {
-        st = fail(m, ADRENO_ERR_FORMAT, "the manifest is not valid JSON: %s", why);
+        st = strcmp(why, "out of memory") == 0 ? fail(m, ADRENO_ERR_MEMORY, "out of host memory reading the manifest")
+                                                : fail(m, ADRENO_ERR_FORMAT, "the manifest is not valid JSON: %s", why);
     } else if ((st = read_plan(&r, root)) == ADRENO_OK) {
         st = instantiate(m, options, NULL, NULL, source, source_size, (const char *)weights, weights_size);
     }
@@ -1195,6 +1276,18 @@ adreno_status adreno_set_input(adreno_model *m, int index, const float *data, si
         return fail(m, ADRENO_ERR_ARGUMENT, "adreno_set_input: input %d ('%s') takes %lld floats, got %zu%s", index,
                     m->inputs[index].name, (long long)m->inputs[index].count, count, data ? "" : " (NULL data)");
     memcpy(m->stage[index], data, count * 4);
+    m->input_set[index] = 1;
+    return ADRENO_OK;
+}
+
+/* adreno_run and adreno_profile read the inputs given with adreno_set_input. */
+static adreno_status check_inputs_set(adreno_model *m, const char *fn) {
+    for (int i = 0; i < m->num_inputs; i++)
+        if (!m->input_set[i])
+            return fail(m, ADRENO_ERR_ARGUMENT,
+                        "%s: input %d ('%s') has not been given with adreno_set_input (since the model was opened, or "
+                        "since adreno_run_io, which takes its inputs directly)",
+                        fn, i, m->inputs[i].name);
     return ADRENO_OK;
 }
 
@@ -1207,6 +1300,10 @@ adreno_status adreno_get_output(adreno_model *m, int index, float *data, size_t 
         return fail(m, ADRENO_ERR_ARGUMENT, "adreno_get_output: output %d ('%s') has %lld floats, got room for %zu%s",
                     index, m->outputs[index].name, (long long)m->outputs[index].count, count,
                     data ? "" : " (NULL data)");
+    if (!m->outputs_valid)
+        return fail(m, ADRENO_ERR_ARGUMENT,
+                    "adreno_get_output: no outputs to get: call adreno_run first (adreno_run_io returns its outputs "
+                    "directly)");
     memcpy(data, m->stage[m->num_inputs + index], count * 4);
     return ADRENO_OK;
 }
@@ -1265,7 +1362,21 @@ static adreno_status execute(adreno_model *m, const float *const *inputs, float 
 
 adreno_status adreno_run(adreno_model *m) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
-    return execute(m, NULL, NULL, 1);
+    adreno_status st = check_inputs_set(m, "adreno_run");
+    if (st) return st;
+    m->outputs_valid = 0;
+    st = execute(m, NULL, NULL, 1);
+    m->outputs_valid = st == ADRENO_OK;
+    return st;
+}
+
+/* adreno_run_io and adreno_transfer move data between the caller's arrays and the device
+ * (through the staging buffers in pinned mode): afterwards neither the inputs given with
+ * adreno_set_input nor the outputs of the last adreno_run are held any more, in every I/O
+ * mode alike. */
+static void forget_staged(adreno_model *m) {
+    memset(m->input_set, 0, (size_t)m->num_inputs);
+    m->outputs_valid = 0;
 }
 
 static adreno_status check_io(adreno_model *m, const char *fn, const float *const *inputs, float *const *outputs) {
@@ -1280,13 +1391,17 @@ static adreno_status check_io(adreno_model *m, const char *fn, const float *cons
 adreno_status adreno_run_io(adreno_model *m, const float *const *inputs, float *const *outputs) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
     adreno_status st = check_io(m, "adreno_run_io", inputs, outputs);
-    return st ? st : execute(m, inputs, outputs, 1);
+    if (st) return st;
+    forget_staged(m);
+    return execute(m, inputs, outputs, 1);
 }
 
 adreno_status adreno_transfer(adreno_model *m, const float *const *inputs, float *const *outputs) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
     adreno_status st = check_io(m, "adreno_transfer", inputs, outputs);
-    return st ? st : execute(m, inputs, outputs, 0);
+    if (st) return st;
+    forget_staged(m);
+    return execute(m, inputs, outputs, 0);
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -1328,6 +1443,8 @@ adreno_status adreno_profile(adreno_model *m, int repeat, double *launch_ms, dou
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
     if (repeat < 1 || repeat > 100000 || !launch_ms)
         return fail(m, ADRENO_ERR_ARGUMENT, "adreno_profile: repeat must be 1..100000 and launch_ms not NULL");
+    adreno_status checked = check_inputs_set(m, "adreno_profile");
+    if (checked) return checked;
     cl_int e;
     if (!m->profiling_queue) {
         m->profiling_queue = clCreateCommandQueue(m->context, m->device, CL_QUEUE_PROFILING_ENABLE, &e);

@@ -1,7 +1,9 @@
 /* See json.h. A recursive-descent parser into an arena. */
+#define _POSIX_C_SOURCE 200809L /* newlocale, uselocale */
 #include "json.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,27 @@ static int hex4(parser *ps, unsigned *out) {
     return 1;
 }
 
+/* Length of the valid UTF-8 sequence at p (2 to 4 bytes; RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_sequence(const unsigned char *p, const unsigned char *end) {
+    unsigned char c = p[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4;
+    else return 0;
+    if (c == 0xE0) lo = 0xA0;
+    else if (c == 0xED) hi = 0x9F;
+    else if (c == 0xF0) lo = 0x90;
+    else if (c == 0xF4) hi = 0x8F;
+    if ((size_t)(end - p) < n) return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
 /* Called with ps->p on the opening quote. The decoded string is never longer than
  * its escaped form, so one arena allocation of that size holds it. */
 static int parse_string(parser *ps, const char **out, size_t *out_len) {
@@ -141,6 +164,17 @@ static int parse_string(parser *ps, const char **out, size_t *out_len) {
         if (c < 0x20) {
             fail(ps, "control character in string");
             return 0;
+        }
+        if (c >= 0x80) {
+            size_t len = utf8_sequence((const unsigned char *)ps->p, (const unsigned char *)q);
+            if (!len) {
+                fail(ps, "invalid UTF-8 in string");
+                return 0;
+            }
+            memcpy(buf + n, ps->p, len);
+            n += len;
+            ps->p += len;
+            continue;
         }
         if (c != '\\') {
             buf[n++] = (char)c;
@@ -254,24 +288,33 @@ static int parse_number(parser *ps, json_value *out) {
         }
         while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
     }
-    char tmp[64];
+    char small[64], *tmp = small, *end = NULL;
     size_t len = (size_t)(ps->p - s);
-    if (len >= sizeof tmp) {
-        /* Longer than any int64 or useful double: keep it as a (rounded) double. */
-        integer = 0;
-        len = sizeof tmp - 1;
+    if (len > 4096) {
+        fail(ps, "number too long");
+        return 0;
+    }
+    if (len >= sizeof small && !(tmp = (char *)malloc(len + 1))) {
+        oom(ps);
+        return 0;
     }
     memcpy(tmp, s, len);
     tmp[len] = '\0';
     out->type = JSON_NUMBER;
-    out->number = strtod(tmp, NULL);
-    if (integer) {
+    out->number = strtod(tmp, &end); /* in the "C" locale: json_parse sets it */
+    int whole = end == tmp + len;
+    if (integer && whole) {
         errno = 0;
-        long long v = strtoll(tmp, NULL, 10);
-        if (errno == 0) {
+        long long v = strtoll(tmp, &end, 10);
+        if (errno == 0 && end == tmp + len) {
             out->is_integer = 1;
             out->integer = (int64_t)v;
         }
+    }
+    if (tmp != small) free(tmp);
+    if (!whole) {
+        fail(ps, "number not understood");
+        return 0;
     }
     return 1;
 }
@@ -302,8 +345,33 @@ static void vec_free(vec *v) {
     free((void *)v->keys);
 }
 
+static int compare_keys(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether an object's keys repeat. Readers disagree on duplicates (Python keeps the last
+ * one, json_get finds the first), so a manifest with one would mean different things to
+ * different runtimes: it is refused. Sorting a copy keeps this O(n log n). */
+static int has_duplicate_key(parser *ps, vec *v) {
+    if (v->n < 2) return 0;
+    const char **sorted = (const char **)malloc(v->n * sizeof *sorted);
+    if (!sorted) {
+        oom(ps);
+        return 1;
+    }
+    memcpy((void *)sorted, v->keys, v->n * sizeof *sorted);
+    qsort((void *)sorted, v->n, sizeof *sorted, compare_keys);
+    int dup = 0;
+    for (size_t i = 1; i < v->n && !dup; i++) dup = strcmp(sorted[i - 1], sorted[i]) == 0;
+    free((void *)sorted);
+    if (dup) fail(ps, "duplicate key in object");
+    return dup;
+}
+
 /* Moves the collected members into the arena. */
 static int vec_finish(parser *ps, vec *v, json_value *out, int with_keys) {
+    if (with_keys && has_duplicate_key(ps, v)) {
+        vec_free(v);
+        return 0;
+    }
     out->length = v->n;
     if (v->n) {
         out->items = (json_value *)arena_alloc(ps->doc, v->n * sizeof *out->items);
@@ -381,21 +449,10 @@ static int parse_object(parser *ps, json_value *out, int depth) {
             return 0;
         }
         size_t klen;
-        const char *key_start = ps->p;
         if (!parse_string(ps, &v.keys[v.n], &klen)) {
             vec_free(&v);
             return 0;
         }
-        /* Readers disagree on duplicate keys (Python keeps the last, json_get would find
-         * the first), so a manifest with one means different things to different
-         * runtimes: refuse it. Objects here are small; the quadratic check is cheap. */
-        for (size_t i = 0; i < v.n; i++)
-            if (strcmp(v.keys[i], v.keys[v.n]) == 0) {
-                ps->p = key_start;
-                vec_free(&v);
-                fail(ps, "duplicate key in object");
-                return 0;
-            }
         skip_ws(ps);
         if (ps->p >= ps->end || *ps->p != ':') {
             vec_free(&v);
@@ -480,13 +537,24 @@ json_doc *json_parse(const char *text, size_t length, const json_value **root, c
         return NULL;
     }
     parser ps = {text, text, text + length, doc, error, error_size, 0};
-    if (!parse_value(&ps, &doc->root, 0)) {
-        json_free(doc);
-        return NULL;
+    /* Numbers are read with strtod, which follows the thread's locale (a decimal comma
+     * would turn 0.5 into 0): parse in the "C" locale. If it cannot be had, strtod in
+     * another locale stops early at the '.', which parse_number reports as an error. */
+    locale_t c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t previous = c_locale ? uselocale(c_locale) : (locale_t)0;
+    int ok = parse_value(&ps, &doc->root, 0);
+    if (ok) {
+        skip_ws(&ps);
+        if (ps.p != ps.end) {
+            fail(&ps, "unexpected text after the JSON value");
+            ok = 0;
+        }
     }
-    skip_ws(&ps);
-    if (ps.p != ps.end) {
-        fail(&ps, "unexpected text after the JSON value");
+    if (c_locale) {
+        uselocale(previous);
+        freelocale(c_locale);
+    }
+    if (!ok) {
         json_free(doc);
         return NULL;
     }

@@ -12,6 +12,7 @@
  * time from OpenCL events. Exit status: 0 success, 1 error (message on stderr), 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
     while (*s && *s != ')') {
         char *end;
         long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0 || *rank >= 16) {
+        if (end == s || v < 0 || *rank >= 16 || (v > 0 && *count > SIZE_MAX / 4 / (size_t)v)) {
             snprintf(err, errsize, "%s: bad shape in the header", path);
             goto fail;
         }
@@ -103,6 +104,14 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
         *count *= (size_t)v;
         s = end;
         while (*s == ',' || *s == ' ') s++;
+    }
+    /* The data must be there before it is allocated: a header promising more is refused. */
+    struct stat info;
+    long here = ftell(f);
+    if (fstat(fileno(f), &info) != 0 || here < 0 || (uint64_t)info.st_size < (uint64_t)here ||
+        (uint64_t)info.st_size - (uint64_t)here < (uint64_t)*count * 4) {
+        snprintf(err, errsize, "%s is truncated: fewer than the %zu floats its header promises", path, *count);
+        goto fail;
     }
     data = (float *)malloc(*count ? *count * 4 : 4);
     if (!data) {
@@ -160,9 +169,11 @@ static int find_tensor(adreno_model *m, int output, const named_path *p, int pos
     return -1;
 }
 
+/* NAME=PATH, or PATH (a file that exists is always taken as a path, even with a '=' in it). */
 static void split(const char *arg, named_path *out) {
     const char *eq = strchr(arg, '=');
-    if (eq && !strstr(arg, ".npy=")) {
+    struct stat info;
+    if (eq && stat(arg, &info) != 0) {
         size_t n = (size_t)(eq - arg);
         char *name = (char *)malloc(n + 1);
         if (name) {
@@ -331,7 +342,6 @@ int main(int argc, char **argv) {
             goto out;
         }
     }
-    for (int i = 0; i < ni; i++) adreno_set_input(m, i, in_data[i], adreno_input_count(m, i));
     times = (double *)calloc((size_t)repeat, sizeof *times);
     if (!times) goto out;
     for (int r = 0; r < warmup + repeat; r++) {
@@ -354,6 +364,7 @@ int main(int argc, char **argv) {
         launch_ms = (double *)calloc(nl ? (size_t)nl : 1, sizeof *launch_ms);
         if (!launch_ms) goto out;
         double span = 0;
+        for (int i = 0; i < ni; i++) adreno_set_input(m, i, in_data[i], adreno_input_count(m, i));
         if (adreno_profile(m, repeat, launch_ms, &span) != ADRENO_OK) {
             fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
             goto out;
