@@ -135,9 +135,44 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_outputs(ours: np.ndarray, ref: np.ndarray, name: str, tolerance: float) -> tuple[bool, str]:
+    """Whether `ours` matches the reference `ref` within `tolerance` (max|ours - ref| /
+    max|ref| over the finite values), and the line that says so. NaN and infinities must
+    sit at the same positions (infinities with the same sign): a NaN or an inf is never
+    averaged away, and a comparison never reports NaN as an error size."""
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    if ours.shape != ref.shape:
+        return False, f"compare {name}: shape {list(ours.shape)} differs from the reference's {list(ref.shape)}"
+    for what, mask_ours, mask_ref in (("NaN", np.isnan(ours), np.isnan(ref)),
+                                      ("+inf", np.isposinf(ours), np.isposinf(ref)),
+                                      ("-inf", np.isneginf(ours), np.isneginf(ref))):
+        if not np.array_equal(mask_ours, mask_ref):
+            first = tuple(int(i) for i in np.argwhere(mask_ours != mask_ref)[0])
+            return False, (f"compare {name}: {what} at {int(mask_ours.sum())} positions in ours, "
+                           f"{int(mask_ref.sum())} in the reference (first difference at index {list(first)})")
+    finite = np.isfinite(ref)
+    if not finite.any():
+        return True, f"compare {name}: no finite values; NaN/inf positions match"
+    abs_err = float(np.abs(ours[finite] - ref[finite]).max())
+    rel = abs_err / max(float(np.abs(ref[finite]).max()), 1e-30)
+    extra = f" ({int((~finite).sum())} NaN/inf positions match)" if (~finite).any() else ""
+    return rel <= tolerance, (f"compare {name}: max abs error {abs_err:.3e}, max error / max |ref| {rel:.3e}"
+                              + extra)
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
 def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray]:
     feeds: dict[str, np.ndarray] = {}
-    specs = specs or ["random"]
+    specs = specs or []  # every input not given is random (any number of inputs, or none)
     rng = np.random.default_rng(seed)
     for spec in specs:
         name, _, value = spec.rpartition("=")
@@ -215,18 +250,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.compare:
         import onnxruntime as ort
 
-        sess = ort.InferenceSession(str(args.model), providers=["CPUExecutionProvider"])
-        refs = sess.run(None, feeds)
-        worst = 0.0
+        try:
+            sess = ort.InferenceSession(str(args.model), providers=["CPUExecutionProvider"])
+            refs = sess.run(None, feeds)
+        except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types vary
+            message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CompileError(f"--compare onnxruntime: onnxruntime refused {args.model}, so there is no reference "
+                               f"to compare with: {message}") from None
+        ok = True
         for (name, out), ref in zip(outputs.items(), refs):
-            abs_err = float(np.abs(out - ref).max())
-            rel = abs_err / max(float(np.abs(ref).max()), 1e-30)
-            worst = max(worst, rel)
-            print(f"compare {name} with onnxruntime: max abs error {abs_err:.3e}, "
-                  f"max error / max |ref| {rel:.3e}")
-        if worst > args.tolerance:
-            print(f"error: outputs differ from onnxruntime by {worst:.3e} > tolerance {args.tolerance:g}",
-                  file=sys.stderr)
+            good, line = compare_outputs(out, ref, name, args.tolerance)
+            ok &= good
+            print(line.replace(f"compare {name}", f"compare {name} with onnxruntime", 1))
+        if not ok:
+            print(f"error: outputs differ from onnxruntime (tolerance {args.tolerance:g})", file=sys.stderr)
             return 1
         print(f"OK: within tolerance {args.tolerance:g}")
     return 0
@@ -297,7 +334,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="FILE.npy, NAME=FILE.npy or NAME=random (default: random normal data)")
     r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     r.add_argument("--compare", choices=["onnxruntime"], help="compare the outputs with a reference")
-    r.add_argument("--tolerance", type=float, default=1e-4,
+    r.add_argument("--tolerance", type=_tolerance, default=1e-4,
                    help="max allowed |ours - ref| / max|ref| with --compare (default 1e-4)")
     _plan_arguments(r)
     r.add_argument("--repeat", type=int, default=5,

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from adreno_mlir import weights
@@ -63,8 +63,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for note in getattr(e, "__notes__", []):  # the IR with the failing op marked
             print(note, file=sys.stderr)
         return 1
+    except ArgSpecParseError as e:  # a BaseException in xDSL: would escape `except Exception`
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # e.g. -o under a regular file, a directory, no permission
+        print(f"error: cannot {'write' if e.filename != _input_file(argv) else 'read'} {e.filename}: "
+              f"{e.strerror or e}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as e:
+        source = _input_file(argv) or "the input"
+        print(f"error: {source} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+              "adreno-opt reads textual IR (.mlir)", file=sys.stderr)
         return 1
     except (KeyError, ValueError) as e:
         print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
@@ -74,6 +86,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return report_internal_error("adreno-opt", e)
     return 0
+
+
+def _input_file(argv: Sequence[str] | None) -> str | None:
+    """The positional input file of an adreno-opt command line (for error messages)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    takes_value = {"-p", "--passes", "-t", "--target", "-o", "--output-file"}
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in takes_value:
+            skip = True
+        elif not a.startswith("-"):
+            return a
+    return None
 
 
 if __name__ == "__main__":

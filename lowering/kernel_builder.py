@@ -295,10 +295,17 @@ class KernelBuilder:
         return self._op(arith.DivfOp, self.f(a), self.f(b), hint=hint)
 
     def fmax(self, a, b) -> SSAValue:
+        """max(a, b), NaN if either is NaN (arith.maximumf; ONNX Relu, Clip, ... on NaN)."""
         return self._op(arith.MaximumfOp, self.f(a), self.f(b))
 
     def fmin(self, a, b) -> SSAValue:
+        """min(a, b), NaN if either is NaN (arith.minimumf)."""
         return self._op(arith.MinimumfOp, self.f(a), self.f(b))
+
+    def maxnum(self, a, b) -> SSAValue:
+        """IEEE maxNum: the other operand when one is NaN (arith.maxnumf, OpenCL's fmax).
+        Max pooling uses it: NaN taps are skipped, as the ONNX reference evaluator does."""
+        return self._op(arith.MaxnumfOp, self.f(a), self.f(b))
 
     def fneg(self, a) -> SSAValue:
         return self._op(arith.NegfOp, self.f(a))

@@ -200,9 +200,27 @@ BINARY_OPERATORS: dict[type[Operation], str] = {
     arith.ShRSIOp: ">>",
 }
 
-CALLS: dict[type[Operation], str] = {
+NAN_PROPAGATING: dict[type[Operation], str] = {
     arith.MaximumfOp: "fmax",
     arith.MinimumfOp: "fmin",
+}
+"""arith.maximumf/minimumf are NaN if either operand is NaN (ONNX Relu(NaN) = NaN); OpenCL's
+fmax/fmin return the other operand instead (IEEE maxNum, what arith.maxnumf means). They
+print as calls of small helpers defined before the kernels, `adreno_fmax_float4(a, b)`,
+so that no operand text is repeated."""
+
+
+def nan_helper_name(op: Operation) -> str:
+    return f"adreno_{NAN_PROPAGATING[type(op)]}_{c_type(op.results[0].type)}"
+
+
+def nan_helper_definition(op: Operation) -> str:
+    t = c_type(op.results[0].type)
+    fn = NAN_PROPAGATING[type(op)]
+    return (f"{t} {nan_helper_name(op)}({t} a, {t} b) {{ return select({fn}(a, b), a + b, isnan(a) | isnan(b)); }}")
+
+
+CALLS: dict[type[Operation], str] = {
     arith.MaxnumfOp: "fmax",
     arith.MinnumfOp: "fmin",
     arith.MaxSIOp: "max",
@@ -279,6 +297,7 @@ def _is_pure_expr_op(op: Operation) -> bool:
     return (
         type(op) in BINARY_OPERATORS
         or type(op) in CALLS
+        or type(op) in NAN_PROPAGATING
         or isinstance(
             op,
             arith.ConstantOp
@@ -414,6 +433,9 @@ class OpenCLCPrinter:
         if t in CALLS:
             args = ", ".join(self.plain(o) for o in op.operands)
             return f"{CALLS[t]}({args})", True
+        if t in NAN_PROPAGATING:
+            args = ", ".join(self.plain(o) for o in op.operands)
+            return f"{nan_helper_name(op)}({args})", True
         match op:
             case arith.NegfOp():
                 a = self.arg(op.operand)
@@ -487,6 +509,13 @@ class OpenCLCPrinter:
                 f"__constant sampler_t {SAMPLER_NAME} = CLK_NORMALIZED_COORDS_FALSE | "
                 "CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;"
             )
+            self.line()
+        helpers = {nan_helper_name(o): nan_helper_definition(o) for k in kernels for o in k.walk()
+                   if type(o) in NAN_PROPAGATING}
+        if helpers:
+            self.line("// max/min that propagate NaN (arith.maximumf/minimumf); OpenCL's fmax/fmin drop it")
+            for name in sorted(helpers):
+                self.line(helpers[name])
             self.line()
         for i, k in enumerate(kernels):
             if i:
@@ -796,4 +825,10 @@ class OpenCLTarget(Target):
     (`-t 'opencl{unroll=pragma}'`; see UNROLL_MODES)."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if not any(isinstance(op, opencl.KernelOp) for op in module.walk()):
+            from adreno_mlir.errors import CompileError
+
+            raise CompileError(
+                "-t opencl: the input has no opencl.kernel, so there is no OpenCL program to print; lower it first "
+                "(-p '...,convert-graph-to-opencl', or the pipeline in pipeline.txt of `adreno-mlir compile -o DIR`)")
         print_opencl(module, output, fp_contract=self.fp_contract, unroll=self.unroll)

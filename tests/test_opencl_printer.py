@@ -245,8 +245,39 @@ def test_target_and_literals():
     buf = io.StringIO()
     OpenCLTarget().emit(None, ModuleOp([k]), buf)  # pyright: ignore
     text = buf.getvalue()
-    assert "fmax(fmax(fmax(-INFINITY, 1.0f), 0.100000001f), 3.00000001e+38f)" in text
+    assert ("adreno_fmax_float(adreno_fmax_float(adreno_fmax_float(-INFINITY, 1.0f), 0.100000001f), "
+            "3.00000001e+38f)") in text
     assert "out[(int)get_global_id(0)] = " in text
+
+
+def test_maximumf_propagates_nan_and_maxnumf_does_not():
+    """arith.maximumf/minimumf are NaN if an operand is NaN; OpenCL's fmax/fmin return the
+    other operand, which is arith.maxnumf. The printer keeps the two apart (issue 11: Relu
+    of NaN gave 0)."""
+    import numpy as np
+    import pyopencl as cl
+
+    from adreno_mlir.runtime.device import default_context
+
+    k = opencl.KernelOp("mm", [("out", GPTR)])
+    (out,) = k.args
+    with ImplicitBuilder(k.body.block):
+        nan, one = c_f32(float("nan")), c_f32(1.0)
+        results = [arith.MaximumfOp(nan, one).result, arith.MinimumfOp(one, nan).result,
+                   arith.MaxnumfOp(nan, one).result, arith.MinnumfOp(one, nan).result]
+        for lane, r in enumerate(results):
+            opencl.StoreOp(r, out, arith.ConstantOp.from_int_and_width(lane, 32).result)
+        opencl.ReturnOp()
+    buf = io.StringIO()
+    OpenCLTarget().emit(None, ModuleOp([k]), buf)  # pyright: ignore
+    ctx = default_context()
+    queue = cl.CommandQueue(ctx)
+    prg = cl.Program(ctx, buf.getvalue()).build()
+    res = np.zeros(4, np.float32)
+    dev = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
+    prg.mm(queue, (1,), None, dev)
+    cl.enqueue_copy(queue, res, dev)
+    assert np.isnan(res[0]) and np.isnan(res[1]) and res[2] == 1.0 and res[3] == 1.0
 
 
 def test_host_ops_are_skipped_and_nested_kernels_printed():

@@ -149,7 +149,9 @@ class OnnxImporter:
         light = onnx.helper.make_model(
             onnx.helper.make_graph(list(g.node), g.name, list(self.graph_inputs), list(g.output)),
             opset_imports=list(self.model.opset_import),
-            ir_version=self.model.ir_version,
+            # IR version 4 is the first whose initializers need not be graph inputs (how the
+            # small constants are listed here); shape inference ignores them before it.
+            ir_version=max(self.model.ir_version, 4),
         )
         lg = light.graph
         for name in sorted(used & set(self.consts)):
@@ -242,6 +244,8 @@ class OnnxImporter:
         shape = self._static_shape(name)
         if tt is None or shape is None:
             where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
+            if node is not None and (why := _bad_window_attributes(node.proto)):
+                raise FrontendError(f"{where}: {why}")
             raise FrontendError(
                 f"{where}: output '{name}' has no static shape after shape inference"
             )
@@ -824,10 +828,42 @@ def _matmul(n: _Node):
 # --------------------------------------------------------------------------- entry point
 
 
+def _bad_window_attributes(node: onnx.NodeProto) -> str | None:
+    """Why a Conv/pool node's window attributes are invalid (strides, dilations, kernel
+    sizes < 1, negative pads), or None. ONNX shape inference gives such a node no output
+    shape; this names the actual cause."""
+    attrs = {a.name: list(a.ints) for a in node.attribute if a.type == onnx.AttributeProto.INTS}
+    for key, low in (("strides", 1), ("dilations", 1), ("kernel_shape", 1), ("pads", 0)):
+        values = attrs.get(key)
+        if values and min(values) < low:
+            need = "positive" if low == 1 else "non-negative"
+            return f"{key} {values} are invalid: every entry must be {need}"
+    return None
+
+
+def _check_opsets(m: onnx.ModelProto, where: str) -> None:
+    """A model whose default-domain opset is newer than the installed onnx knows would be
+    read with the wrong operator semantics: refuse it."""
+    newest = onnx.defs.onnx_opset_version()
+    for o in m.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version > newest:
+            raise FrontendError(
+                f"{where}: the model uses ONNX opset {o.version}, but the newest opset this onnx "
+                f"({onnx.__version__}) knows is {newest}; export the model with opset {newest} or older "
+                "(or update onnx)")
+
+
 def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     """Read an ONNX file with clear errors for missing, truncated or invalid files."""
     if isinstance(model, onnx.ModelProto):
+        if not model.graph.node and not model.graph.output:
+            raise FrontendError("the ModelProto holds no graph (no nodes, no outputs): an empty "
+                                "onnx.ModelProto()?")
+        _check_opsets(model, "the ModelProto")
         return model
+    if not isinstance(model, (str, Path)):
+        raise FrontendError(f"the model must be a path (str or pathlib.Path), an onnx.ModelProto or an "
+                            f"imported graph module, not {type(model).__name__}")
     path = Path(model)
     if not path.exists():
         raise FrontendError(f"{path}: no such file")
@@ -845,6 +881,7 @@ def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         raise FrontendError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
     if not m.graph.node and not m.graph.output:
         raise FrontendError(f"{path}: the file holds no ONNX graph (empty or truncated?)")
+    _check_opsets(m, str(path))
     try:
         # Checked from the file: given the proto, the checker first serializes it again
         # (0.2 s of ResNet-50's import).

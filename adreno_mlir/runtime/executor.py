@@ -21,10 +21,17 @@ pyopencl (one call per kernel). With the native path, pyopencl only gets the pro
 the C library owns the memory and kernels, and pyopencl's copies are created only if
 a pyopencl run is asked for (`run(..., runtime="pyopencl")`), so device memory is not
 doubled.
+
+Threads: `run` and `profile` may be called from several threads at once, on one
+`Executable` or on several of one device. The pyopencl path shares one queue and one set
+of memory objects per `Executable`, so its calls are serialized by a lock per
+`Executable` (uncontended, it costs well under a microsecond per call); the native path
+serializes in `NativeModel`. Different `Executable`s run concurrently.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -82,7 +89,10 @@ class Executable:
 
     Attributes worth knowing: `plan` (the `Plan`), `program` and `build_info` (how the
     program was obtained: seconds, cache hit/miss/off; see program_cache.BuildInfo),
-    `launches` (the flat launch list), `device`."""
+    `launches` (the flat launch list), `device`.
+
+    `run` and `profile` are thread-safe: calls on one instance are serialized (see the
+    module's docstring)."""
 
     def __init__(self, module: ModuleOp, source: str, store: WeightStore, context: cl.Context,
                  options: Sequence[str] = DEFAULT_BUILD_OPTIONS, *, cache: CacheArg = None,
@@ -112,6 +122,8 @@ class Executable:
 
     def _instantiate(self, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context,
                      cache: CacheArg, binary: bytes | None, runtime: str, blob: bytes | None) -> None:
+        self._lock = threading.Lock()
+        """Serializes the pyopencl path: its queue, its memory and its lazy set-up."""
         self.plan = plan
         self.source = source
         self.context = context
@@ -127,6 +139,7 @@ class Executable:
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
         self.input_names = [t.name for t in plan.inputs]
         self.output_names = [t.name for t in plan.outputs]
+        self._output_counts = [t.count for t in plan.outputs]
         self.weight_arrays = list(weights)
         """The host copies of the weights (what `CompiledModel.save` writes)."""
         self.native = None
@@ -148,11 +161,15 @@ class Executable:
     def launches(self) -> list[Launch]:
         """The pyopencl launch list (memory and kernels created on first use)."""
         if self._launches is None:
-            self._setup_pyopencl()
+            with self._lock:
+                if self._launches is None:
+                    self._setup_pyopencl()
         return self._launches
 
     def _setup_pyopencl(self) -> None:
-        """pyopencl's own memory objects and kernels, for the pyopencl launch path."""
+        """pyopencl's own memory objects and kernels, for the pyopencl launch path
+        (called at construction, or on first use with `_lock` held). `_launches` is set
+        last: once it is not None, everything else here is in place."""
         plan, context = self.plan, self.context
         self.weights: list[cl.Buffer] = [
             cl.Buffer(context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(arr))
@@ -199,36 +216,43 @@ class Executable:
             for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)[0]):
                 totals[launch.kernel] = totals.get(launch.kernel, 0.0) + ms
             return totals
-        launches = self.launches
-        q = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        for buf, arr in zip(self.inputs, inputs):
-            cl.enqueue_copy(q, buf, np.ascontiguousarray(arr, dtype=np.float32))
+        arrays = [np.ascontiguousarray(arr, dtype=np.float32) for arr in inputs]
         runs: list[dict[str, float]] = []
-        for _ in range(repeat):
-            events = [(l.name, cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size))
-                      for l in launches]
-            q.finish()
-            totals: dict[str, float] = {}
-            for name, ev in events:
-                totals[name] = totals.get(name, 0.0) + (ev.profile.end - ev.profile.start) * 1e-6
-            runs.append(totals)
+        with self._lock:  # the same memory as run(): no run of another thread in between
+            if self._launches is None:
+                self._setup_pyopencl()
+            launches = self._launches
+            q = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            for buf, arr in zip(self.inputs, arrays):
+                cl.enqueue_copy(q, buf, arr)
+            for _ in range(repeat):
+                events = [(l.name, cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size))
+                          for l in launches]
+                q.finish()
+                totals: dict[str, float] = {}
+                for name, ev in events:
+                    totals[name] = totals.get(name, 0.0) + (ev.profile.end - ev.profile.start) * 1e-6
+                runs.append(totals)
         return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
 
     def run(self, inputs: list[np.ndarray], runtime: str | None = None) -> list[np.ndarray]:
         """Outputs (flat float32 arrays) for `inputs`; `runtime="pyopencl"` forces the
-        pyopencl path even when the native one is open."""
+        pyopencl path even when the native one is open. Thread-safe: the pyopencl path
+        holds this instance's lock from the input copies to the last output copy, since
+        every call uses the same queue and memory."""
         if self.native is not None and runtime != "pyopencl":
             return self.native.run(inputs)
-        launches = self.launches
-        q = self.queue
-        for buf, arr in zip(self.inputs, inputs):
-            cl.enqueue_copy(q, buf, np.ascontiguousarray(arr, dtype=np.float32), is_blocking=False)
-        for launch in launches:
-            cl.enqueue_nd_range_kernel(q, launch.kernel, launch.global_size, launch.local_size)
-        results = []
-        for buf, size in self.outputs:
-            out = np.empty(size, np.float32)
-            cl.enqueue_copy(q, out, buf, is_blocking=False)
-            results.append(out)
-        q.finish()
+        arrays = [np.ascontiguousarray(arr, dtype=np.float32) for arr in inputs]
+        results = [np.empty(size, np.float32) for size in self._output_counts]
+        with self._lock:
+            if self._launches is None:
+                self._setup_pyopencl()
+            q = self.queue
+            for buf, arr in zip(self.inputs, arrays):
+                cl.enqueue_copy(q, buf, arr, is_blocking=False)
+            for launch in self._launches:
+                cl.enqueue_nd_range_kernel(q, launch.kernel, launch.global_size, launch.local_size)
+            for (buf, _), out in zip(self.outputs, results):
+                cl.enqueue_copy(q, out, buf, is_blocking=False)
+            q.finish()
         return results

@@ -23,7 +23,7 @@
 // CHECK:             %{{.*}} = arith.muli %[[IY]], %{{.*}} : i32
 // CHECK:             %[[IDX:[0-9a-z_]+]] = arith.select %[[OK:[0-9a-z_]+]], %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT:        %[[V:[0-9a-z_]+]] = opencl.load %input[%[[IDX]]] : !opencl.ptr<global, f32>
-// CHECK-NEXT:        %[[M:[0-9a-z_]+]] = arith.maximumf %[[M0]], %[[V]] : f32
+// CHECK-NEXT:        %[[M:[0-9a-z_]+]] = arith.maxnumf %[[M0]], %[[V]] : f32
 // CHECK-NEXT:        %[[N:[0-9a-z_]+]] = arith.select %[[OK]], %[[M]], %[[M0]] : f32
 // CHECK-NEXT:        scf.yield %[[N]] : f32
 // CHECK-NEXT:      } {opencl.unroll = 0 : i64}

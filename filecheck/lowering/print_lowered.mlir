@@ -37,14 +37,14 @@
 // CHECK-NEXT:          [[ACC1]] = [[N1]];
 // CHECK-NEXT:      }
 // CHECK-NEXT:      const int [[O:v[0-9]+]] = ((((z * 4) * 2) + oy) * 2) + ox;
-// CHECK-NEXT:      out{{\[}}[[O]]] = fmax([[ACC0]].s0, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 4] = fmax([[ACC0]].s1, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 8] = fmax([[ACC0]].s2, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 12] = fmax([[ACC0]].s3, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 1] = fmax([[ACC1]].s0, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 5] = fmax([[ACC1]].s1, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 9] = fmax([[ACC1]].s2, 0.0f);
-// CHECK-NEXT:      out{{\[}}[[O]] + 13] = fmax([[ACC1]].s3, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]]] = adreno_fmax_float([[ACC0]].s0, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 4] = adreno_fmax_float([[ACC0]].s1, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 8] = adreno_fmax_float([[ACC0]].s2, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 12] = adreno_fmax_float([[ACC0]].s3, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 1] = adreno_fmax_float([[ACC1]].s0, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 5] = adreno_fmax_float([[ACC1]].s1, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 9] = adreno_fmax_float([[ACC1]].s2, 0.0f);
+// CHECK-NEXT:      out{{\[}}[[O]] + 13] = adreno_fmax_float([[ACC1]].s3, 0.0f);
 // CHECK-NEXT:  }
 
 // CHECK-LABEL: __kernel void gemm_add(

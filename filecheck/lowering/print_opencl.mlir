@@ -46,6 +46,10 @@ builtin.module {
 
 // CHECK:      #pragma OPENCL FP_CONTRACT OFF
 // CHECK:      __constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+// arith.maximumf is NaN-propagating; OpenCL's fmax is not: one helper per type used.
+// CHECK:      // max/min that propagate NaN (arith.maximumf/minimumf); OpenCL's fmax/fmin drop it
+// CHECK-NEXT: float adreno_fmax_float(float a, float b) { return select(fmax(a, b), a + b, isnan(a) | isnan(b)); }
+// CHECK-NEXT: float4 adreno_fmax_float4(float4 a, float4 b) { return select(fmax(a, b), a + b, isnan(a) | isnan(b)); }
 // CHECK-LABEL: __kernel void row_dot(
 // CHECK-NEXT:      __global const float* a,
 // CHECK-NEXT:      __global const float* b,
@@ -60,14 +64,14 @@ builtin.module {
 // CHECK-NEXT:          const float y = b[k];
 // CHECK-NEXT:          sum = sum + (x * y);
 // CHECK-NEXT:      }
-// CHECK-NEXT:      out[row] = fmax(sum, -INFINITY);
+// CHECK-NEXT:      out[row] = adreno_fmax_float(sum, -INFINITY);
 // CHECK-NEXT:  }
 
 // CHECK-LABEL: __kernel void relu_img(__read_only image2d_t in, __write_only image2d_t out, float alpha) {
 // CHECK-NEXT:      const int x = (int)get_global_id(0);
 // CHECK-NEXT:      const int y = (int)get_global_id(1);
 // CHECK-NEXT:      const float4 v = read_imagef(in, smp, (int2)(x, y));
-// CHECK-NEXT:      const float4 m = fmax(v, (float4)(0.0f));
+// CHECK-NEXT:      const float4 m = adreno_fmax_float4(v, (float4)(0.0f));
 // CHECK-NEXT:      float4 w;
 // CHECK-NEXT:      if (x == 0) {
 // CHECK-NEXT:          w = m * (float4)(alpha);

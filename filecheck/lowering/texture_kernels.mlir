@@ -34,7 +34,7 @@
 // CHECK-NOT:       for (
 // CHECK-COUNT-9:   vload4((z * 9) + (({{[0-2]}} * 3) + {{[0-2]}}), weight);
 // CHECK-NOT:       for (
-// CHECK:           write_imagef(out, (int2)(ox, {{.*}}), fmax(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)
+// CHECK:           write_imagef(out, (int2)(ox, {{.*}}), adreno_fmax_float4(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
 // CHECK-NOT:       for (
@@ -55,7 +55,7 @@
 // PRAGMA-NOT:               read_imagef
 // PRAGMA:               }
 // PRAGMA-NOT:       read_imagef
-// PRAGMA:           fmax(
+// PRAGMA:           adreno_fmax_float4(
 // PRAGMA:           write_imagef(out,
 // PRAGMA-LABEL: __kernel void maxpool2x2_4c(
 // PRAGMA-SAME:      __read_only image2d_t input,{{\s*}}__global half* out

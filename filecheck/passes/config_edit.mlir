@@ -89,7 +89,7 @@ func.func @packed_same_conv_twice(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, glo
 // CHECK-NEXT:      __global const float* partial,
 // CHECK-NEXT:      __global const float* bias,
 // CHECK-NEXT:      __global float* out
-// CHECK:           vstore4(fmax(
+// CHECK:           vstore4(adreno_fmax_float4(
 // CHECK:         {{^}}}
 
 // HOST-LABEL: func.func @split_edit

@@ -444,7 +444,7 @@ class PackedPoolSpec(PackedSpec):
             ix = k.add(x0, k.mul(b, self.dilations[1]))
             valid = k.all_of(k.in_bounds(iy, 0, H) + k.in_bounds(ix, 0, W))
             v = self.src.read(k, x, n, c4, k.select(valid, k.i(iy), k.i(0)), k.select(valid, k.i(ix), k.i(0)))
-            return [k.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)]
+            return [k.select(valid, vk.maxnum(acc, v) if is_max else vk.fadd(acc, v), acc)]
 
         (acc,) = window_loops(kb, self.kernel, [vk.f(float("-inf") if is_max else 0.0)], tap,
                               unroll=opencl.UNROLL_BY_PRINTER)

@@ -50,7 +50,7 @@ class PoolSpec(KernelSpec):
             idx = k.select(valid, k.i(k.add(base, k.add(k.mul(iy, w), ix))), k.i(0))
             v = k.load(x_ptr, idx)
             if is_max:
-                return [k.select(valid, k.fmax(acc[0], v), acc[0])]
+                return [k.select(valid, k.maxnum(acc[0], v), acc[0])]
             return [k.fadd(acc[0], k.select(valid, v, k.f(0.0)))]
 
         init = [kb.f(float("-inf") if is_max else 0.0)]

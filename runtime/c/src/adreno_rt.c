@@ -289,8 +289,10 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
     const json_value *arr;
     adreno_status st = need(r, root, key, JSON_ARRAY, "the top level", &arr);
     if (st) return st;
-    if (arr->length == 0 || arr->length > 4096) return bad(r, key, "a model has 1 to 4096 %s", key);
-    *out = (tensor_desc *)calloc(arr->length, sizeof **out);
+    int outputs = strcmp(key, "outputs") == 0;
+    if ((outputs && arr->length == 0) || arr->length > 4096)
+        return bad(r, key, "a model has %s to 4096 %s", outputs ? "1" : "0", key);
+    *out = (tensor_desc *)calloc(arr->length ? arr->length : 1, sizeof **out);
     if (!*out) return fail(r->m, ADRENO_ERR_MEMORY, "out of host memory");
     *num = (int)arr->length;
     for (size_t i = 0; i < arr->length; i++) {
@@ -991,7 +993,7 @@ static adreno_status create_staging(adreno_model *m, adreno_io_mode mode) {
     m->stage = (float **)calloc((size_t)n, sizeof *m->stage);
     m->pinned = (unsigned char *)calloc((size_t)n, 1);
     m->stage_mem = (cl_mem *)calloc((size_t)n, sizeof *m->stage_mem);
-    m->input_set = (unsigned char *)calloc((size_t)m->num_inputs, 1);
+    m->input_set = (unsigned char *)calloc((size_t)m->num_inputs + 1, 1);
     if (!m->stage || !m->pinned || !m->stage_mem || !m->input_set)
         return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     for (int i = 0; i < n; i++) {
