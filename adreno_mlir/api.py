@@ -254,6 +254,7 @@ def compile(
     passes: Sequence[type[ModulePass]] = (),
     cache: CacheArg = None,
     runtime: str | None = None,
+    calibration=None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -278,6 +279,9 @@ def compile(
     cache:     the program binary cache (adreno_mlir.runtime.program_cache): None for
                the default folder ($ADRENO_MLIR_CACHE_DIR or the platform's user cache),
                False for none, or a folder. `cm.build_info` says whether it hit.
+    calibration: for fp16 storage (precision="fp16-acc32"), the inputs of the fp32 run
+               that checks every value stays within fp16's range ({name: array}; default
+               seeded random normal data); False skips the check (adreno_mlir.range_guard).
     runtime:   the launch path of `run`: "auto" (default, or $ADRENO_MLIR_RUNTIME: the
                native C runtime of runtime/c when it is built, else pyopencl), "native"
                or "pyopencl" (adreno_mlir.runtime.native). `cm.runtime` says which ran.
@@ -297,6 +301,11 @@ def compile(
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
     t_import = time.perf_counter()
+    if storage == "f16" and calibration is not False and not isinstance(model, ModuleOp):
+        from adreno_mlir.frontend.onnx_importer import load_model
+        from adreno_mlir.range_guard import check_fp16_range
+
+        check_fp16_range(load_model(model), calibration)
     graph = model.clone() if isinstance(model, ModuleOp) else import_onnx(model)
     timings = {"import": time.perf_counter() - t_import}
     in_shapes, out_shapes = io_shapes(graph)

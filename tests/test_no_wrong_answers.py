@@ -264,3 +264,44 @@ def test_opt_binary_input_names_the_problem(tmp_path):
     path.write_bytes(b"\xff\xfe\x00binary")
     proc = _opt(path)
     assert proc.returncode == 1 and "is not UTF-8 text (byte 0xff at offset 0)" in proc.stderr
+
+
+# --------------------------------------------------------------------------- fp16 range guard
+
+
+def _overflowing_model():
+    """x * 1e4 -> conv -> relu -> conv: the intermediate activations reach ~1.4e5, beyond
+    fp16's 65504, while input, weights and output are ordinary."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Mul", ["x", "s"], ["big"], name="scale"),
+             helper.make_node("Conv", ["big", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    inits = [numpy_helper.from_array(np.array(1e4, np.float32), "s"),
+             numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal((4, 8, 3, 3)).astype(np.float32), "w2")]
+    return _model(nodes, [_f("x", [1, 3, 8, 8])], [_f("y", [1, 4, 8, 8])], inits)
+
+
+@pytest.mark.parametrize("plan", ["nchw4c-textures", "nchw4c-buffers"])
+def test_fp16_storage_overflow_is_refused(plan):
+    """Bug: with fp16 storage, activations above 65504 silently became inf (254 of the 256
+    outputs of this model without the guard)."""
+    m = _overflowing_model()
+    kw = {k: v for k, v in PLANS[plan].items() if k != "precision"}
+    with pytest.raises(adreno_mlir.CompileError, match=r"fp16 storage would overflow .*tensor 'c' \(node 'conv1'\)"):
+        adreno_mlir.compile(m, precision="fp16-acc32", **kw)
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    unguarded = adreno_mlir.compile(m, precision="fp16-acc32", calibration=False, **kw).run({"x": x})["y"]
+    assert (~np.isfinite(unguarded)).sum() > 100  # what the guard prevents
+    assert np.isfinite(adreno_mlir.compile(m, **kw).run({"x": x})["y"]).all()  # fp32 is fine
+
+
+def test_fp16_guard_uses_the_given_calibration_inputs():
+    m = _overflowing_model()
+    small = {"x": np.full((1, 3, 8, 8), 1e-3, np.float32)}  # keeps every value far below 65504
+    cm = adreno_mlir.compile(m, precision="fp16-acc32", textures=True, target="adreno-740", calibration=small)
+    assert np.isfinite(cm.run(small)["y"]).all()
+    with pytest.raises(adreno_mlir.CompileError, match="calibration= names inputs the model does not have"):
+        adreno_mlir.compile(m, precision="fp16-acc32", textures=True, target="adreno-740",
+                            calibration={"nope": small["x"]})
