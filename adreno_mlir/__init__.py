@@ -12,7 +12,7 @@ if not _os.path.isdir(_os.path.join(__path__[0], "dialects")) and _os.path.isfil
         _os.path.join(_root, "dialects", "graph.py")):
     __path__.append(_root)
 
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import AdrenoError, CompileError, InputError
 
 
 def compile(*args, **kwargs):
@@ -30,4 +30,4 @@ def load(path, device=None, cache=None, runtime=None):
     return _load(path, device=device, cache=cache, runtime=runtime)
 
 
-__all__ = ["CompileError", "compile", "load"]
+__all__ = ["AdrenoError", "CompileError", "InputError", "compile", "load"]

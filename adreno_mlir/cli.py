@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import AdrenoError
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except CompileError as e:
+    except AdrenoError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except (OSError, ValueError) as e:

@@ -1,11 +1,35 @@
-"""One exception type for every user-facing compiler error."""
+"""The exceptions adreno-mlir raises on purpose, one family under `AdrenoError`:
+
+    AdrenoError                       catch this for "anything adreno-mlir refused"
+    ├── CompileError                  the model, IR, options or device cannot be compiled or loaded
+    │   ├── FrontendError             (adreno_mlir.frontend) the ONNX file or graph
+    │   ├── LoweringError             (lowering.groups) an op or fused region with no kernel
+    │   ├── RangeError                (adreno_mlir.range_guard) values beyond fp16 storage
+    │   ├── DeviceError, ImageLimitError, PlanError (adreno_mlir.runtime) the device or the plan
+    │   ├── ArtifactError             (adreno_mlir.artifact) a saved model that cannot be read or written
+    │   └── NativeRuntimeError        (adreno_mlir.runtime.native) the C runtime is missing or refused
+    └── InputError (also a ValueError) the feeds given to run()/profile(): names, shapes, dtypes
+
+Every message names what is wrong (the node, op, file or input) and what to do. The CLIs
+print `error: <message>` and exit 1, never a traceback. Anything else escaping is a bug
+of adreno-mlir, reported as an internal error.
+"""
 
 
-class CompileError(Exception):
+class AdrenoError(Exception):
+    """Base of every error adreno-mlir raises on purpose."""
+
+
+class CompileError(AdrenoError):
     """A problem with the user's model, IR or options; the message says what to do.
 
     The CLI prints it as `error: <message>` and exits non-zero, never a traceback.
     """
+
+
+class InputError(AdrenoError, ValueError):
+    """Bad inputs to `run()` / `profile()` (unknown or missing names, wrong shape or dtype).
+    Also a ValueError, as a wrong argument value is in Python."""
 
 
 def op_where(op) -> str:

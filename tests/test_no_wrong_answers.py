@@ -305,3 +305,27 @@ def test_fp16_guard_uses_the_given_calibration_inputs():
     with pytest.raises(adreno_mlir.CompileError, match="calibration= names inputs the model does not have"):
         adreno_mlir.compile(m, precision="fp16-acc32", textures=True, target="adreno-740",
                             calibration={"nope": small["x"]})
+
+
+# --------------------------------------------------------------------------- one error family
+
+
+def test_errors_are_one_family(tiny_path):
+    """Run-time input errors were bare ValueErrors while the README promised CompileErrors;
+    now every deliberate error is an AdrenoError: CompileError for the model, options and
+    device, InputError (also a ValueError) for bad feeds."""
+    from adreno_mlir.errors import AdrenoError, InputError
+    from adreno_mlir.frontend.onnx_importer import FrontendError
+    from adreno_mlir.range_guard import RangeError
+    from adreno_mlir.runtime.native import NativeRuntimeError
+
+    for cls in (FrontendError, RangeError, NativeRuntimeError, adreno_mlir.CompileError):
+        assert issubclass(cls, AdrenoError)
+    assert issubclass(InputError, ValueError) and adreno_mlir.InputError is InputError
+    cm = adreno_mlir.compile(str(tiny_path))
+    for feeds in ({}, {"input": np.zeros((1, 3, 8, 8), np.float32)}, {"input": np.zeros((1, 3, 64, 64))},
+                  {"input": np.zeros((1, 3, 64, 64), np.float32), "other": np.zeros(1, np.float32)}):
+        with pytest.raises(InputError):
+            cm.run(feeds)
+    with pytest.raises(AdrenoError):
+        adreno_mlir.compile(str(tiny_path), precision="fp8")

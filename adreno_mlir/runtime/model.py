@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from adreno_mlir.errors import InputError
+
 
 class RunnableModel:
     """Needs `input_names`, `output_names`, `input_shapes`, `output_shapes` and
@@ -47,12 +49,12 @@ class RunnableModel:
 
     def _check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         if not isinstance(feeds, Mapping):
-            raise ValueError(  # noqa: TRY004 - run() reports every bad feed as ValueError
+            raise InputError(  # noqa: TRY004 - run() reports every bad feed as InputError (a ValueError)
                 f"run() takes a dict of inputs {{name: array}}; expected names {self.input_names}")
         unknown = sorted(set(feeds) - set(self.input_names))
         missing = [n for n in self.input_names if n not in feeds]
         if unknown or missing:
-            raise ValueError(
+            raise InputError(
                 f"wrong input names: expected {self.input_names}"
                 + (f", missing {missing}" if missing else "")
                 + (f", unknown {unknown}" if unknown else "")
@@ -61,11 +63,11 @@ class RunnableModel:
         for name in self.input_names:
             x = feeds[name]
             if not isinstance(x, np.ndarray):
-                raise ValueError(f"input '{name}' must be a numpy array, got {type(x).__name__}")  # noqa: TRY004
+                raise InputError(f"input '{name}' must be a numpy array, got {type(x).__name__}")  # noqa: TRY004
             if x.dtype != np.float32:
-                raise ValueError(f"input '{name}' has dtype {x.dtype}; expected float32")
+                raise InputError(f"input '{name}' has dtype {x.dtype}; expected float32")
             if tuple(x.shape) != self.input_shapes[name]:
-                raise ValueError(
+                raise InputError(
                     f"input '{name}' has shape {list(x.shape)}; expected {list(self.input_shapes[name])}"
                 )
             arrays.append(x)
@@ -80,9 +82,9 @@ class RunnableModel:
         """{output name: array of its ONNX shape} for {input name: float32 array}.
         `runtime="pyopencl"` takes the pyopencl launch path even when the native one is open."""
         if runtime is not None and runtime not in ("native", "pyopencl"):
-            raise ValueError(f"run(runtime=...) takes 'native' or 'pyopencl', not {runtime!r}")
+            raise InputError(f"run(runtime=...) takes 'native' or 'pyopencl', not {runtime!r}")
         if runtime == "native" and self.executable.native is None:
-            raise ValueError("this model runs on pyopencl only (compiled or loaded with runtime='pyopencl', or the "
+            raise InputError("this model runs on pyopencl only (compiled or loaded with runtime='pyopencl', or the "
                              "native runtime is not built); compile or load it with runtime='native'")
         arrays = self._check_inputs(feeds)
         outs = self.executable.run(arrays, runtime=runtime)
