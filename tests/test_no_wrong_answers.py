@@ -329,3 +329,16 @@ def test_errors_are_one_family(tiny_path):
             cm.run(feeds)
     with pytest.raises(AdrenoError):
         adreno_mlir.compile(str(tiny_path), precision="fp8")
+
+
+def test_tensor_beyond_the_device_allocation_limit_is_named():
+    """Bug: a 1x3x20000x20000 input raised pyopencl's raw `LogicError: create_buffer failed:
+    INVALID_BUFFER_SIZE`; now the compile names the tensor and the device's limit."""
+    from adreno_mlir.runtime.device import find_device
+
+    limit = int(find_device().max_mem_alloc_size)
+    side = int((limit / 12) ** 0.5) + 64  # 3 float channels of side x side: just above the limit
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_f("x", [1, 3, side, side])], [_f("y", [1, 3, side, side])])
+    with pytest.raises(adreno_mlir.CompileError, match=rf"input 'x' \[1, 3, {side}, {side}\] needs .* more than .*largest "
+                                                       "allocation"):
+        adreno_mlir.compile(m)

@@ -290,6 +290,31 @@ def image_limit_problem(plan: Plan, image_support: bool, max_width: int, max_hei
             "compile for this device's profile (target='auto') or with textures=False")
 
 
+def memory_limit_problem(plan: Plan, max_alloc: int, global_mem: int, device_name: str) -> str | None:
+    """Why `plan`'s buffers do not fit a device whose largest allocation is `max_alloc`
+    bytes and whose memory is `global_mem` bytes (None if they do); names the tensor
+    (model input or output) or weight when it can."""
+    def gib(n: int) -> str:
+        return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+    owners = {t.allocation: f"{kind} '{t.name}' {list(t.shape)}" for kind, ts in
+              (("input", plan.inputs), ("output", plan.outputs)) for t in ts}
+    for i, a in enumerate(plan.allocations):
+        if isinstance(a, BufferAlloc) and max_alloc and a.nbytes > max_alloc:
+            what = owners.get(i, f"an intermediate tensor (allocation {i})")
+            return (f"{what} needs {gib(a.nbytes)} in one buffer, more than {device_name}'s largest allocation "
+                    f"({gib(max_alloc)}); use a smaller input shape")
+    for w in plan.weights:
+        if max_alloc and w.nbytes > max_alloc:
+            return (f"weight '{w.name}' needs {gib(w.nbytes)} in one buffer, more than {device_name}'s largest "
+                    f"allocation ({gib(max_alloc)})")
+    total = sum(a.nbytes if isinstance(a, BufferAlloc) else a.width * a.height * (8 if a.format == "rgba_f16" else 16)
+                for a in plan.allocations) + sum(w.nbytes for w in plan.weights)
+    if global_mem and total > global_mem:
+        return f"the model needs {gib(total)} of device memory; {device_name} has {gib(global_mem)}"
+    return None
+
+
 # --------------------------------------------------------------------------- from IR
 
 
