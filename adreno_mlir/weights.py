@@ -65,8 +65,20 @@ class WeightStore:
             if path is None or not path.exists():
                 where = f"in {self.directory}" if self.directory else "in memory"
                 raise KeyError(f"weight @{name} not found {where}")
-            self.arrays[name] = np.load(path, mmap_mode="r")
+            try:
+                self.arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError, EOFError) as e:
+                from adreno_mlir.errors import CompileError
+
+                raise CompileError(f"weight @{name}: {path} is not a readable .npy file ({e}); write it again "
+                                   "(adreno-mlir import -o) or restore it") from None
         return self.arrays[name]
+
+    def path_of(self, name: str) -> str:
+        """Where weight `name` lives, for messages: its .npy file, or "memory"."""
+        if self.directory is not None and (self.directory / f"{name}.npy").exists():
+            return str(self.directory / f"{name}.npy")
+        return "memory"
 
     def add(self, hint: str, array: np.ndarray) -> str:
         """Store `array` under a fresh name derived from `hint`; returns the name."""

@@ -31,7 +31,14 @@ def constant_value(value: SSAValue, store: WeightStore | None = None) -> np.ndar
         return np.array(op.value.get_values(), dtype=np.float32).reshape(shape)
     if store is None:
         store = store_of(module_of(op))
-    return np.asarray(store[op.weight_name], dtype=np.float32).reshape(shape)
+    arr = np.asarray(store[op.weight_name], dtype=np.float32)
+    if list(arr.shape) != list(shape) and arr.size != int(np.prod(shape, dtype=np.int64)):
+        from adreno_mlir.errors import CompileError
+
+        raise CompileError(f"weight @{op.weight_name} ({store.path_of(op.weight_name)}) has shape {list(arr.shape)}, "
+                           f"but its graph.constant says {list(shape)}; the weights folder does not belong to "
+                           "this IR (import the model again)")
+    return arr.reshape(shape)
 
 
 def new_constant(store: WeightStore, arr: np.ndarray, hint: str) -> graph.ConstantOp:

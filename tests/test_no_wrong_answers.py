@@ -342,3 +342,29 @@ def test_tensor_beyond_the_device_allocation_limit_is_named():
     with pytest.raises(adreno_mlir.CompileError, match=rf"input 'x' \[1, 3, {side}, {side}\] needs .* more than .*largest "
                                                        "allocation"):
         adreno_mlir.compile(m)
+
+
+def _imported(tiny_path, tmp_path):
+    out = tmp_path / "t.mlir"
+    proc = _cli("import", tiny_path, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    return out, tmp_path / "t.weights" / "w_1.npy"
+
+
+def test_weight_file_of_the_wrong_shape_names_the_weight_and_file(tiny_path, tmp_path):
+    """Bug: a weights .npy of the wrong shape gave numpy's reshape message, without the
+    weight's name or file."""
+    ir, npy = _imported(tiny_path, tmp_path)
+    np.save(npy, np.zeros(np.load(npy).size + 5, np.float32))
+    proc = _opt(ir, "-p", "graph-canonicalize,fold-batchnorm,graph-canonicalize,graph-fuse,select-kernel-config,"
+                "convert-graph-to-opencl", "-t", "opencl")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"weight @w_1 ({npy}) has shape [437], but its graph.constant says [16, 3, 3, 3]" in proc.stderr
+
+
+def test_corrupted_weight_file_names_the_weight_and_file(tiny_path, tmp_path):
+    ir, npy = _imported(tiny_path, tmp_path)
+    npy.write_bytes(b"\x93NUMPY garbage")
+    proc = _opt(ir, "-p", "graph-canonicalize,fold-batchnorm", "-t", "mlir")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"weight @w_1: {npy} is not a readable .npy file" in proc.stderr
