@@ -306,7 +306,13 @@ def compile(
         from adreno_mlir.range_guard import check_fp16_range
 
         check_fp16_range(load_model(model), calibration)
-    graph = model.clone() if isinstance(model, ModuleOp) else import_onnx(model)
+    if isinstance(model, ModuleOp):
+        from adreno_mlir.weights import attach
+
+        graph = model.clone()
+        attach(graph, store_of(model).overlay())  # the compile's weights never land in the caller's store
+    else:
+        graph = import_onnx(model)
     timings = {"import": time.perf_counter() - t_import}
     in_shapes, out_shapes = io_shapes(graph)
     stage_ir: dict[str, str] = {"graph": module_to_text(graph)} if keep_ir else {}

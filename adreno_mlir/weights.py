@@ -95,6 +95,15 @@ class WeightStore:
         self.added.add(name)
         return name
 
+    def overlay(self) -> WeightStore:
+        """A new store that reads this one's arrays (shared, not copied) and directory, and
+        keeps what is added to it to itself: a compile of the caller's module works on a
+        clone attached to an overlay, so the repacked and transformed weights it makes go
+        away with the compiled model instead of staying in the caller's store."""
+        other = WeightStore(self.directory)
+        other.arrays = dict(self.arrays)
+        return other
+
     def save(self, directory: Path) -> None:
         """Write every array as `<directory>/<name>.npy`."""
         directory.mkdir(parents=True, exist_ok=True)
