@@ -553,3 +553,22 @@ def test_malformed_artifacts_under_valgrind(tiny_artifact, native_dir, run_env, 
             env=run_env, capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode == 1, f"{case}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
         assert MALFORMED[case][2] in proc.stderr
+
+
+def test_closed_native_model_refuses_calls(tiny_path, cache):
+    """close() while another thread runs waits for it; calls after close() are an error,
+    not a use of freed C memory."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache, runtime="native")
+    feeds = _feeds(cm)
+    nat = cm.executable.native
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(lambda: [cm.run(feeds) for _ in range(20)])
+        nat.close()
+        try:
+            running.result()
+        except native.NativeRuntimeError as e:
+            assert "closed" in str(e)
+    with pytest.raises(native.NativeRuntimeError, match="closed"):
+        cm.run(feeds)

@@ -237,7 +237,14 @@ class NativeModel:
         self._out_ptrs = (ctypes.c_void_p * len(plan.outputs))()
 
     def close(self) -> None:
-        self._finalizer()
+        """Release the C model now (waits for a run in progress on another thread); later
+        calls raise NativeRuntimeError instead of touching freed memory."""
+        with self._lock:
+            self._finalizer()
+
+    def _check_open(self) -> None:
+        if not self._finalizer.alive:
+            raise NativeRuntimeError("this native model has been closed")
 
     def _check(self, status: int) -> None:
         if status != 0:
@@ -257,6 +264,7 @@ class NativeModel:
         inferences' launches issued back to back with no copies."""
         issue, total = ctypes.c_double(), ctypes.c_double()
         with self._lock:
+            self._check_open()
             self._check(self._lib.adreno_measure_launches(self._handle, n, ctypes.byref(issue), ctypes.byref(total)))
         return issue.value, total.value
 
@@ -267,6 +275,7 @@ class NativeModel:
                              f"{[t.count for t in self.plan.inputs]} elements, got {[a.size for a in arrays]}")
         outs = [np.empty(n, np.float32) for n in self._counts]
         with self._lock:
+            self._check_open()
             for k, a in enumerate(arrays):
                 self._in_ptrs[k] = a.ctypes.data
             for k, o in enumerate(outs):
@@ -280,6 +289,7 @@ class NativeModel:
         times = (ctypes.c_double * max(self.num_launches, 1))()
         span = ctypes.c_double()
         with self._lock:
+            self._check_open()
             for k, a in enumerate(inputs):
                 a = np.ascontiguousarray(a, dtype=np.float32)
                 self._check(self._lib.adreno_set_input(self._handle, k, a.ctypes.data, a.size))
