@@ -73,10 +73,16 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="summary file (default OUT/summary.json)")
     ap.add_argument("--minimize", action="store_true", help="shrink each failing graph before saving it")
     ap.add_argument("--replay", default=None, help="a spec (JSON text or file) to run instead of generating")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue a stopped run: read OUT's summary and skip the graphs it already tried "
+                         "(the same --seed/--max-steps regenerate the same sequence)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
 
     warnings.simplefilter("ignore")
+    import faulthandler
+
+    faulthandler.enable()  # a crash inside the OpenCL driver leaves a Python stack in the log
     import numpy as np
     import onnx
     from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -102,12 +108,32 @@ def main(argv=None) -> int:
     kernels_seen: dict[str, collections.Counter] = {p: collections.Counter() for p in plans}
     memory = collections.Counter()
     seen_specs: set[str] = set()
-    state = {"graphs": 0, "start": time.time()}
+    state = {"graphs": 0, "start": time.time(), "skip": 0, "seconds_before": 0.0}
+    if args.resume and summary_path.is_file():
+        old = json.loads(summary_path.read_text())
+        if old.get("seed") != args.seed or old.get("max_steps") != args.max_steps:
+            ap.error("--resume: the summary was written with another --seed or --max-steps")
+        state["skip"] = old["graphs_tried"]
+        state["seconds_before"] = old["seconds"]
+        for p in plans:
+            counts[p].update(old["per_plan"].get(p, {}))
+            refusals[p].update(old["refusals_by_reason"].get(p, {}))
+            kernels_seen[p].update(old.get("kernels_launched", {}).get(p, {}))
+        failures.extend(old["failures"])
+        divergences.extend(old["divergences"])
+        ref_disagree.extend(old["onnxruntime_vs_onnx_reference"]["cases"])
+        ref_errors.update(old["onnxruntime_vs_onnx_reference"]["reference_errors"])
+        ort_failed.extend(old["onnxruntime_failed"])
+        ops_seen.update(old["ops_generated"])
+        memory.update(old.get("memory", {}))
+        seen_specs.update(old.get("spec_hashes", []))
+        print(f"resuming after {state['skip']} graphs", flush=True)
 
     def write_summary(final: bool = False) -> None:
         summary = {
             "finished": final, "graphs_tried": state["graphs"], "distinct_graphs": len(seen_specs),
-            "seconds": round(time.time() - state["start"], 1), "seed": args.seed, "max_steps": args.max_steps,
+            "seconds": round(state["seconds_before"] + time.time() - state["start"], 1), "seed": args.seed,
+            "max_steps": args.max_steps,
             "plans": {p: fg.PLANS[p] for p in plans},
             "per_plan": {p: dict(counts[p]) for p in plans},
             "totals": dict(sum((counts[p] for p in plans), collections.Counter())),
@@ -116,11 +142,12 @@ def main(argv=None) -> int:
             "divergences": divergences,
             "onnxruntime_vs_onnx_reference": {"disagree": len(ref_disagree), "reference_failed": sum(ref_errors.values()),
                                               "reference_errors": dict(ref_errors.most_common()),
-                                              "cases": ref_disagree[:200]},
+                                              "cases": ref_disagree},
             "onnxruntime_failed": ort_failed,
             "ops_generated": dict(ops_seen.most_common()),
             "kernels_launched": {p: dict(kernels_seen[p].most_common()) for p in plans},
             "memory": dict(memory),
+            "spec_hashes": sorted(seen_specs),
         }
         tmp = summary_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(summary, indent=1, default=str))
@@ -141,6 +168,8 @@ def main(argv=None) -> int:
     def run_one(spec) -> None:
         index = state["graphs"]
         state["graphs"] += 1
+        if index < state["skip"]:
+            return
         key = hashlib.sha256(spec.to_json().encode()).hexdigest()[:16]
         seen_specs.add(key)
         for st_ in spec.steps:
