@@ -142,6 +142,10 @@ def plan_options(target: str, device: str | None, textures: bool | None, precisi
     layout = check_layout(layout)
     target_name = _resolve_target(target, default_context(device))
     profile = get_profile(target_name)
+    if precision == Precision.FP16 and not profile.supports_fp16:
+        raise CompileError(f"precision='fp16' computes in half, which target profile '{target_name}' does not support "
+                           "(no cl_khr_fp16); use precision='fp16-acc32' (fp16 storage, fp32 arithmetic) or a target "
+                           "with half arithmetic (adreno-*)")
     if textures is None:
         textures = profile.is_gpu and profile.supports_images
     if layout is None:
@@ -160,10 +164,11 @@ that takes the default pipeline string of the plan and returns the one to run.""
 
 
 def plan_pipeline(layout: str, textures: bool, storage: str, target_name: str,
-                  work_group: tuple[int, ...] = (), pipeline: PipelineArg = None) -> list[tuple[str, str]]:
+                  work_group: tuple[int, ...] = (), pipeline: PipelineArg = None,
+                  compute: str = "f32") -> list[tuple[str, str]]:
     """The stages a compile runs: the plan's default stages, or a caller's pipeline
     (one stage per pass)."""
-    stages = stages_for(layout, textures, storage, target_name, work_group)
+    stages = stages_for(layout, textures, storage, target_name, work_group, compute)
     if pipeline is None:
         return stages
     spec = pipeline(pipeline_string(stages)) if callable(pipeline) else pipeline
@@ -219,6 +224,7 @@ def lower(
     pipeline: PipelineArg = None,
     passes: Sequence[type[ModulePass]] = (),
     timings: dict[str, float] | None = None,
+    compute: str = "f32",
 ) -> tuple[list[StageResult], str]:
     """Run a plan's stages (or a caller's `pipeline`, which may name the pass classes in
     `passes`) on `module` in place; returns the stage timings and the OpenCL C program
@@ -227,7 +233,7 @@ def lower(
     from adreno_mlir.lowering.opencl_printer import opencl_source
 
     stages = run_stages(make_context(), module,
-                        plan_pipeline(layout, textures, storage, target_name, work_group, pipeline),
+                        plan_pipeline(layout, textures, storage, target_name, work_group, pipeline, compute),
                         after_stage, passes, verify_each=pipeline is not None)
     if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
            for o in module.body.block.ops):
@@ -262,9 +268,10 @@ def compile(
     device:    the OpenCL device (default: PYOPENCL_CTX, else PoCL's CPU device).
     textures:  True puts NCHW4c activations in images wherever legal, False forces the
                buffer plan; None (default) uses images on GPU targets with image support.
-    precision: "fp32", or "fp16-acc32" (fp16 storage in half images/buffers, fp32
-               arithmetic; needs no cl_khr_fp16). "fp16" (half arithmetic) is refused
-               with an explanation: it is not implemented.
+    precision: "fp32"; "fp16-acc32" (fp16 storage in half images/buffers, fp32
+               arithmetic; needs no cl_khr_fp16); or "fp16" (fp16 storage and half
+               arithmetic in every NCHW4c kernel: `compute = "f16"` in each kernel_config;
+               refused on a device without cl_khr_fp16).
     layout:    "nchw4c" (texture-level pipeline) or "nchw" (plain buffers, fp32 only);
                default nchw4c when textures or fp16 storage are used, else nchw.
     work_group: local sizes: "driver" (default: the OpenCL driver picks), "auto" (the
@@ -279,7 +286,7 @@ def compile(
     cache:     the program binary cache (adreno_mlir.runtime.program_cache): None for
                the default folder ($ADRENO_MLIR_CACHE_DIR or the platform's user cache),
                False for none, or a folder. `cm.build_info` says whether it hit.
-    calibration: for fp16 storage (precision="fp16-acc32"), the inputs of the fp32 run
+    calibration: for fp16 storage (precision "fp16-acc32" or "fp16"), the inputs of the fp32 run
                that checks every value stays within fp16's range ({name: array}; default
                seeded random normal data); False skips the check (adreno_mlir.range_guard).
     runtime:   the launch path of `run`: "auto" (default, or $ADRENO_MLIR_RUNTIME: the
@@ -288,6 +295,7 @@ def compile(
     """
     from adreno_mlir.options import check_precision, check_work_group
     from adreno_mlir.runtime import Executable, default_context
+    from adreno_mlir.runtime.device import check_half_support
     from adreno_mlir.runtime.executor import ImageLimitError
     from adreno_mlir.runtime.native import resolve_runtime
 
@@ -296,8 +304,11 @@ def compile(
     runtime = resolve_runtime(runtime)
     work_group = check_work_group(work_group)
     layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
+    compute = check_precision(precision).compute
     precision = check_precision(precision).value
     context = default_context(device)
+    if compute == "f16":
+        check_half_support(context.devices[0])
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
     t_import = time.perf_counter()
@@ -324,7 +335,7 @@ def compile(
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
     stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes,
-                           timings)
+                           timings, compute)
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
                           input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime)
@@ -338,7 +349,7 @@ def compile(
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
         stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline,
-                               passes, timings)
+                               passes, timings, compute)
         executable = instantiate(module, source)
     total = time.perf_counter() - start
     lowering = sum(st.seconds for st in stages if st.name == "opencl")

@@ -87,7 +87,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         written.append(path)
 
     results, source = lower(module, layout, textures, storage, target, work_group_sizes(args.work_group, target),
-                            None if artifact_only else after)
+                            None if artifact_only else after, compute=check_precision(args.precision).compute)
     plan, weights = plan_from_module(module, store_of(module), input_shapes=in_shapes, output_shapes=out_shapes)
     pipeline = ",".join(r.pipeline for r in results)
     cl_path = out / (Path(args.model).stem + ".cl")

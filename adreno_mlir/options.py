@@ -31,16 +31,24 @@ __all__ = [
 
 
 class Precision(StrEnum):
-    """Element type of stored activations and weights (arithmetic is always fp32)."""
+    """Element type of stored activations, and of the arithmetic of NCHW4c kernels."""
 
     FP32 = "fp32"
     FP16_ACC32 = "fp16-acc32"
     """fp16 storage (half images, `vload_half4` buffers), fp32 arithmetic; no cl_khr_fp16 needed."""
+    FP16 = "fp16"
+    """fp16 storage and half arithmetic in every NCHW4c kernel (weights in half too; global
+    means sum in fp32); needs a device with cl_khr_fp16."""
 
     @property
     def storage(self) -> str:
         """The `storage=` option of convert-layout-nchw4c (`f32` or `f16`)."""
-        return {Precision.FP32: "f32", Precision.FP16_ACC32: "f16"}[self]
+        return "f32" if self is Precision.FP32 else "f16"
+
+    @property
+    def compute(self) -> str:
+        """The `compute=` option of select-kernel-config (`f32` or `f16`)."""
+        return "f16" if self is Precision.FP16 else "f32"
 
 
 class Layout(StrEnum):
@@ -66,11 +74,6 @@ def _bad(param: str, value: Any, choices: str, extra: str = "") -> CompileError:
 
 
 def check_precision(value: Any) -> Precision:
-    if isinstance(value, str) and value == "fp16":
-        raise CompileError(
-            "precision='fp16' (half arithmetic) is not implemented; use 'fp16-acc32' for fp16 "
-            "storage with fp32 accumulation"
-        )
     if isinstance(value, str):
         try:
             return Precision(value)

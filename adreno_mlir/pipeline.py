@@ -21,13 +21,16 @@ GRAPH_OPT = ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize"
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
-               work_group: tuple[int, ...] = ()) -> list[tuple[str, str]]:
+               work_group: tuple[int, ...] = (), compute: str = "f32") -> list[tuple[str, str]]:
     """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
     (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
     target profile, split-K, the lowering and CSE of the generated kernels. The NCHW
     plan runs the same passes; conv-winograd and split-k find nothing to do there
-    (both apply to NCHW4c convolutions only)."""
+    (both apply to NCHW4c convolutions only). `compute` "f16" (precision fp16) has
+    select-kernel-config give every NCHW4c kernel `compute = "f16"`."""
     config = f"select-kernel-config{{target={target}"
+    if compute != "f32":
+        config += f" compute={compute}"
     if work_group:
         config += " work-group=" + ",".join(str(d) for d in work_group)
     config += "}"

@@ -52,6 +52,10 @@ if "ADRENO_MLIR_CACHE_DIR" not in os.environ:
     os.environ["ADRENO_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="adreno-mlir-fuzz-programs-")
 # Hypothesis keeps a cache of source constants under ./.hypothesis unless told otherwise.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "adreno-mlir-fuzz-hypothesis"))
+# The fp16 plan runs on Intel's CPU runtime (cl_khr_fp16), registered as the tests do.
+from adreno_mlir.runtime.device import use_intel_cpu_runtime  # noqa: E402
+
+use_intel_cpu_runtime()
 
 
 def _normalise(msg: str) -> str:

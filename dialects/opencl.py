@@ -814,7 +814,10 @@ class VStoreHalf4Op(IRDLOperation):
 
 @irdl_op_definition
 class ReadImageOp(IRDLOperation):
-    """`%v = opencl.read_imagef %img[%x, %y] : vector<4xf32>`."""
+    """`%v = opencl.read_imagef %img[%x, %y] : vector<4xf32>` → `read_imagef(img, sampler, (int2)(x, y))`.
+
+    With a `vector<4xf16>` result it is `read_imageh` (cl_khr_fp16): the pixel as a half4,
+    for kernels that compute in half (precision fp16). Either reads any image format."""
 
     name = "opencl.read_imagef"
 
@@ -828,8 +831,9 @@ class ReadImageOp(IRDLOperation):
         image: SSAValue | Operation,
         x: SSAValue | Operation,
         y: SSAValue | Operation,
+        result_type: Attribute = VEC4F32,
     ):
-        super().__init__(operands=[image, x, y], result_types=[VEC4F32])
+        super().__init__(operands=[image, x, y], result_types=[result_type])
 
     def verify_(self) -> None:
         assert isinstance(self.image.type, Image2DType)
@@ -838,9 +842,9 @@ class ReadImageOp(IRDLOperation):
                 "opencl.read_imagef needs an image with read access, got "
                 f"{self.image.type}"
             )
-        if self.result.type != VEC4F32:
+        if self.result.type not in (VEC4F32, VEC4F16):
             raise VerifyException(
-                f"opencl.read_imagef result must be vector<4xf32>, got {self.result.type}"
+                f"opencl.read_imagef result must be vector<4xf32> or vector<4xf16>, got {self.result.type}"
             )
 
     def print(self, printer: Printer) -> None:
@@ -853,12 +857,14 @@ class ReadImageOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ReadImageOp:
         img, (x, y) = _parse_ptr_index(parser, 2)
         attrs = parser.parse_optional_attr_dict()
+        rt: Attribute = VEC4F32
         if parser.parse_optional_punctuation(":") is not None:
-            parser.parse_type()
+            rt = parser.parse_type()
         op = ReadImageOp(
             parser.resolve_operand(img, Image2DType("read")),
             parser.resolve_operand(x, i32),
             parser.resolve_operand(y, i32),
+            rt,
         )
         op.attributes |= attrs
         return op
@@ -866,7 +872,9 @@ class ReadImageOp(IRDLOperation):
 
 @irdl_op_definition
 class WriteImageOp(IRDLOperation):
-    """`opencl.write_imagef %img[%x, %y], %v : vector<4xf32>`."""
+    """`opencl.write_imagef %img[%x, %y], %v : vector<4xf32>` → `write_imagef(img, (int2)(x, y), v)`.
+
+    A `vector<4xf16>` value is written with `write_imageh` (cl_khr_fp16)."""
 
     name = "opencl.write_imagef"
 
@@ -891,9 +899,9 @@ class WriteImageOp(IRDLOperation):
                 "opencl.write_imagef needs an image with write access, got "
                 f"{self.image.type}"
             )
-        if self.value.type != VEC4F32:
+        if self.value.type not in (VEC4F32, VEC4F16):
             raise VerifyException(
-                f"opencl.write_imagef value must be vector<4xf32>, got {self.value.type}"
+                f"opencl.write_imagef value must be vector<4xf32> or vector<4xf16>, got {self.value.type}"
             )
 
     def print(self, printer: Printer) -> None:

@@ -9,6 +9,7 @@ seen before reuses its kernel, so repeated blocks share code.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections import OrderedDict
@@ -21,8 +22,9 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, f16, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from adreno_mlir.dialects import graph, opencl, texture
-from adreno_mlir.lowering.groups import LoweringError
+from adreno_mlir.lowering.groups import LoweringError, where
 from adreno_mlir.lowering.kernels.common import KernelSpec
+from adreno_mlir.lowering.kernels.packed import PackedSpec
 from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
 from adreno_mlir.weights import store_of
 
@@ -100,6 +102,7 @@ class HostBuilder:
         self.block = Block(arg_types=in_types)
         self.buffers: dict[SSAValue, SSAValue] = {}
         self._int_constants: dict[int, SSAValue] = {}
+        self._half_weights: dict[SSAValue, SSAValue] = {}
         for old, new in zip(fn.args, self.block.args):
             self.buffers[old] = new
             new.name_hint = old.name_hint
@@ -128,6 +131,34 @@ class HostBuilder:
         else:
             raise LoweringError(f"value {value.name_hint or ''} is used before it is computed")
         self.buffers[value] = buf
+        return buf
+
+    @property
+    def compute(self) -> str:
+        """The arithmetic of the kernel being lowered: its config's `compute` (f32 or f16)."""
+        return self.config.get("compute", "f32")
+
+    def weight_buffer(self, value: SSAValue) -> SSAValue:
+        """A weight or bias operand in the type the kernel computes in: the f32 buffer,
+        or for a half kernel a half copy (made once per value). A weight beyond half's
+        range is an error naming it, never a silent inf."""
+        if self.compute != "f16":
+            return self.buffer(value)
+        if value in self._half_weights:
+            return self._half_weights[value]
+        arr = np.asarray(self.constant_array(value), np.float32)
+        finite = arr[np.isfinite(arr)]
+        peak = float(np.abs(finite).max()) if finite.size else 0.0
+        name = value.name_hint or "weight"
+        if peak > float(np.finfo(np.float16).max):
+            op = value.owner
+            raise LoweringError(
+                f"{where(op) if isinstance(op, Operation) else name}: weight '{name}' reaches {peak:.4g}, beyond "
+                "fp16's largest value 65504, so a kernel computing in half cannot hold it; set compute = \"f32\" "
+                "in this kernel's kernel_config, or compile with precision='fp16-acc32' or 'fp32'")
+        buf = self.weight(name + "_f16", np.ascontiguousarray(arr.astype(np.float16)))
+        buf.name_hint = name
+        self._half_weights[value] = buf
         return buf
 
     def constant_array(self, value: SSAValue) -> np.ndarray:
@@ -197,6 +228,10 @@ class HostBuilder:
         return self.kernels[key]
 
     def launch(self, spec: KernelSpec, args: Sequence[SSAValue], loc, scalars: Sequence[int] = ()) -> None:
+        """Launch `spec`'s kernel; an NCHW4c kernel computes in its config's `compute`
+        type (its weight operands must come from `weight_buffer`)."""
+        if isinstance(spec, PackedSpec) and spec.compute != self.compute:
+            spec = dataclasses.replace(spec, compute=self.compute)
         grid = spec.global_size()
         spec = spec.shared()  # extents the kernel does not need are dropped from its identity
         name = self.kernel(spec)

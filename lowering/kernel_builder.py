@@ -2,7 +2,11 @@
 
 Kernel generators (lowering/kernels/*.py) describe their loops and index arithmetic
 with these helpers instead of OpenCL strings, so every kernel is real IR that the
-printer turns into C. Integer values are i32 (OpenCL `int`); floats are f32.
+printer turns into C. Integer values are i32 (OpenCL `int`). Data floats are the
+builder's `ftype`: f32, or f16 in kernels that compute in half (precision fp16,
+`kernel_config` compute = "f16"). A float constant written as a Python number takes
+the type of the value it meets (`fadd(x, 0.5)` is half when x is, f32 when x is a
+coordinate from `to_float`), else the builder's; `cast` converts between the two.
 
 The builder never creates the same pure expression twice: every pure op is looked up
 by (op kind, operands, attributes) in a table scoped like the IR's dominance (a nested
@@ -21,8 +25,8 @@ import struct
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import (DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, StringAttr, VectorType, f32,
-                                   i1, i32, i64)
+from xdsl.dialects.builtin import (DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, StringAttr, VectorType, f16,
+                                   f32, i1, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from adreno_mlir.dialects import opencl
@@ -87,10 +91,12 @@ def _unroll_attr(unroll: bool | int | str) -> Attribute:
 class KernelBuilder:
     """Appends ops to a block; nested regions get their own builder."""
 
-    def __init__(self, block: Block, width: int = 1, scope: _Scope | None = None):
+    def __init__(self, block: Block, width: int = 1, scope: _Scope | None = None, ftype: Attribute = f32):
         self.block = block
         self.width = width
         """Float width: 1, or 4 when float constants should be float4 splats."""
+        self.ftype = ftype
+        """Element type of data floats: f32, or f16 for half arithmetic."""
         self._scope = scope if scope is not None else _Scope()
 
     # ------------------------------------------------------------------ plumbing
@@ -123,12 +129,18 @@ class KernelBuilder:
 
     def child(self, block: Block) -> KernelBuilder:
         # values of enclosing blocks dominate the nested block, not the other way round
-        return KernelBuilder(block, self.width, _Scope(self._scope))
+        return KernelBuilder(block, self.width, _Scope(self._scope), self.ftype)
 
-    def vector(self) -> KernelBuilder:
-        """A builder on the same block whose float constants are float4 splats
-        (for element-wise expressions over NCHW4c pixels)."""
-        return KernelBuilder(self.block, 4, self._scope)
+    def vector(self, ftype: Attribute | None = None) -> KernelBuilder:
+        """A builder on the same block whose float constants are float4 (or half4)
+        splats (for element-wise expressions over NCHW4c pixels); `ftype` overrides the
+        element type (an f32 accumulator in a half kernel)."""
+        return KernelBuilder(self.block, 4, self._scope, ftype or self.ftype)
+
+    @property
+    def half(self) -> bool:
+        """Whether data floats are half (the kernel computes in fp16)."""
+        return self.ftype == f16
 
     # ------------------------------------------------------------------ constants
 
@@ -142,19 +154,46 @@ class KernelBuilder:
         if isinstance(v, SSAValue):
             return v
         v = float(v)
+        ft = self.ftype
         # -0.0 == 0.0 and NaN != NaN: key on the bits, not the value
-        key = ("f", struct.pack("<d", v), self.width)
+        key = ("f", struct.pack("<d", v), self.width, ft)
         if self.width == 1:
-            return self.pure(key, lambda: arith.ConstantOp(FloatAttr(v, f32)))
+            return self.pure(key, lambda: arith.ConstantOp(FloatAttr(v, ft)))
         if not math_.isfinite(v):
             # xDSL 0.74 prints a non-finite splat as `dense<0xff800000>` and parses
             # that back as the integer 4286578688.0: a max pool's -inf start value
             # would change when lowered IR is printed and read again. A splat of the
             # scalar (which round-trips) is the same float4.
-            scalar = KernelBuilder(self.block, 1, self._scope).f(v)
+            scalar = KernelBuilder(self.block, 1, self._scope, ft).f(v)
             return self.pure(key, lambda: opencl.VecSplatOp(scalar))
         return self.pure(key, lambda: arith.ConstantOp(
-            DenseIntOrFPElementsAttr.from_list(VectorType(f32, [self.width]), [v])))
+            DenseIntOrFPElementsAttr.from_list(VectorType(ft, [self.width]), [v])))
+
+    def const_like(self, v: float | SSAValue, like: Attribute) -> SSAValue:
+        """`v` as a constant of type `like` (a float or a vector of floats)."""
+        if isinstance(v, SSAValue):
+            return v
+        if isinstance(like, VectorType):
+            return KernelBuilder(self.block, like.get_shape()[0], self._scope, like.element_type).f(v)
+        return KernelBuilder(self.block, 1, self._scope, like).f(v)
+
+    def _floats(self, *xs) -> list[SSAValue]:
+        """Float operands: Python numbers become constants of the first SSA operand's
+        type (the builder's own when there is none)."""
+        like = next((x.type for x in xs if isinstance(x, SSAValue)), None)
+        if like is None:
+            return [self.f(x) for x in xs]
+        return [self.const_like(x, like) for x in xs]
+
+    def cast(self, v: SSAValue, element: Attribute) -> SSAValue:
+        """`v` (a float or a float vector) with element type `element` (f32 <-> f16:
+        `(half)x` / `convert_half4(x)` and back; no op when it already is)."""
+        t = v.type
+        src = t.element_type if isinstance(t, VectorType) else t
+        if src == element:
+            return v
+        rt = VectorType(element, t.get_shape()) if isinstance(t, VectorType) else element
+        return self._op(arith.ExtFOp if element == f32 else arith.TruncFOp, v, attrs=(rt,))
 
     # ------------------------------------------------------------------ integer math
 
@@ -283,35 +322,35 @@ class KernelBuilder:
     # ------------------------------------------------------------------ float math
 
     def fadd(self, a, b, hint=None) -> SSAValue:
-        return self._op(arith.AddfOp, self.f(a), self.f(b), hint=hint)
+        return self._op(arith.AddfOp, *self._floats(a, b), hint=hint)
 
     def fsub(self, a, b, hint=None) -> SSAValue:
-        return self._op(arith.SubfOp, self.f(a), self.f(b), hint=hint)
+        return self._op(arith.SubfOp, *self._floats(a, b), hint=hint)
 
     def fmul(self, a, b, hint=None) -> SSAValue:
-        return self._op(arith.MulfOp, self.f(a), self.f(b), hint=hint)
+        return self._op(arith.MulfOp, *self._floats(a, b), hint=hint)
 
     def fdiv(self, a, b, hint=None) -> SSAValue:
-        return self._op(arith.DivfOp, self.f(a), self.f(b), hint=hint)
+        return self._op(arith.DivfOp, *self._floats(a, b), hint=hint)
 
     def fmax(self, a, b) -> SSAValue:
         """max(a, b), NaN if either is NaN (arith.maximumf; ONNX Relu, Clip, ... on NaN)."""
-        return self._op(arith.MaximumfOp, self.f(a), self.f(b))
+        return self._op(arith.MaximumfOp, *self._floats(a, b))
 
     def fmin(self, a, b) -> SSAValue:
         """min(a, b), NaN if either is NaN (arith.minimumf)."""
-        return self._op(arith.MinimumfOp, self.f(a), self.f(b))
+        return self._op(arith.MinimumfOp, *self._floats(a, b))
 
     def maxnum(self, a, b) -> SSAValue:
         """IEEE maxNum: the other operand when one is NaN (arith.maxnumf, OpenCL's fmax).
         Max pooling uses it: NaN taps are skipped, as the ONNX reference evaluator does."""
-        return self._op(arith.MaxnumfOp, self.f(a), self.f(b))
+        return self._op(arith.MaxnumfOp, *self._floats(a, b))
 
     def fneg(self, a) -> SSAValue:
         return self._op(arith.NegfOp, self.f(a))
 
     def fma(self, a, b, c, hint=None) -> SSAValue:
-        return self._op(math.FmaOp, self.f(a), self.f(b), self.f(c), hint=hint)
+        return self._op(math.FmaOp, *self._floats(a, b, c), hint=hint)
 
     def exp(self, a) -> SSAValue:
         return self._op(math.ExpOp, self.f(a))
@@ -339,10 +378,12 @@ class KernelBuilder:
     # ------------------------------------------------------------------ float4
 
     def splat(self, scalar: SSAValue) -> SSAValue:
-        return self._op(opencl.VecSplatOp, self.f(scalar))
+        """A float4 of `scalar`, converted to the builder's float type first (a count or
+        a coordinate is f32; in a half kernel its splat meets half data)."""
+        return self._op(opencl.VecSplatOp, self.cast(self.f(scalar), self.ftype))
 
     def vec(self, lanes: Sequence[SSAValue]) -> SSAValue:
-        values = [self.f(x) for x in lanes]
+        values = self._floats(*lanes)
         return self.pure((opencl.VecMakeOp, *values), lambda: opencl.VecMakeOp(values))
 
     def lane(self, vector: SSAValue, k: int) -> SSAValue:
@@ -359,6 +400,10 @@ class KernelBuilder:
         return self.emit(opencl.LoadOp(ptr, self.i(index)), hint)
 
     def store(self, value: SSAValue, ptr: SSAValue, index) -> None:
+        """ptr[index] = value, a float converted to the pointer's element type."""
+        element = ptr.type.element
+        if element in (f32, f16) and value.type != element:
+            value = self.cast(value, element)
         self.emit(opencl.StoreOp(value, ptr, self.i(index)))
 
     def masked_load(self, ptr: SSAValue, index, valid: SSAValue | None) -> SSAValue:
@@ -366,10 +411,10 @@ class KernelBuilder:
         if valid is None or valid is True:
             return self.load(ptr, index)
         if valid is False:
-            return self.f(0.0)
+            return self.const_like(0.0, ptr.type.element)
         safe = self.select(valid, self.i(index), self.i(0))
         v = self.load(ptr, safe)
-        return self.select(valid, v, self.f(0.0))
+        return self.select(valid, v, self.const_like(0.0, v.type))
 
     # ------------------------------------------------------------------ control flow
 
@@ -420,9 +465,11 @@ class KernelBuilder:
             self.if_(c, then)
 
 
-def new_kernel(name: str, args: Sequence[tuple[str, Attribute]]) -> tuple[opencl.KernelOp, KernelBuilder]:
+def new_kernel(name: str, args: Sequence[tuple[str, Attribute]],
+               ftype: Attribute = f32) -> tuple[opencl.KernelOp, KernelBuilder]:
+    """An empty kernel and a builder for its body whose data floats are `ftype`."""
     kernel = opencl.KernelOp(name, args)
-    return kernel, KernelBuilder(kernel.body.block)
+    return kernel, KernelBuilder(kernel.body.block, ftype=ftype)
 
 
 def finish(kb: KernelBuilder) -> None:
@@ -430,4 +477,5 @@ def finish(kb: KernelBuilder) -> None:
 
 
 GLOBAL_F32 = opencl.PointerType("global", f32)
+GLOBAL_F16 = opencl.PointerType("global", f16)
 BOOL = i1

@@ -619,13 +619,13 @@ class OpenCLCPrinter:
     def print_read_image(self, op: opencl.ReadImageOp) -> None:
         self.declare(
             op.result,
-            f"read_imagef({self.plain(op.image)}, {SAMPLER_NAME}, "
+            f"read_image{'h' if _uses_half(op.result.type) else 'f'}({self.plain(op.image)}, {SAMPLER_NAME}, "
             f"(int2)({self.plain(op.x)}, {self.plain(op.y)}))",
         )
 
     def print_write_image(self, op: opencl.WriteImageOp) -> None:
         self.line(
-            f"write_imagef({self.plain(op.image)}, (int2)({self.plain(op.x)}, "
+            f"write_image{'h' if _uses_half(op.value.type) else 'f'}({self.plain(op.image)}, (int2)({self.plain(op.x)}, "
             f"{self.plain(op.y)}), {self.plain(op.value)});"
         )
 

@@ -181,9 +181,9 @@ class PackedConvolution(EpiloguePattern):
             raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
                                 "before convert-graph-to-opencl")
         geometry, scalars = conv_geometry(op, packed(op.input), out, cfg)
-        bias = [hb.buffer(op.bias)] if op.bias is not None else []
+        bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
         spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry)
-        return spec, [hb.buffer(op.input), hb.buffer(op.weight), *bias], scalars
+        return spec, [hb.buffer(op.input), hb.weight_buffer(op.weight), *bias], scalars
 
 
 class SplitKPartial(KernelPattern):
@@ -199,14 +199,14 @@ class SplitKPartial(KernelPattern):
         out = Packed((n // parts, c4, oh, ow), "buf", "texture", "f32")
         geometry, scalars = conv_geometry(op, packed(op.input), out, cfg)
         spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, **geometry)
-        hb.launch(spec, [hb.buffer(op.input), hb.buffer(op.weight), hb.alloc(op.result)], loc, scalars)
+        hb.launch(spec, [hb.buffer(op.input), hb.weight_buffer(op.weight), hb.alloc(op.result)], loc, scalars)
 
 
 class SplitKSum(EpiloguePattern):
     heads = (graph.SplitKSumOp,)
 
     def spec(self, hb, op, out, pepi, cfg):
-        bias = [hb.buffer(op.bias)] if op.bias is not None else []
+        bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
         spec = PackedSplitSumSpec(out=out, pepi=pepi, split_k=op.parts.value.data, has_bias=op.bias is not None)
         return spec, [hb.buffer(op.partial), *bias], []
 

@@ -14,7 +14,8 @@ select-kernel-config's `DEFAULT_RULES`, one tile and one channel block per work-
   P), `co_blocks` (output channel blocks per work-item, must divide K/4).
 - winograd_input and winograd_output take no knobs (one work-item per tile and
   channel block).
-- `work_group` (any kernel) is the caller's business (local sizes) and ignored here;
+- `work_group` (any kernel) is the caller's business (local sizes) and `compute` the host
+  builder's (the kernel's arithmetic, applied by `hb.launch`), both ignored here;
   other unknown keys are refused so a typo does not pass silently.
 """
 
@@ -35,7 +36,7 @@ from adreno_mlir.lowering.kernels.winograd import (
 )
 from adreno_mlir.passes.select_kernel_config import DEFAULT_RULES
 
-COMMON_KEYS = frozenset({"work_group"})
+COMMON_KEYS = frozenset({"work_group", "compute"})
 MATMUL_KEYS = COMMON_KEYS | {"tiles_per_item", "co_blocks"}
 
 
@@ -92,7 +93,7 @@ def lower_winograd_matmul(hb, op: texture.WinogradMatmulOp, cfg: Mapping[str, ob
     U is uploaded like any weight)."""
     tiles, cb = matmul_schedule(op, cfg)
     spec = WinogradMatmulSpec(out=_packed(op.result), src=_packed(op.input), tiles_per_item=tiles, co_blocks=cb)
-    hb.launch(spec, [hb.buffer(op.input), hb.buffer(op.filter), hb.alloc(op.result)], loc)
+    hb.launch(spec, [hb.buffer(op.input), hb.weight_buffer(op.filter), hb.alloc(op.result)], loc)
 
 
 def lower_winograd_output(hb, op: texture.WinogradOutputOp, result_value: SSAValue, out_packed: Packed,
@@ -107,5 +108,5 @@ def lower_winograd_output(hb, op: texture.WinogradOutputOp, result_value: SSAVal
     has_bias = op.bias is not None
     spec = WinogradOutputSpec(out=out_packed, pepi=pepi, src=_packed(op.input), tile=tile,
                               tiles=winograd_tiles(oh, ow, tile), has_bias=has_bias)
-    bias = [hb.buffer(op.bias)] if has_bias else []
+    bias = [hb.weight_buffer(op.bias)] if has_bias else []
     hb.launch(spec, [hb.buffer(op.input), *bias, *extras, hb.alloc(result_value)], loc)

@@ -14,7 +14,12 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass) |
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
+| every NCHW4c kernel | `compute` (`"f32"`, or `"f16"`: half arithmetic, weights uploaded in half; absent: f32) |
 | every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
+
+`compute = "f16"` is what precision="fp16" means (the pass option `compute=f16` gives it
+to every NCHW4c kernel); set it to "f32" on one op to keep that layer in fp32 arithmetic
+(its stored activations stay as convert-layout-nchw4c typed them).
 
 A JSON file of overrides (`overrides="PATH"`, quoted in a pipeline string; what an
 autotuner writes) replaces any default: `{"<signature>": {"x_block": 2}, "loc:/layer4/layer4.0/conv1/Conv": {...}}`,
@@ -143,10 +148,21 @@ _INT_KEYS = {
 }
 
 
+def is_packed_kernel(head: Operation) -> bool:
+    """Whether the kernel headed by `head` works on NCHW4c tensors (those kernels can
+    compute in half)."""
+    return isinstance(head, (texture.PackOp, texture.UnpackOp)) or any(
+        isinstance(r.type, texture.TextureTensorType) for r in head.results)
+
+
+COMPUTE_TYPES = ("f32", "f16")
+
+
 def known_keys(head: Operation) -> set[str]:
     """The config keys the kernel headed by `head` reads."""
     kind = kernel_kind(head)
-    return set(_INT_KEYS.get(kind, {})) | {"work_group"} | ({"kernel"} if kind == "conv" else set())
+    return (set(_INT_KEYS.get(kind, {})) | {"work_group"} | ({"kernel"} if kind == "conv" else set())
+            | ({"compute"} if is_packed_kernel(head) else set()))
 
 
 def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -167,6 +183,9 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
         elif k == "kernel":
             if v not in ("vec4", "scalar"):
                 raise CompileError(f"{where(head)}: kernel_config kernel must be \"vec4\" or \"scalar\", got {v!r}")
+        elif k == "compute":
+            if v not in COMPUTE_TYPES:
+                raise CompileError(f"{where(head)}: kernel_config compute must be \"f32\" or \"f16\", got {v!r}")
         elif isinstance(v, bool) or not isinstance(v, int) or v not in allowed[k]:
             choices = allowed[k]
             shown = f"{choices.start}..{choices.stop - 1}" if isinstance(choices, range) else list(choices)
@@ -189,6 +208,7 @@ class Rules:
     min_work_items: int
     split_k_items: int
     work_group: tuple[int, ...]
+    compute: str = "f32"
 
     def choose(self, head: Operation, kernel: str | None = None) -> dict[str, Any]:
         """The default config of the kernel headed by `head` (`kernel` forces the NCHW
@@ -203,6 +223,8 @@ class Rules:
             cfg = self.winograd_matmul(head)
         if self.work_group:
             cfg["work_group"] = self.work_group
+        if self.compute != "f32" and is_packed_kernel(head):
+            cfg["compute"] = self.compute
         return cfg
 
     def conv4c(self, op: graph.Conv2dOp | graph.Conv2dSplitKOp) -> dict[str, Any]:
@@ -265,7 +287,7 @@ def load_overrides(path: str) -> dict[str, dict[str, Any]]:
         raise CompileError(
             f"select-kernel-config: {path} must be a JSON object mapping signatures (or 'loc:NODE') "
             "to objects of config keys")
-    every_key = set().union(*_INT_KEYS.values()) | {"work_group", "kernel"}
+    every_key = set().union(*_INT_KEYS.values()) | {"work_group", "kernel", "compute"}
     for entry, cfg in data.items():
         typos = sorted(set(cfg) - every_key)
         if typos:
@@ -353,6 +375,8 @@ class SelectKernelConfig(ModulePass):
     """Preferred local size for every kernel, e.g. `work-group=16,4,4`; empty: the driver picks."""
     overrides: str = ""
     """JSON file of per-signature (or `loc:NODE`) config overrides."""
+    compute: str = "f32"
+    """Arithmetic of every NCHW4c kernel: f32, or f16 (half; precision="fp16", needs cl_khr_fp16)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from adreno_mlir.target import get_profile, list_profiles
@@ -361,6 +385,8 @@ class SelectKernelConfig(ModulePass):
             raise CompileError("select-kernel-config: conv-co-block must be 1, 2, 4 or 8")
         if self.conv_x_block not in (1, 2, 4) or self.packed_co_blocks not in (1, 2):
             raise CompileError("select-kernel-config: conv-x-block must be 1, 2 or 4 and packed-co-blocks 1 or 2")
+        if self.compute not in COMPUTE_TYPES:
+            raise CompileError(f"select-kernel-config: compute must be f32 or f16, got '{self.compute}'")
         if self.min_work_items < 0 or self.split_k_items < 0 or any(d < 1 for d in self.work_group):
             raise CompileError("select-kernel-config: min-work-items and split-k-items must be >= 0, "
                                "work-group sizes >= 1")
@@ -371,7 +397,8 @@ class SelectKernelConfig(ModulePass):
                 f"select-kernel-config: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
             ) from None
         rules = Rules(profile.is_gpu, self.conv_co_block, self.conv_x_block, self.vectorize,
-                      self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group))
+                      self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group),
+                      self.compute)
         overrides = load_overrides(self.overrides) if self.overrides else {}
         pattern = SelectConfig(rules, overrides, self.overrides)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -7,7 +7,7 @@ An NCHW4c convolution with `split_k = S > 1` becomes
 
 When the convolution heads a `graph.fused` region, the sum takes its place there, so
 the epilogue stays fused into the summing kernel. The partial-sum kernel keeps the
-convolution's blocking keys; the sum keeps `work_group`.
+convolution's blocking keys (and `compute`); the sum keeps `work_group` and `compute`.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class SplitConvolution(RewritePattern):
             properties={"parts": IntegerAttr(parts, 64)})
         total.location = op.location
         rewriter.replace(op, total)
-        sum_cfg = {k: v for k, v in cfg.items() if k == "work_group"}
+        sum_cfg = {k: v for k, v in cfg.items() if k in ("work_group", "compute")}
         if sum_cfg:
             set_config(total, sum_cfg)
         else:

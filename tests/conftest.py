@@ -61,6 +61,36 @@ if not os.environ.get("ADRENO_MLIR_NATIVE_LIB"):
             raise
         NATIVE_BUILD_ERROR = str(e)
 
+# Intel's CPU OpenCL runtime (`intel-opencl-rt` from PyPI, a test dependency) is the
+# device here with cl_khr_fp16, where precision="fp16" (half arithmetic) is tested. Its
+# wheel's `.icd` names a placeholder path, so one naming the installed library is
+# written to a folder of the session's own and given to the ICD loader before any
+# platform is listed (pyopencl's bundled loader still lists PoCL and Oclgrind, and PoCL
+# stays the default device). A folder the user set in OCL_ICD_VENDORS is left alone.
+from adreno_mlir.runtime.device import use_intel_cpu_runtime  # noqa: E402
+
+use_intel_cpu_runtime()
+
+
+@pytest.fixture(scope="session")
+def half_device() -> str:
+    """The `device=` of an OpenCL device with cl_khr_fp16 (Intel's CPU runtime). CI
+    installs it, so there its absence fails the test; elsewhere the test is skipped
+    with the reason."""
+    from adreno_mlir.runtime.device import find_device
+
+    try:
+        dev = find_device("intel")
+    except Exception as e:  # noqa: BLE001 - reported below
+        why = (f"no Intel OpenCL CPU device ({e}); pip install intel-opencl-rt intel-cmplr-lib-rt "
+               "(a test dependency)")
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    if "cl_khr_fp16" not in dev.extensions.split():
+        pytest.fail(f"{dev.name} does not report cl_khr_fp16")
+    return "intel"
+
 
 def _materialize_module():
     spec = importlib.util.spec_from_file_location("materialize", SHARED / "models" / "materialize.py")

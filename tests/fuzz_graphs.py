@@ -9,7 +9,9 @@ What is drawn (the attribute variety of PyTorch/TF exporters):
 
 - Conv: groups 1, grouped and depthwise (multiplier 1 or 2), square and non-square
   kernels 1-7, strides 1-3, dilations 1-3, symmetric / asymmetric / zero pads and
-  auto_pad SAME_UPPER / SAME_LOWER / VALID, with and without bias;
+  auto_pad SAME_UPPER / SAME_LOWER / VALID, with and without bias; 64-128 output
+  channels now and then (split-K on the Adreno plans), and a 1x1-then-3x3 block of 128
+  or 132 channels (`WideBlock`: Winograd F(2,3)/F(4,3) on the Adreno plans);
 - MaxPool (dilations too) / AveragePool (count_include_pad) with ceil_mode, pads,
   strides, auto_pad; GlobalAveragePool; ReduceMean (spatial, channel, keepdims 0/1);
 - BatchNormalization (constant statistics, 4-D and 2-D);
@@ -70,10 +72,12 @@ PLANS: dict[str, dict] = {
     "textures": {"textures": True, "target": "adreno-740"},
     "tiny-test": {"textures": True, "target": "tiny-test"},
     "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},
+    "fp16": {"textures": True, "precision": "fp16", "target": "adreno-740", "device": "intel"},
 }
-"""The plans every graph is compiled on (keyword arguments of adreno_mlir.compile)."""
+"""The plans every graph is compiled on (keyword arguments of adreno_mlir.compile). The
+fp16 plan (half arithmetic) needs cl_khr_fp16: Intel's CPU runtime from PyPI."""
 
-TOLERANCE = {name: 5e-2 if plan.get("precision") == "fp16-acc32" else 1e-4 for name, plan in PLANS.items()}
+TOLERANCE = {name: 5e-2 if plan.get("precision", "fp32").startswith("fp16") else 1e-4 for name, plan in PLANS.items()}
 """max|ours - ref| / max|ref| per output."""
 
 REF_AGREE = 1e-4
@@ -380,6 +384,11 @@ def infer(step: Step, ins: list[Value]) -> Value:
     if op == "Head":
         need_rank(4)
         return Value((s[0], p["m"]), x.mag * 1.3 + 0.3)
+    if op == "WideBlock":  # 1x1 conv to `width` channels, ReLU, 3x3 stride-1 conv
+        need_rank(4)
+        if s[2] * s[3] > WIDE_MAX_PIXELS:
+            raise InvalidSpec("too many pixels for a wide block")
+        return Value((s[0], p["width"], s[2], s[3]), x.mag * 1.3 + 0.3)
     if op == "Unflatten":
         need_rank(2)
         return Value((s[0], s[1], 1, 1), x.mag, x.bounded)
@@ -634,6 +643,12 @@ def _emit(b: _Builder, st_: Step, names: list[str], ins: list[Value], out: str, 
             attrs["count_include_pad"] = 1
         pooled = b.node(p["op"], [flat], **attrs)
         b.node("Reshape", [pooled, b.const(np.array(result.shape, np.int64), "shape")], out)
+    elif op == "WideBlock":  # a ResNet bottleneck's first half: the 3x3 conv qualifies for Winograd
+        c, width = s[1], p["width"]
+        expand = b.node("Conv", [x, b.normal((width, c, 1, 1), math.sqrt(1.0 / c)), b.normal((width,), 0.2)],
+                        kernel_shape=[1, 1], pads=[0, 0, 0, 0])
+        b.node("Conv", [b.node("Relu", [expand]), b.normal((width, width, 3, 3), math.sqrt(1.0 / (9 * width))),
+                        b.normal((width,), 0.2)], out, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
     elif op == "Head":  # torchvision's classifier: pool, flatten, linear
         if p["pool"] == "gap":
             pooled = b.node("GlobalAveragePool", [x])
@@ -738,7 +753,8 @@ CONST_PATTERNS_4D = ["C11", "1C11", "scalar", "1", "W", "HW", "11HW", "H1", "ful
 CONST_PATTERNS_2D = ["C11", "1C11", "scalar", "1", "H1", "full"]
 OPS_4D = ["Act", "Conv", "Conv", "Conv", "Binary", "Binary", "BatchNorm", "MaxPool", "AveragePool",
           "GlobalAveragePool", "Concat", "Concat", "Resize", "ReduceMean", "Slice", "Shuffle", "Transpose",
-          "Flatten", "MatMul", "Gram", "Softmax", "Conv", "Act", "Head", "Binary", "Resize", "Pool1d"]
+          "Flatten", "MatMul", "Gram", "Softmax", "Conv", "Act", "Head", "Binary", "Resize", "Pool1d",
+          "WideBlock"]
 OPS_2D = ["Act", "Gemm", "Gemm", "Gemm", "MatMul", "MatMul", "Binary", "Binary", "BatchNorm", "Softmax",
           "Unflatten", "Concat", "Slice", "Transpose"]
 
@@ -980,6 +996,9 @@ def _draw_step(draw, st, vals: list[Value]) -> Step:
         params = {"m": draw(st.sampled_from([10, 1, 3, 5, 7, 16, 32])), "transB": int(draw(st.booleans())),
                   "alpha": draw(st.sampled_from([1.0, 1.0, 0.5])), "beta": draw(st.sampled_from([1.0, 1.0, 0.5])),
                   "bias": draw(st.sampled_from(["M", "none", "1M", "NM", "1"]))}
+    elif op == "WideBlock":
+        if x.shape[2] * x.shape[3] <= WIDE_MAX_PIXELS:
+            params = {"width": draw(st.sampled_from([128, 132]))}
     elif op == "Head":
         params = {"pool": draw(st.sampled_from(["gap", "reducemean"])),
                   "m": draw(st.sampled_from([10, 1, 3, 5, 7, 16]))}

@@ -273,6 +273,8 @@ class ClHost:
             self.mem[value] = self._create(value.type, constant_value(value, self.store))
         return self.mem[value]
 
+    weight_buffer = buffer  # weights in f32: these kernels compute in f32 (no `compute` key)
+
     def alloc(self, value: SSAValue):
         self.mem[value] = self._create(value.type)
         return self.mem[value]

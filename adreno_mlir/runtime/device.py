@@ -9,7 +9,9 @@ one: `"pocl"`, `"nvidia"`, `"gpu"`, a platform/device name fragment, or pyopencl
 from __future__ import annotations
 
 import os
+import sys
 from functools import cache
+from pathlib import Path
 
 import pyopencl as cl
 
@@ -52,10 +54,12 @@ def _all_devices() -> list[cl.Device]:
 
 
 def find_device(spec: str | None = None) -> cl.Device:
+    spec = spec if spec is not None else os.environ.get("PYOPENCL_CTX")
+    if spec and "intel" in spec.lower():
+        use_intel_cpu_runtime()  # pip's Intel CPU runtime, if installed (before platforms are listed)
     devices = _all_devices()
     if not devices:
         raise DeviceError("no OpenCL devices found")
-    spec = spec if spec is not None else os.environ.get("PYOPENCL_CTX")
     if not spec:
         for d in devices:
             if "portable computing language" in d.platform.name.lower():
@@ -95,3 +99,81 @@ def default_context(spec: str | None = None) -> cl.Context:
 
 def describe_device(device: cl.Device) -> str:
     return f"{device.platform.name} / {device.name} ({device.version.strip()})"
+
+
+HALF_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable"
+"""What the OpenCL C printer writes when a kernel computes in half."""
+
+
+def check_half_support(device: cl.Device) -> None:
+    """Refuse half arithmetic (precision="fp16") on a device without cl_khr_fp16, whose
+    compiler would reject every `half4` of the program."""
+    if "cl_khr_fp16" not in device.extensions.split():
+        raise DeviceError(
+            f"precision='fp16' computes in half, which needs the cl_khr_fp16 extension; device '{device.name.strip()}' "
+            f"({device.platform.name.strip()}) does not have it. Use precision='fp16-acc32' (fp16 storage, fp32 "
+            "arithmetic: no extension needed) or a device that lists cl_khr_fp16")
+
+
+def write_icd(folder: str | Path, name: str, library: str | Path) -> Path:
+    """Write `folder/name.icd` naming `library`'s absolute path (atomically, unchanged
+    when it already says so): an OpenCL ICD loader given `OCL_ICD_VENDORS=folder` then
+    lists that driver."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    icd = folder / f"{name}.icd"
+    text = f"{Path(library).resolve()}\n"
+    if not icd.is_file() or icd.read_text() != text:
+        tmp = folder / f".{name}.icd.{os.getpid()}"
+        tmp.write_text(text)
+        tmp.replace(icd)
+    return icd
+
+
+def intel_cpu_library() -> Path | None:
+    """`libintelocl.so` of Intel's CPU OpenCL runtime installed from PyPI
+    (`pip install intel-opencl-rt`, which puts it in the environment's lib/), or None."""
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix]):
+        lib = Path(prefix) / "lib" / "libintelocl.so"
+        if lib.is_file():
+            return lib
+    return None
+
+
+def write_intel_icd(folder: str | Path) -> Path | None:
+    """Register Intel's CPU OpenCL runtime from PyPI with the ICD loader: its wheel ships
+    an `.icd` file holding a placeholder path, so write `folder/intel.icd` naming the
+    installed `libintelocl.so` and return `folder`, for `OCL_ICD_VENDORS=folder` (set
+    before the process first lists OpenCL platforms; pyopencl's bundled loader keeps
+    listing PoCL and Oclgrind beside it). None when the runtime is not installed.
+
+    Intel's CPU device is the one here with cl_khr_fp16, so precision="fp16" (half
+    arithmetic) is tested on it (`device="intel"`)."""
+    lib = intel_cpu_library()
+    if lib is None:
+        return None
+    write_icd(folder, "intel", lib)
+    return Path(folder)
+
+
+def use_intel_cpu_runtime() -> Path | None:
+    """Make Intel's CPU OpenCL runtime (if installed from PyPI) visible to this process
+    and its children: unless OCL_ICD_VENDORS is set already, write its `.icd` into a new
+    temporary folder and set OCL_ICD_VENDORS to it. Call it before the first OpenCL
+    platform query (the ICD loader reads the variable once). Returns the folder, or None
+    when nothing was done."""
+    if "OCL_ICD_VENDORS" in os.environ or intel_cpu_library() is None:
+        return None
+    import shutil
+    import tempfile
+
+    folder = write_intel_icd(tempfile.mkdtemp(prefix="adreno-mlir-icd-"))
+    if folder is None:
+        return None
+    # OCL_ICD_VENDORS replaces the system's vendor folder: keep its drivers listed.
+    system = Path("/etc/OpenCL/vendors")
+    for icd in sorted(system.glob("*.icd")) if system.is_dir() else []:
+        if not (folder / icd.name).exists():
+            shutil.copyfile(icd, folder / icd.name)
+    os.environ["OCL_ICD_VENDORS"] = str(folder)
+    return folder

@@ -41,6 +41,7 @@ import numpy as np
 import pyopencl as cl
 
 from adreno_mlir.errors import CompileError
+from adreno_mlir.runtime.device import HALF_PRAGMA, check_half_support
 from adreno_mlir.runtime.native import open_native, resolve_runtime
 from adreno_mlir.runtime.plan import (
     DEFAULT_BUILD_OPTIONS,
@@ -141,6 +142,8 @@ class Executable:
         # Before building: a plan that cannot fit fails fast (compile() then falls back
         # to the buffer plan without paying for a program it will not use).
         check_device_limits(plan, self.device)
+        if HALF_PRAGMA in source:  # a saved precision="fp16" model loaded on another device
+            check_half_support(self.device)
         self.queue = cl.CommandQueue(context)
         try:
             self.program, self.build_info = build_program(context, source, plan.build_options,

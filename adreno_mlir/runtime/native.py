@@ -110,18 +110,13 @@ def write_pocl_icd(folder: str | Path) -> Path | None:
         import pyopencl
     except ImportError:
         return None
+    from adreno_mlir.runtime.device import write_icd
+
     libs = sorted((Path(pyopencl.__file__).parent / ".libs").glob("libpocl*.so*"))
     if not libs:
         return None
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    icd = folder / "pocl.icd"
-    text = f"{libs[0].resolve()}\n"
-    if not icd.is_file() or icd.read_text() != text:
-        tmp = folder / f".pocl.icd.{os.getpid()}"
-        tmp.write_text(text)
-        tmp.replace(icd)
-    return folder
+    write_icd(folder, "pocl", libs[0])
+    return Path(folder)
 
 
 # --------------------------------------------------------------------------- the C API

@@ -48,6 +48,11 @@ builtin.module {
     opencl.vstore4 %v, %tile[%lid] : !opencl.ptr<local, f32>
     %px = opencl.read_imagef %img[%gid, %lid] : vector<4xf32>
     opencl.write_imagef %oimg[%gid, %lid], %px : vector<4xf32>
+    // Half pixels (read_imageh / write_imageh, cl_khr_fp16):
+    // CHECK-NEXT: %hx = opencl.read_imagef %img[%gid, %lid] : vector<4xf16>
+    // CHECK-NEXT: opencl.write_imagef %oimg[%gid, %lid], %hx : vector<4xf16>
+    %hx = opencl.read_imagef %img[%gid, %lid] : vector<4xf16>
+    opencl.write_imagef %oimg[%gid, %lid], %hx : vector<4xf16>
     // CHECK-NEXT: %s = opencl.vec_splat %alpha : vector<4xf32>
     // CHECK-NEXT: %m = opencl.vec_make %x, %x, %alpha, %alpha : vector<4xf32>
     // CHECK-NEXT: %e = opencl.vec_extract %m[2] : f32

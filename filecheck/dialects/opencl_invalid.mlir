@@ -90,6 +90,14 @@ opencl.kernel @k(%img: !opencl.image2d<write>, %x: i32) {
 
 // -----
 
+opencl.kernel @k(%img: !opencl.image2d<read>, %x: i32) {
+  %v = "opencl.read_imagef"(%img, %x, %x) : (!opencl.image2d<read>, i32, i32) -> vector<4xi32>
+  opencl.return
+}
+// CHECK: opencl.read_imagef result must be vector<4xf32> or vector<4xf16>, got vector<4xi32>
+
+// -----
+
 opencl.kernel @k(%img: !opencl.image2d<read>, %x: i32, %v: vector<4xf32>) {
   "opencl.write_imagef"(%img, %x, %x, %v) : (!opencl.image2d<read>, i32, i32, vector<4xf32>) -> ()
   opencl.return

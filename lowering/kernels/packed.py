@@ -1,9 +1,16 @@
 """NCHW4c kernels: every work-item handles whole pixels of four channels (a float4).
 
-A packed tensor lives in a global buffer (float4 per pixel, or half4 read with
-`vload_half4` for fp16 storage) or in a 2-D image (`read_imagef`/`write_imagef`,
-RGBA = the 4 channels; half-float images give fp16 storage with fp32 arithmetic).
-`Packed` hides which: kernels address pixels as (n, c4, h, w).
+A packed tensor lives in a global buffer (float4 per pixel, or half4 for fp16
+storage) or in a 2-D image (RGBA = the 4 channels; half-float images give fp16
+storage). `Packed` hides which: kernels address pixels as (n, c4, h, w), and a pixel
+comes as the kernel's data type whatever the storage:
+
+| kernel computes in | f32 buffer | f16 buffer | image |
+|---|---|---|---|
+| f32 (fp32, fp16-acc32) | `vload4` | `vload_half4` | `read_imagef` |
+| f16 (fp16, `compute = "f16"`) | `convert_half4(vload4)` | `vload4` of half | `read_imageh` |
+
+and writes mirror the reads (half kernels need cl_khr_fp16).
 
 Kernels: pack / unpack at the NCHW boundary, convolution (groups 1: OIHW4o weights,
 4 float4 multiply-adds per input pixel; depthwise: one), max/avg pool, spatial mean,
@@ -16,12 +23,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import f16, f32, i32
+from xdsl.dialects.builtin import VectorType, f16, f32, i32
 from xdsl.ir import Attribute, SSAValue
 
 from adreno_mlir.dialects import opencl, texture
 from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
-from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
+from adreno_mlir.lowering.kernel_builder import GLOBAL_F16, GLOBAL_F32, KernelBuilder, finish, new_kernel
 from adreno_mlir.lowering.kernels.common import KernelSpec, window_count, window_leaves_input, window_loops
 
 
@@ -51,24 +58,27 @@ class Packed:
         return kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(n, C4), c4), H), h), W), w)
 
     def read(self, kb: KernelBuilder, ptr: SSAValue, n, c4, h, w) -> SSAValue:
+        """The pixel as a vector of the kernel's data type (`kb.ftype`)."""
         if self.kind == "img":
             x, y = self.pixel(kb, n, c4, h, w)
-            return kb.emit(opencl.ReadImageOp(ptr, kb.i(x), kb.i(y)))
+            return kb.emit(opencl.ReadImageOp(ptr, kb.i(x), kb.i(y), VectorType(kb.ftype, [4])))
         idx = kb.i(self.index(kb, n, c4, h, w))
-        if self.element == "f16":
+        if self.element == "f16" and not kb.half:
             return kb.emit(opencl.VLoadHalf4Op(ptr, idx))
-        return kb.emit(opencl.VLoad4Op(ptr, idx))
+        return kb.cast(kb.emit(opencl.VLoad4Op(ptr, idx)), kb.ftype)
 
     def write(self, kb: KernelBuilder, ptr: SSAValue, value: SSAValue, n, c4, h, w) -> None:
+        """Store a float4 or half4 pixel (converted to the storage's type where needed)."""
         if self.kind == "img":
             x, y = self.pixel(kb, n, c4, h, w)
             kb.emit(opencl.WriteImageOp(ptr, kb.i(x), kb.i(y), value))
             return
         idx = kb.i(self.index(kb, n, c4, h, w))
-        if self.element == "f16":
+        half_value = value.type.element_type == f16
+        if self.element == "f16" and not half_value:
             kb.emit(opencl.VStoreHalf4Op(value, ptr, idx))
         else:
-            kb.emit(opencl.VStore4Op(value, ptr, idx))
+            kb.emit(opencl.VStore4Op(kb.cast(value, f16 if self.element == "f16" else f32), ptr, idx))
 
     def read_masked(self, kb: KernelBuilder, ptr, n, c4, h, w, valid) -> SSAValue:
         """The pixel, or zeros where `valid` is false (address clamped in bounds)."""
@@ -122,6 +132,18 @@ class PackedSpec(KernelSpec):
 
     out: Packed
     pepi: PackedEpilogue = field(default_factory=PackedEpilogue)
+    compute: str = "f32"
+    """The type the kernel computes in: "f32", or "f16" (half arithmetic: pixels,
+    weights and biases as half4; `kernel_config` compute, precision fp16)."""
+
+    @property
+    def ftype(self) -> Attribute:
+        return f16 if self.compute == "f16" else f32
+
+    @property
+    def weight_type(self) -> Attribute:
+        """Weights and biases are uploaded in the compute type."""
+        return GLOBAL_F16 if self.compute == "f16" else GLOBAL_F32
 
     def head_args(self) -> list[tuple[str, Attribute]]:
         raise NotImplementedError
@@ -132,7 +154,7 @@ class PackedSpec(KernelSpec):
     def build(self, name: str) -> opencl.KernelOp:
         args = [*self.head_args(), *[(f"x{k}", p.arg_type(False)) for k, (p, _) in enumerate(self.pepi.extras)],
                 self.out_arg(), *[(n, i32) for n in self.scalar_names()]]
-        kernel, kb = new_kernel(name, args)
+        kernel, kb = new_kernel(name, args, self.ftype)
         self.body(kb, list(kernel.args))
         finish(kb)
         return kernel
@@ -286,8 +308,8 @@ class PackedConvSpec(PackedSpec):
         return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
-        args = [("input", self.src.arg_type(False)), ("weight", GLOBAL_F32)]
-        return args + ([("bias", GLOBAL_F32)] if self.has_bias else [])
+        args = [("input", self.src.arg_type(False)), ("weight", self.weight_type)]
+        return args + ([("bias", self.weight_type)] if self.has_bias else [])
 
     def grid(self):
         n, c4, h, w = self.out.shape
@@ -363,7 +385,16 @@ class PackedConvSpec(PackedSpec):
                 chunk = kb.div(kb.add(ci4n, self.split_k - 1), self.split_k, "chunk")
                 lo = kb.mul(part, chunk, "ci4_lo")
                 hi = kb.min_i(kb.add(lo, chunk), ci4n)
-            accs = kb.for_(lo, hi, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+            if kb.half:
+                # Half products and sums within one input channel block (4 channels x
+                # the window), f32 across blocks: a long reduction (960 channels in
+                # MobileNetV3's head) summed in half loses too much (see block_sum).
+                accs = [kb.cast(a, f32) for a in accs]
+                accs = kb.for_(lo, hi, 1, accs, lambda k, ci4, a: block_sum(k, a, lambda k2, z: over_taps(k2, ci4, z)),
+                               "ci4")
+                accs = [kb.cast(a, f16) for a in accs]
+            else:
+                accs = kb.for_(lo, hi, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
         partial = dataclasses.replace(self.out, kind="buf", element="f32")
 
         def finish(k: KernelBuilder, t: int, ox) -> None:
@@ -380,6 +411,16 @@ class PackedConvSpec(PackedSpec):
             else:
                 finish(kb, t, ox)
 
+def block_sum(kb: KernelBuilder, accs: list[SSAValue], partial) -> list[SSAValue]:
+    """`accs` (f32 accumulators) plus `partial(kb, zeros)`, the half partial sums of one
+    step of a reduction loop started from half zeros: how a half kernel keeps its
+    products and short sums in half and its long sums in f32."""
+    zero = kb.vector().f(0.0)
+    parts = partial(kb, [zero] * len(accs))
+    vf = kb.vector(f32)
+    return [vf.fadd(a, kb.cast(p, f32)) for a, p in zip(accs, parts)]
+
+
 @dataclass(frozen=True)
 class PackedSplitSumSpec(PackedSpec):
     """Adds the `split` partial sums of a split-K convolution, then bias and epilogue."""
@@ -391,7 +432,7 @@ class PackedSplitSumSpec(PackedSpec):
         return f"conv_split_sum_4c{self.pepi.suffix()}"
 
     def head_args(self):
-        return [("partial", GLOBAL_F32)] + ([("bias", GLOBAL_F32)] if self.has_bias else [])
+        return [("partial", GLOBAL_F32)] + ([("bias", self.weight_type)] if self.has_bias else [])
 
     def shared(self) -> PackedSplitSumSpec:
         return self  # the partial buffer's layout needs the real extents
@@ -474,13 +515,19 @@ class PackedMeanSpec(PackedSpec):
         (x,), extras, out = self.split(args)
         n, c4, _, _ = self.pixel_ids(kb)
         _, _, H, W = self.src.shape
-        vk = kb.vector()
+        # The sum runs in f32 even in a half kernel: H*W values of a few units would
+        # overflow half's 65504 (a 112x112 squeeze-excite pool) and lose its precision.
+        vk = kb.vector(f32)
+
+        def add(k2: KernelBuilder, a, h, w):
+            return [k2.vector(f32).fadd(a[0], k2.cast(self.src.read(k2, x, n, c4, h, w), f32))]
 
         def row(k: KernelBuilder, h, acc):
-            return k.for_(0, W, 1, acc, lambda k2, w, a: [k2.vector().fadd(a[0], self.src.read(k2, x, n, c4, h, w))], "w")
+            return k.for_(0, W, 1, acc, lambda k2, w, a: add(k2, a, h, w), "w")
 
         (total,) = kb.for_(0, H, 1, [vk.f(0.0)], row, "h")
-        self.finish_pixel(kb, extras, out, vk.fmul(total, 1.0 / (H * W)), n, c4, 0, 0)
+        mean = kb.cast(vk.fmul(total, 1.0 / (H * W)), kb.ftype)
+        self.finish_pixel(kb, extras, out, mean, n, c4, 0, 0)
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from xdsl.dialects.builtin import f16, f32
 from xdsl.ir import SSAValue
 
-from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import window_leaves_input
-from adreno_mlir.lowering.kernels.packed import Packed, PackedSpec
+from adreno_mlir.lowering.kernels.packed import Packed, PackedSpec, block_sum
 
 # --------------------------------------------------------------------------- matrices
 
@@ -288,7 +289,7 @@ class WinogradMatmulSpec(PackedSpec):
         return f"winograd_matmul_4c{blk}"
 
     def head_args(self):
-        return [("input", self.src.arg_type(False)), ("filter", GLOBAL_F32)]
+        return [("input", self.src.arg_type(False)), ("filter", self.weight_type)]
 
     def grid(self):
         a2, k4, _, p = self.out.shape
@@ -322,7 +323,13 @@ class WinogradMatmulSpec(PackedSpec):
                         res[t * cb + j] = k.fma(lanes[lane], ws[j][lane], res[t * cb + j])
             return res
 
-        accs = kb.for_(0, c4n, 1, [zero] * (tb * cb), step, "ci4")
+        if kb.half:  # half products within a channel block, f32 sums across blocks (block_sum)
+            zero32 = kb.vector(f32).f(0.0)
+            accs = kb.for_(0, c4n, 1, [zero32] * (tb * cb),
+                           lambda k, ci4, a: block_sum(k, a, lambda k2, z: step(k2, ci4, z)), "ci4")
+            accs = [kb.cast(a, f16) for a in accs]
+        else:
+            accs = kb.for_(0, c4n, 1, [zero] * (tb * cb), step, "ci4")
         for t in range(tb):
             def write(k: KernelBuilder, t=t):
                 for j in range(cb):
@@ -350,7 +357,7 @@ class WinogradOutputSpec(PackedSpec):
         return f"winograd_output_f{self.tile}_4c{self.pepi.suffix()}"
 
     def head_args(self):
-        return [("input", self.src.arg_type(False))] + ([("bias", GLOBAL_F32)] if self.has_bias else [])
+        return [("input", self.src.arg_type(False))] + ([("bias", self.weight_type)] if self.has_bias else [])
 
     def grid(self):
         # From M, not `out`: with batch 1 `shared()` zeroes out's channel blocks.

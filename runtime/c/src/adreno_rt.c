@@ -794,6 +794,34 @@ static adreno_status check_limits(adreno_model *m) {
     return ADRENO_OK;
 }
 
+/* Whether `needle` occurs in the first `size` bytes of `text` (not NUL-terminated). */
+static int contains(const char *text, size_t size, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t i = 0; text && n <= size && i <= size - n; i++)
+        if (text[i] == needle[0] && memcmp(text + i, needle, n) == 0) return 1;
+    return 0;
+}
+
+/* A program that computes in half (precision fp16: the printer enables cl_khr_fp16)
+ * needs a device with the extension; say so instead of showing the compiler's errors. */
+static adreno_status check_half(adreno_model *m, const char *source, size_t size) {
+    if (!contains(source, size, "#pragma OPENCL EXTENSION cl_khr_fp16 : enable")) return ADRENO_OK;
+    size_t len = 0;
+    clGetDeviceInfo(m->device, CL_DEVICE_EXTENSIONS, 0, NULL, &len);
+    char *ext = calloc(len + 1, 1);
+    if (!ext) return fail(m, ADRENO_ERR_MEMORY, "out of memory reading the device's extensions");
+    if (len) clGetDeviceInfo(m->device, CL_DEVICE_EXTENSIONS, len, ext, NULL);
+    int has = contains(ext, strlen(ext), "cl_khr_fp16");
+    free(ext);
+    if (!has)
+        return fail(m, ADRENO_ERR_DEVICE,
+                    "this model computes in half (compiled with precision fp16), which needs the cl_khr_fp16 "
+                    "extension; %s does not have it. Recompile it with --precision fp16-acc32 (fp16 storage, fp32 "
+                    "arithmetic) or fp32",
+                    m->device_name);
+    return ADRENO_OK;
+}
+
 /* ------------------------------------------------------------------ program */
 
 static adreno_status build(adreno_model *m, const char *what) {
@@ -1131,6 +1159,7 @@ static adreno_status instantiate(adreno_model *m, const adreno_options *o, const
         snprintf(m->device_name, sizeof m->device_name, "%s / %s (%s)", pname, dname, version);
     }
     if ((st = check_limits(m))) return st;
+    if ((st = check_half(m, source, source_size))) return st;
     m->queue = clCreateCommandQueue(m->context, m->device, 0, &e);
     if (!m->queue) return cl_fail(m, e, "clCreateCommandQueue");
     if (o->program) {
