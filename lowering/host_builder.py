@@ -233,10 +233,11 @@ class HostBuilder:
         if isinstance(spec, PackedSpec) and spec.compute != self.compute:
             spec = dataclasses.replace(spec, compute=self.compute)
         grid = spec.global_size()
+        required = spec.local_size()
         spec = spec.shared()  # extents the kernel does not need are dropped from its identity
         name = self.kernel(spec)
         values = [self.int_constant(v) for v in scalars]
-        local = local_size(grid, self.config.get("work_group", ()))
+        local = required if required is not None else local_size(grid, self.config.get("work_group", ()))
         op = self.emit(opencl.LaunchOp(name, [*args, *values], grid, local))
         op.location = loc
 

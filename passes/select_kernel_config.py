@@ -14,6 +14,8 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass) |
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
+| global pools, ReduceMean | `reduce_items` (work-items per output: 1 = a serial loop, else a work-group reduction) |
+| Gemm, MatMul | `k_split` (work-items sharing one output's reduction: 1 = one per output) |
 | every NCHW4c kernel | `compute` (`"f32"`, or `"f16"`: half arithmetic, weights uploaded in half; absent: f32) |
 | every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
 
@@ -124,6 +126,10 @@ def kernel_kind(head: Operation) -> str | None:
         return "conv4c" if isinstance(head.input.type, texture.TextureTensorType) else "conv"
     if head.name == "texture.winograd_matmul":
         return "winograd_matmul"
+    if isinstance(head, (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)):
+        return "reduce"
+    if isinstance(head, (graph.GemmOp, graph.MatMulOp)):
+        return "gemm"
     return None
 
 
@@ -145,6 +151,8 @@ _INT_KEYS = {
     "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65)},
     "conv": {"co_block": (1, 2, 4, 8), "x_block": (1, 2, 4)},
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
+    "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
+    "gemm": {"k_split": (1, 2, 4, 8, 16, 32, 64, 128, 256)},
 }
 
 
@@ -221,6 +229,10 @@ class Rules:
             cfg = self.conv(head, kernel)
         elif kind == "winograd_matmul":
             cfg = self.winograd_matmul(head)
+        elif kind == "reduce":
+            cfg = self.reduce(head)
+        elif kind == "gemm":
+            cfg = self.gemm(head)
         if self.work_group:
             cfg["work_group"] = self.work_group
         if self.compute != "f32" and is_packed_kernel(head):
@@ -252,6 +264,16 @@ class Rules:
             return {"tiles_per_item": 1, "co_blocks": 1}
         k4 = op.result.type.shape[1]
         return {"tiles_per_item": 2, "co_blocks": 2 if k4 % 2 == 0 else 1}
+
+    def reduce(self, op: Operation) -> dict[str, Any]:
+        """Global pools and ReduceMean: `reduce_items` work-items per output (1: one
+        work-item loops over the whole reduced extent)."""
+        return {}
+
+    def gemm(self, op: Operation) -> dict[str, Any]:
+        """Gemm and MatMul: `k_split` work-items share each output's reduction (1: one
+        work-item per output element)."""
+        return {}
 
     def conv(self, op: graph.Conv2dOp, kernel: str | None = None) -> dict[str, Any]:
         out = graph.shape_of(op.result)

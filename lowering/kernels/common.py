@@ -94,6 +94,11 @@ class KernelSpec:
     def global_size(self) -> tuple[int, ...]:
         raise NotImplementedError
 
+    def local_size(self) -> tuple[int, ...] | None:
+        """The local size the kernel needs (a work-group reduction is written for its
+        work-group's extent), or None: the config's `work_group` or the driver's choice."""
+        return None
+
     def body(self, kb: KernelBuilder, args: Sequence[SSAValue]) -> None:
         raise NotImplementedError
 
