@@ -142,6 +142,35 @@ def time_calls(fn, warmup: int, repeat: int, sync=None) -> tuple[list[float], ob
     return times, out
 
 
+FAMILIES = {
+    "reduction": ("global_avgpool", "reduce_mean", "global_", "reduce"),
+    "gemm": ("gemm", "matmul", "gemv"),
+    "concat/copy": ("copy", "concat"),
+    "depthwise": ("dwconv",),
+}
+"""Kernel families of issue 13, by kernel-name prefix (Winograd's matmul is not a GEMM)."""
+
+
+def family_of(kernel: str) -> str:
+    if kernel.startswith("winograd"):
+        return "winograd"
+    for family, prefixes in FAMILIES.items():
+        if kernel.startswith(prefixes):
+            return family
+    return "other"
+
+
+def family_shares(kernel_ms: dict[str, float]) -> dict[str, dict[str, float]]:
+    """{family: {"ms": summed device ms, "share": fraction of the model's device time}}."""
+    total = sum(kernel_ms.values()) or 1.0
+    out: dict[str, dict[str, float]] = {}
+    for k, ms in kernel_ms.items():
+        f = out.setdefault(family_of(k), {"ms": 0.0, "share": 0.0})
+        f["ms"] += ms
+        f["share"] += ms / total
+    return out
+
+
 def max_rel_err(ours: np.ndarray, ref: np.ndarray) -> float:
     """max |ours - ref| / max |ref| (inf on shape mismatch or non-finite values)."""
     ours = np.asarray(ours, dtype=np.float64)
@@ -233,7 +262,30 @@ class TorchPeer:
                 return net(xt)
 
         times, y = time_calls(call, warmup, repeat, sync=torch.cuda.synchronize)
+        self.graph_times = self.measure_graph(net, xt, warmup, repeat)
         return times, {"__single__": y.detach().float().cpu().numpy()}
+
+    def measure_graph(self, net, xt, warmup, repeat) -> list[float] | None:
+        """CUDA-graph replay of the same forward: the whole model captured once, then one
+        `replay()` per call (no Python, no per-kernel launch cost): PyTorch's best case
+        for a fixed-shape batch-1 model. None when capture fails."""
+        torch = self.torch
+        try:
+            static_x = xt.clone()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.inference_mode(), torch.cuda.stream(side):
+                for _ in range(3):  # warm-up on a side stream, as torch.cuda.graphs requires
+                    net(static_x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.inference_mode(), torch.cuda.graph(graph):
+                net(static_x)
+            times, _ = time_calls(graph.replay, warmup, repeat, sync=torch.cuda.synchronize)
+            return times
+        except Exception as e:  # noqa: BLE001 - reported, eager numbers stay
+            log(f"CUDA graph capture failed: {type(e).__name__}: {e}")
+            return None
 
 
 def make_peer(kind: str, threads: int | None):
@@ -273,6 +325,8 @@ def bench_model(name, args, shared, peer, variants):
     peer_times, peer_out = peer.measure(prepared, feeds, args.warmup, args.repeat)
     row["peer_ms"] = statistics.median(peer_times)
     row["peer_min_ms"] = min(peer_times)
+    graph_times = getattr(peer, "graph_times", None)
+    row["peer_graph_ms"] = statistics.median(graph_times) if graph_times else None
     del prepared
 
     for vname, plan in variants:
@@ -290,6 +344,7 @@ def bench_model(name, args, shared, peer, variants):
             v["ms"] = statistics.median(times)
             v["min_ms"] = min(times)
             v["ratio"] = v["ms"] / row["peer_ms"] if row["peer_ms"] else None
+            v["ratio_graph"] = v["ms"] / row["peer_graph_ms"] if row.get("peer_graph_ms") else None
             if "__single__" in peer_out:
                 if len(out) != 1:
                     raise ValueError(f"torch peer gives one output, ours gives {list(out)}")
@@ -301,6 +356,9 @@ def bench_model(name, args, shared, peer, variants):
                 prof = cm.profile(feeds, repeat=max(3, min(args.repeat, 10)))
                 v["kernel_ms"] = prof
                 v["device_ms"] = sum(prof.values())
+                v["families"] = family_shares(prof)
+                if row.get("peer_graph_ms"):
+                    v["device_over_graph"] = v["device_ms"] / row["peer_graph_ms"]
                 top = sorted(prof.items(), key=lambda kv: -kv[1])[: args.profile]
                 log(f"[{name}] ours ({vname}): device time {v['device_ms']:.3f} ms over {len(prof)} kernels; top: "
                     + ", ".join(f"{k} {ms:.3f}" for k, ms in top))
@@ -328,13 +386,16 @@ def fmt(x, spec):
 
 
 def table_rows(rows, show_variant, show_tex):
+    show_graph = any(r.get("peer_graph_ms") for r in rows)
     header = ["model"] + (["path"] if show_variant else []) + [
         "compile (s)", "ours (ms)", "peer (ms)", "ours/peer"
-    ] + (["tex/buf"] if show_tex else []) + ["max rel err", "check"]
+    ] + (["tex/buf"] if show_tex else []) + (
+        ["graph (ms)", "ours/graph", "device (ms)", "device/graph"] if show_graph else []) + ["max rel err", "check"]
     out = []
     for r in rows:
         if r.get("error") and not r["variants"]:
-            cells = [r["model"]] + ([""] if show_variant else []) + ["-"] * (4 + show_tex) + ["-", "ERROR: " + r["error"][:80]]
+            cells = [r["model"]] + ([""] if show_variant else []) + ["-"] * (4 + show_tex + 4 * show_graph) + [
+                "-", "ERROR: " + r["error"][:80]]
             out.append(cells)
             continue
         for i, v in enumerate(r["variants"]):
@@ -347,6 +408,9 @@ def table_rows(rows, show_variant, show_tex):
             ]
             if show_tex:
                 cells.append(fmt(r.get("tex_over_buf"), ".2f") if v["variant"] == "texture" else "")
+            if show_graph:
+                cells += [fmt(r.get("peer_graph_ms"), ".2f"), fmt(v.get("ratio_graph"), ".2f"),
+                          fmt(v.get("device_ms"), ".2f"), fmt(v.get("device_over_graph"), ".2f")]
             cells += [fmt(v.get("max_rel_err"), ".2e"), check]
             out.append(cells)
     return header, out
@@ -445,8 +509,21 @@ def main(argv=None):
     print()
     print(f"- ours: adreno-mlir on {our_dev}; latency = wall time of `CompiledModel.run` "
           "(includes host->device and device->host copies)")
+    if any(v.get("families") for r in rows for v in r["variants"]):
+        names = ["reduction", "gemm", "concat/copy", "depthwise", "winograd", "other"]
+        print("\n## device time by kernel family (share of the model's device time, from OpenCL events)\n")
+        print("| model | path | device ms | " + " | ".join(names) + " |")
+        print("|---|---|---:|" + "---:|" * len(names))
+        for r in rows:
+            for v in r["variants"]:
+                fam = v.get("families")
+                if fam:
+                    print(f"| {r['model']} | {v['variant']} | {v['device_ms']:.3f} | "
+                          + " | ".join(f"{100 * fam.get(n, {}).get('share', 0.0):.0f}%" for n in names) + " |")
+        print()
     if peer.label == "torch":
-        print(f"- peer: {peer_dev}; latency = forward with torch.cuda.synchronize(), input already on the GPU")
+        print(f"- peer: {peer_dev}; latency = forward with torch.cuda.synchronize(), input already on the GPU; "
+              "graph = replay of the forward captured as one CUDA graph (no host copies either)")
     else:
         print(f"- peer: {peer_dev}; latency = wall time of `InferenceSession.run`")
     print(f"- median of {args.repeat} runs after {args.warmup} warm-up runs; "
