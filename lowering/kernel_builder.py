@@ -333,6 +333,17 @@ class KernelBuilder:
     def fdiv(self, a, b, hint=None) -> SSAValue:
         return self._op(arith.DivfOp, *self._floats(a, b), hint=hint)
 
+    def fdiv_rounded(self, a, b: float, hint=None) -> SSAValue:
+        """a / b (b a constant) rounded as IEEE division rounds it. OpenCL's `/` may be off
+        by 2.5 ulp (the default on NVIDIA, Adreno and Intel's CPU runtime), which moves
+        floor() or round() of a Resize coordinate that is exactly an integer or a half
+        ((3 + 0.5) / 1.5 + 1/6 - 0.5 = 2) to the neighbour. One correction step fixes the
+        quotient: q = a / b, r = fma(-q, b, a) (the exact remainder, rounded once),
+        q + r * (1 / b)."""
+        q = self.fdiv(a, b)
+        r = self.fma(self.fneg(q), b, a)
+        return self.fma(r, 1.0 / b, q, hint=hint)
+
     def fmax(self, a, b) -> SSAValue:
         """max(a, b), NaN if either is NaN (arith.maximumf; ONNX Relu, Clip, ... on NaN)."""
         return self._op(arith.MaximumfOp, *self._floats(a, b))
@@ -463,6 +474,29 @@ class KernelBuilder:
             then(self)
         elif c is not False:
             self.if_(c, then)
+
+    # ------------------------------------------------------------------ work-groups
+
+    def local_id(self, dim: int, hint=None) -> SSAValue:
+        """`get_local_id(dim)`: the work-item's index inside its work-group."""
+        return self._op(opencl.LocalIdOp, attrs=(dim,), hint=hint)
+
+    def group_id(self, dim: int, hint=None) -> SSAValue:
+        """`get_group_id(dim)`: the work-group's index in the grid."""
+        return self._op(opencl.GroupIdOp, attrs=(dim,), hint=hint)
+
+    def local_alloc(self, size: int, element: Attribute, hint=None) -> SSAValue:
+        """A `__local` array of `size` elements shared by the work-group. OpenCL declares
+        local memory at kernel scope only: call this on the kernel body's own builder."""
+        op = opencl.LocalAllocOp(size, element)
+        array = self.emit(op, hint, verified=True)
+        op.verify_()  # once in the block, whose last op it is for now: it checks its parent is the kernel
+        return array
+
+    def barrier(self, fence: str = "local") -> None:
+        """`barrier(CLK_LOCAL_MEM_FENCE)`: every work-item of the group must reach it (never
+        inside a branch that some work-items skip)."""
+        self.emit(opencl.BarrierOp(fence))
 
 
 def new_kernel(name: str, args: Sequence[tuple[str, Attribute]],

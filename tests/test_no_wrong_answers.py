@@ -368,3 +368,23 @@ def test_corrupted_weight_file_names_the_weight_and_file(tiny_path, tmp_path):
     proc = _opt(ir, "-p", "graph-canonicalize,fold-batchnorm", "-t", "mlir")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"weight @w_1: {npy} is not a readable .npy file" in proc.stderr
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("coord, nearest_mode", [("half_pixel_symmetric", "floor"), ("half_pixel", "round_prefer_ceil"),
+                                                 ("asymmetric", "floor")])
+def test_resize_nearest_exact_coordinates_round_like_onnxruntime(plan, coord, nearest_mode):
+    """Bug (fuzzer, graph 502 of seed 0): a 1.5x nearest Resize of 61 rows picked the wrong
+    source row every third output row (scaled error 1.1 on every plan). Its source
+    coordinate (y + 0.5) / 1.5 + 1/6 - 0.5 is an integer in real arithmetic; the offset was
+    added in another order and rounded in float64, so floor() fell the other way. The
+    kernel now follows onnxruntime's f32 order with correctly rounded divisions."""
+    m = _model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest",
+                                 coordinate_transformation_mode=coord, nearest_mode=nearest_mode)],
+               [_f("x", [1, 8, 61, 24])], [_f("y", None)],
+               [numpy_helper.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "scales")])
+    x = np.random.default_rng(0).standard_normal((1, 8, 61, 24)).astype(np.float32)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = adreno_mlir.compile(m, **PLANS[plan]).run({"x": x})["y"]
+    tol = 5e-2 if "fp16" in plan else 0.0
+    assert got.shape == ref.shape and np.abs(got - ref).max() <= tol * np.abs(ref).max()

@@ -2,7 +2,11 @@
 
 Source coordinates follow ONNX's coordinate_transformation_mode (as its reference
 implementation computes them, with length_resized = scale * input length); bilinear taps are
-clamped to the edge, which equals ONNX's edge padding.
+clamped to the edge, which equals ONNX's edge padding. They are computed in f32 with
+onnxruntime's order of operations and constants rounded to f32 as it rounds them, and
+divisions correctly rounded (`fdiv_rounded`): a nearest-neighbour coordinate that is
+exactly an integer or a half in real arithmetic (every third row of a 1.5x resize) must
+round the way onnxruntime's does, or a whole row of pixels comes from its neighbour.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
@@ -40,19 +46,25 @@ class ResizeSpec(KernelSpec):
         resized = in_len * scale
         if math.isclose(resized, out_len, rel_tol=1e-6):
             resized = float(out_len)
-        of = kb.to_float(o)
+        of = kb.to_float(o)  # coordinates are f32, also in a kernel computing in half
+        zero = kb.const_like(0.0, f32)
+        s32, length = np.float32(scale), np.float32(in_len)
         mode = self.coord_mode
-        if mode == "align_corners":
-            return kb.f(0.0) if resized == 1 else kb.fmul(of, (in_len - 1) / (resized - 1))
+        if mode == "align_corners":  # x * (L - 1) / (R - 1)
+            if resized == 1:
+                return zero
+            return kb.fdiv_rounded(kb.fmul(of, float(length - np.float32(1))), float(np.float32(resized) - np.float32(1)))
         if mode == "asymmetric":
-            return kb.fdiv(of, scale)
+            return kb.fdiv_rounded(of, float(s32))
         if mode == "pytorch_half_pixel" and resized == 1:
-            return kb.f(0.0)
-        half = kb.fsub(kb.fdiv(kb.fadd(of, 0.5), scale), 0.5)
-        if mode == "half_pixel_symmetric":
-            offset = in_len / 2 * (1 - out_len / resized)
-            return half if offset == 0 else kb.fadd(half, offset)
-        return half
+            return zero
+        q = kb.fdiv_rounded(kb.fadd(of, 0.5), float(s32))  # (x + 0.5) / scale
+        if mode == "half_pixel_symmetric":  # offset + (x + 0.5) / scale - 0.5, offset as onnxruntime rounds it
+            adjustment = np.float32(out_len) / (s32 * length)
+            offset = (length / np.float32(2)) * (np.float32(1) - adjustment)
+            if offset != 0:
+                q = kb.fadd(q, float(offset))
+        return kb.fsub(q, 0.5)
 
     def _nearest(self, kb: KernelBuilder, s: SSAValue, in_len: int) -> SSAValue:
         if self.nearest_mode == "round_prefer_floor":
