@@ -24,10 +24,10 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
                work_group: tuple[int, ...] = (), compute: str = "f32") -> list[tuple[str, str]]:
     """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
     (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
-    target profile, split-K, the lowering and CSE of the generated kernels. The NCHW
-    plan runs the same passes; conv-winograd and split-k find nothing to do there
-    (both apply to NCHW4c convolutions only). `compute` "f16" (precision fp16) has
-    select-kernel-config give every NCHW4c kernel `compute = "f16"`."""
+    target profile, split-K, shared storage for concats (plan-memory) and the lowering.
+    The NCHW plan runs the same passes; conv-winograd, split-k and plan-memory find
+    nothing to do there (all three apply to NCHW4c tensors only). `compute` "f16"
+    (precision fp16) has select-kernel-config give every NCHW4c kernel `compute = "f16"`."""
     config = f"select-kernel-config{{target={target}"
     if compute != "f32":
         config += f" compute={compute}"
@@ -38,6 +38,7 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         ("fuse", "graph-fuse"),
         ("config", config),
         ("split-k", "split-k"),
+        ("memory", "plan-memory"),
         ("opencl", "convert-graph-to-opencl"),
     ]
     winograd = ("winograd", f"conv-winograd{{target={target}}}")

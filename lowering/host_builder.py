@@ -26,6 +26,7 @@ from adreno_mlir.lowering.groups import LoweringError, where
 from adreno_mlir.lowering.kernels.common import KernelSpec
 from adreno_mlir.lowering.kernels.packed import PackedSpec
 from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
+from adreno_mlir.passes.plan_memory import read_storage
 from adreno_mlir.weights import store_of
 
 
@@ -103,6 +104,9 @@ class HostBuilder:
         self.buffers: dict[SSAValue, SSAValue] = {}
         self._int_constants: dict[int, SSAValue] = {}
         self._half_weights: dict[SSAValue, SSAValue] = {}
+        self.storage = read_storage(fn.body.block)
+        """Values that plan-memory placed in shared allocations (`storage` attributes)."""
+        self._shared: dict[int, SSAValue] = {}
         for old, new in zip(fn.args, self.block.args):
             self.buffers[old] = new
             new.name_hint = old.name_hint
@@ -194,7 +198,28 @@ class HostBuilder:
         return self._int_constants[v]
 
     def alloc(self, value: SSAValue) -> SSAValue:
-        t = value.type
+        """A new buffer or image for `value`; for a value in shared storage its
+        allocation, made (at the allocation's full extent) when its first member is
+        written. Members are one host value, so the launch plan keeps the allocation
+        until the last launch that reads or writes any of them."""
+        slot = self.storage.slots.get(value)
+        if slot is not None:
+            shared = self._shared.get(slot[0])
+            if shared is None:
+                shared = self._new_alloc(self.storage.types[slot[0]], self.storage.names[slot[0]])
+                self._shared[slot[0]] = shared
+            self.buffers[value] = shared
+            return shared
+        buf = self._new_alloc(value.type, value.name_hint)
+        self.buffers[value] = buf
+        return buf
+
+    def channel_offset(self, value: SSAValue) -> int:
+        """The channel block at which `value` starts in its shared allocation (0 if it
+        has its own): the `c4_offset` its writer adds to the output channel block."""
+        return self.storage.offset(value)
+
+    def _new_alloc(self, t, name_hint: str | None) -> SSAValue:
         if isinstance(t, texture.TextureTensorType) and t.is_image:
             w, h = t.image_extent
             fmt = "rgba_f16" if t.element == f16 else "rgba_f32"
@@ -204,8 +229,7 @@ class HostBuilder:
         else:
             op = opencl.AllocBufferOp(opencl.BufferType(numel(t), f32))
         buf = self.emit(op).results[0]
-        buf.name_hint = value.name_hint
-        self.buffers[value] = buf
+        buf.name_hint = name_hint
         return buf
 
     # ------------------------------------------------------------------ kernels

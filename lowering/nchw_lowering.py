@@ -117,7 +117,7 @@ class Gemm(KernelPattern):
             epi = Epilogue(expr, epi.strides + (broadcast_strides(graph.shape_of(op.c), out_shape),))
             extras = extras + [hb.buffer(op.c)]
         spec = GemmSpec(m=m, n=n, k=k, trans_a=bool(op.trans_a.value.data), trans_b=bool(op.trans_b.value.data),
-                        alpha=op.alpha.value.data, epilogue=epi)
+                        alpha=op.alpha.value.data, k_split=cfg.get("k_split", 1), epilogue=epi)
         hb.launch(spec, [hb.buffer(op.a), hb.buffer(op.b), *extras, hb.alloc(group.result)], loc)
 
 
@@ -149,7 +149,8 @@ class Reduce(KernelPattern):
         # the keepdims output shape.
         keep_shape = tuple(1 if d in axes else s for d, s in enumerate(x_shape))
         epi, extras = _epi_args(hb, group, keep_shape)
-        spec = ReduceSpec(x_shape=x_shape, axes=axes, epilogue=epi)
+        # reduce_items > 1: a work-group per output element (select-kernel-config's rule)
+        spec = ReduceSpec(x_shape=x_shape, axes=axes, items=cfg.get("reduce_items", 1), epilogue=epi)
         hb.launch(spec, [hb.buffer(op.input), *extras, hb.alloc(group.result)], loc)
 
 
@@ -241,7 +242,8 @@ class MatMul(KernelPattern):
         b_bs = tuple(0 if d == 1 else s for d, s in zip(b_full, contiguous_strides(b_full)))
         m, k, n = a2[-2], a2[-1], b2[-1]
         spec = MatMulSpec(batch=tuple(batch), a_batch_strides=tuple(s * m * k for s in a_bs),
-                          b_batch_strides=tuple(s * k * n for s in b_bs), m=m, n=n, k=k)
+                          b_batch_strides=tuple(s * k * n for s in b_bs), m=m, n=n, k=k,
+                          k_split=cfg.get("k_split", 1))
         hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), hb.alloc(op.result)], loc)
 
 

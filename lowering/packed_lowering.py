@@ -57,6 +57,16 @@ def epilogue(hb, group: Group, out: Packed) -> tuple[PackedEpilogue, list[SSAVal
     return pepi, [hb.buffer(v) for v in extras]
 
 
+def at_channel_offset(hb, value: SSAValue, spec, scalars: list[int]):
+    """`spec` and its launch scalars for writing `value`: plus the `c4_offset`
+    argument when plan-memory placed `value` at a non-zero channel block of shared
+    storage (a launch argument, so the writers of every slice share one kernel)."""
+    offset = hb.channel_offset(value)
+    if not offset:
+        return spec, scalars
+    return dataclasses.replace(spec, offset_arg=True), [*scalars, offset]
+
+
 class Pack(KernelPattern):
     heads = (texture.PackOp,)
     packed = True
@@ -83,15 +93,21 @@ class PackedConcat(KernelPattern):
     packed = True
 
     def lower(self, hb, group, cfg, loc):
+        """One copy per input into its channel slice, except for the inputs plan-memory
+        placed there (their kernels wrote them in place: `storage` attributes). A copied
+        input that lives at a channel offset of other storage is read from there."""
         op = group.head
         out = packed(op.result)
         offset = 0
         dst = hb.alloc(op.result)
+        base = hb.channel_offset(op.result)
         for v in op.inputs:
             src = packed(v)
-            spec = PackedMapSpec(out=out, pepi=PackedEpilogue(In(0), ((src, (False, False, False)),)),
-                                 shape=src.shape, offset_arg=True)
-            hb.launch(spec, [hb.buffer(v), dst], loc, [offset])
+            if not hb.storage.in_place(v, op.result, offset):
+                src_offset = hb.channel_offset(v)
+                spec = PackedMapSpec(out=out, pepi=PackedEpilogue(In(0), ((src, (False, False, False)),)),
+                                     shape=src.shape, offset_arg=True, src_offset_arg=src_offset > 0)
+                hb.launch(spec, [hb.buffer(v), dst], loc, [*([src_offset] if src_offset else []), base + offset])
             offset += src.shape[1]
 
 
@@ -104,6 +120,7 @@ class EpiloguePattern(KernelPattern):
         out = packed(group.result)
         pepi, extras = epilogue(hb, group, out)
         spec, ins, scalars = self.spec(hb, group.head, out, pepi, cfg)
+        spec, scalars = at_channel_offset(hb, group.result, spec, scalars)
         hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)
 
     def spec(self, hb, op, out: Packed, pepi: PackedEpilogue, cfg: dict):
@@ -136,7 +153,9 @@ class PackedMean(EpiloguePattern):
     heads = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
 
     def spec(self, hb, op, out, pepi, cfg):
-        return PackedMeanSpec(out=out, pepi=pepi, src=packed(op.input)), [hb.buffer(op.input)], []
+        # reduce_items > 1: a work-group per (n, channel block) (select-kernel-config's rule)
+        spec = PackedMeanSpec(out=out, pepi=pepi, src=packed(op.input), items=cfg.get("reduce_items", 1))
+        return spec, [hb.buffer(op.input)], []
 
 
 class PackedResize(EpiloguePattern):
@@ -166,6 +185,7 @@ def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[i
     return dict(
         src=src, kernel=tuple(k), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
         dilations=graph.ints(op.dilations), depthwise=depthwise, x_block=min(cfg["x_block"], out.shape[3]),
+        dw_rows=depthwise and bool(cfg.get("dw_rows", 0)),
         dynamic_ci=dynamic, co_blocks=co_blocks,
     ), scalars
 

@@ -106,7 +106,10 @@ def lower_winograd_output(hb, op: texture.WinogradOutputOp, result_value: SSAVal
     tile = op.tile_size
     n, _, oh, ow, _ = op.result.type.shape
     has_bias = op.bias is not None
+    # plan-memory may have placed the result in a concat's storage: its channel offset
+    # is a launch argument (`c4_offset`).
+    offset = hb.channel_offset(result_value)
     spec = WinogradOutputSpec(out=out_packed, pepi=pepi, src=_packed(op.input), tile=tile,
-                              tiles=winograd_tiles(oh, ow, tile), has_bias=has_bias)
+                              tiles=winograd_tiles(oh, ow, tile), has_bias=has_bias, offset_arg=offset > 0)
     bias = [hb.weight_buffer(op.bias)] if has_bias else []
-    hb.launch(spec, [hb.buffer(op.input), *bias, *extras, hb.alloc(result_value)], loc)
+    hb.launch(spec, [hb.buffer(op.input), *bias, *extras, hb.alloc(result_value)], loc, [offset] if offset else [])

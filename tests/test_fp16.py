@@ -50,7 +50,8 @@ def _half_kernels(source: str) -> tuple[list[str], list[str]]:
     """(kernels whose body uses half4, kernels that do not), by name."""
     half, other = [], []
     for m in re.finditer(r"__kernel void (\w+)\((.*?)\n}\n", source, re.S):
-        (half if "half4" in m.group(2) else other).append(m.group(1))
+        # half4 values, or pixels converted to half4 (not vstore_half4: f32 math, half storage)
+        (half if re.search(r"\bhalf4\b|convert_half4|_imageh", m.group(2)) else other).append(m.group(1))
     return half, other
 
 

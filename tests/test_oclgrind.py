@@ -42,6 +42,7 @@ from onnx import TensorProto, helper, numpy_helper
 import adreno_mlir
 from tests.conftest import REPO
 from tests.test_artifact import PLANS
+from tests.test_concat_inplace import ConcatsToImages, dense_block
 from tests.test_models import scaled_error
 
 OCLGRIND_ENV = {"OCLGRIND_CHECK_API": "1", "OCLGRIND_DATA_RACES": "1"}
@@ -60,6 +61,27 @@ kernel) that an OpenCL 1.2 device rejects; OCLGRIND_CHECK_API reports each probe
 CASES = [pytest.param("tinynet", plan, PLANS[plan], id=f"tinynet-{plan}") for plan in PLANS] + [
     pytest.param("tinynet", "winograd", {"textures": True, "target": "pocl-cpu"}, id="tinynet-winograd"),
 ] + [pytest.param("split-k", plan, PLANS[plan], id=f"split-k-{plan}") for plan in PLANS if plan != "nchw"]
+# Gemm / MatMul with k_split (GPU targets, few outputs, long K): the kernels run on plain
+# tensors in every plan, so one plan covers them.
+CASES += [pytest.param("gemv", "nchw4c-buffers", PLANS["nchw4c-buffers"], id="gemv-nchw4c-buffers")]
+# Work-group means (reduce_items > 1 on GPU targets) with a large extent: the NCHW4c mean
+# on buffers and images, and the plain-tensor mean (tinynet's pools are NCHW4c ones).
+CASES += [pytest.param("means", plan, PLANS[plan], id=f"means-{plan}")
+          for plan in ("nchw4c-buffers", "nchw4c-textures")]
+# Zero-copy concat (plan-memory): a DenseNet block whose kernels write into one shared
+# allocation at channel offsets, in a buffer (the default) and in images of both mappings.
+
+
+def _images_plan(mapping: str) -> dict:
+    """The texture plan with every concat result moved to images of `mapping` before
+    plan-memory (annotate-texture-scope leaves them buffers)."""
+    return {**PLANS["nchw4c-textures"], "passes": [ConcatsToImages],
+            "pipeline": lambda p: p.replace(",plan-memory", f",concats-to-images{{mapping={mapping}}},plan-memory")}
+
+
+CASES += [pytest.param("dense", plan, PLANS[plan], id=f"dense-{plan}") for plan in ("nchw4c-buffers", "fp16-acc32")]
+CASES += [pytest.param("dense", f"images-{m}", _images_plan(m), id=f"dense-images-{m}")
+          for m in ("texture", "texture-nhwc")]
 
 RUN_ARTIFACT = """
 import sys
@@ -153,9 +175,51 @@ def _split_k_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _gemv_model() -> onnx.ModelProto:
+    """The three layouts of the k_split kernels (lowering/kernels/matmul.py): a classifier
+    Gemm (transB, float4 loads) with bias and relu, a MatMul by a 516x20 weight (columns
+    contiguous; 20 columns leave the last work-group partly outside N), and a Gemm with
+    M = 2 and K = 259 (scalar loads)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((40, 516)) * 0.05).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal(40).astype(np.float32), "b1"),
+             numpy_helper.from_array((rng.standard_normal((516, 20)) * 0.05).astype(np.float32), "w2"),
+             numpy_helper.from_array((rng.standard_normal((24, 259)) * 0.05).astype(np.float32), "w3")]
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["g"], transB=1, name="/fc"),
+             helper.make_node("Relu", ["g"], ["y1"], name="/relu"),
+             helper.make_node("MatMul", ["x", "w2"], ["y2"], name="/matmul"),
+             helper.make_node("Gemm", ["x2", "w3"], ["y3"], transB=1, name="/fc2")]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "gemv", [helper.make_tensor_value_info("x", f, [1, 516]),
+                                          helper.make_tensor_value_info("x2", f, [2, 259])],
+                          [helper.make_tensor_value_info("y1", f, [1, 40]),
+                           helper.make_tensor_value_info("y2", f, [1, 20]),
+                           helper.make_tensor_value_info("y3", f, [2, 24])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _means_model() -> onnx.ModelProto:
+    """Work-group means: a global pool over 56x56 with a fused relu (256 work-items, 3136
+    pixels: the last round is partial), a ReduceMean over the same pixels without
+    keepdims (the plain-tensor kernel) and one over 40 channels of a batch-2 tensor (a
+    non-trailing axis, 16 work-items)."""
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"], name="/pool"),
+             helper.make_node("Relu", ["g"], ["y1"], name="/relu"),
+             helper.make_node("ReduceMean", ["x"], ["y2"], axes=[2, 3], keepdims=0, name="/mean"),
+             helper.make_node("ReduceMean", ["x2"], ["y3"], axes=[1], name="/mean_c")]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "means", [helper.make_tensor_value_info("x", f, [1, 8, 56, 56]),
+                                           helper.make_tensor_value_info("x2", f, [2, 40, 3, 3])],
+                          [helper.make_tensor_value_info("y1", f, [1, 8, 1, 1]),
+                           helper.make_tensor_value_info("y2", f, [1, 8]),
+                           helper.make_tensor_value_info("y3", f, [2, 1, 3, 3])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @pytest.fixture(scope="module")
 def models(tiny_path):
-    return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model()}
+    return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
+            "means": _means_model(), "dense": dense_block()}
 
 
 def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
@@ -177,6 +241,12 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert any(k.startswith("winograd_") for k in kernels), sorted(kernels)
     if model_name == "split-k":
         assert any("split" in k for k in kernels), sorted(kernels)
+    if model_name == "gemv":
+        assert sum("ksplit" in k for k in kernels) == 3, sorted(kernels)
+    if model_name == "means":
+        assert sum("_wg" in k for k in kernels) == 3, sorted(kernels)
+    if model_name == "dense":
+        assert not any(k.startswith("copy_4c") for k in kernels), sorted(kernels)
 
     _, reports = run_under_oclgrind(oclgrind_env, RUN_ARTIFACT, str(artifact), str(feeds_file),
                                     str(tmp_path / "out.npz"))

@@ -75,7 +75,7 @@ def test_gpu_schedules_match_onnxruntime(name, plan, model_path):
     compiling for an Adreno profile."""
     path = str(model_path(name))
     cm = adreno_mlir.compile(path, target="adreno-740", **plan)
-    assert ("split" in cm.source) == plan["textures"]
+    assert ("conv_split_sum" in cm.source) == plan["textures"]  # (gemm_ksplit is another split)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(4)
     feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}

@@ -6,12 +6,12 @@
 // images, a max pool writing a half-float buffer, unpack. The host allocates images of
 // the annotated extents; kernels read images with read_imagef and write them with
 // write_imagef; the f16 buffer is written with vstore_half4 and read with vload_half4.
-// The conv's 3x3 and the pool's 2x2 windows are kh/kw loops in the IR marked
-// `opencl.unroll = "print"`: the printer writes them out, one tap after the other (one
-// float4 of weights and four image reads per tap), with the multiply-adds substituted
-// from tap to tap into one expression per pixel and no loop left in the C. Printed with
-// `-t 'opencl{unroll=pragma}'` (PRAGMA) they are `for` loops under `#pragma unroll`
-// whose kw body is one tap.
+// The depthwise conv reads each input row segment once (kernel_config dw_rows: 6 pixels
+// per window row for its 4 output pixels) and its 9 weight float4s once, written out
+// with the multiply-adds substituted into one expression per pixel. The pool's 2x2
+// window is a kh/kw loop in the IR marked `opencl.unroll = "print"`: the printer writes
+// it out, one tap after the other; printed with `-t 'opencl{unroll=pragma}'` (PRAGMA) it
+// is `for` loops under `#pragma unroll` whose kw body is one tap.
 
 // HOST-LABEL: func.func @main
 // HOST:       opencl.alloc_image : !opencl.image<8x8, rgba_f32>
@@ -32,7 +32,11 @@
 // CHECK-NEXT:      __write_only image2d_t out
 // CHECK:           vload4(z, bias);
 // CHECK-NOT:       for (
-// CHECK-COUNT-9:   vload4((z * 9) + (({{[0-2]}} * 3) + {{[0-2]}}), weight);
+// CHECK-COUNT-6:   read_imagef(input, smp,
+// CHECK:           vload4([[W:v[0-9]+]], weight);
+// CHECK-NEXT:      vload4([[W]] + 1, weight);
+// CHECK-NEXT:      vload4([[W]] + 2, weight);
+// CHECK-COUNT-6:   read_imagef(input, smp,
 // CHECK-NOT:       for (
 // CHECK:           write_imagef(out, (int2)(ox, {{.*}}), adreno_fmax_float4(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
@@ -43,19 +47,7 @@
 // CHECK:           vstore_half4((v{{[0-9]+}} ? fmax(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}}), {{.*}}, out);
 
 // PRAGMA-LABEL: __kernel void dwconv3x3_4c_relu(
-// PRAGMA:           vload4(z, bias);
-// PRAGMA:           #pragma unroll
-// PRAGMA-NEXT:      for (int kh = 0; kh < 3; ++kh) {
-// PRAGMA:               #pragma unroll
-// PRAGMA-NEXT:          for (int kw = 0; kw < 3; ++kw) {
-// PRAGMA-NEXT:              const float4 [[WV:v[0-9]+]] = vload4({{.*}}((kh * 3) + kw), weight);
-// PRAGMA-COUNT-4:           read_imagef(input, smp, (int2)(
-// PRAGMA-NOT:               read_imagef
-// PRAGMA-COUNT-4:           = fma({{.*}}, [[WV]], {{v[0-9]+}});
-// PRAGMA-NOT:               read_imagef
-// PRAGMA:               }
-// PRAGMA-NOT:       read_imagef
-// PRAGMA:           adreno_fmax_float4(
+// PRAGMA-NOT:       #pragma unroll
 // PRAGMA:           write_imagef(out,
 // PRAGMA-LABEL: __kernel void maxpool2x2_4c(
 // PRAGMA-SAME:      __read_only image2d_t input,{{\s*}}__global half* out

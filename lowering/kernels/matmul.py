@@ -1,16 +1,162 @@
 """Matrix products: ONNX Gemm (2-D, optional transposes, alpha, beta * C via the
-epilogue) and batched MatMul with broadcasting batch dimensions. One work-item per
-output element; grid (N, M[, batch]).
+epilogue) and batched MatMul with broadcasting batch dimensions.
+
+`k_split = 1` (kernel_config): one work-item per output element looping over all of
+K; grid (N, M[, batch]). That is the right shape for large M * N, but a batch-1
+classifier (Gemm 1x1280 by 1000x1280) is then 1000 work-items of 1280 serial
+multiply-adds each, which leaves most of a GPU idle.
+
+`k_split = S > 1`: S work-items of one work-group share each output's reduction. Each
+sums a strided share of K (item s takes k = s, s + S, ...: neighbouring work-items read
+neighbouring addresses), the shares are added by a tree reduction in local memory, and
+the work-item with s = 0 applies alpha and the epilogue and stores. The work-group's
+shape follows B's layout, the operand that is read once and dominates the traffic:
+
+- K contiguous in B (Gemm with transB = 1, as PyTorch exports a Linear layer): one
+  output per work-group, local size (S, 1[, 1]), grid (S * N, M[, batch]). When A's row
+  is contiguous too and K % 4 == 0 the loads are float4 (`vload4` of A's row and B's
+  row, whose starts are then multiples of 4 floats); otherwise scalar.
+- N contiguous in B (transB = 0, MatMul): neighbouring work-items must take
+  neighbouring columns for their loads to coalesce, so a work-group holds `cols`
+  columns (`split_k_cols`) times S shares: local size (cols, S[, 1]), grid (N rounded
+  up to cols, S * M[, batch]). Columns past N load column N - 1 (in bounds, never
+  stored) so that every work-item reaches every barrier.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, numel
+
+SPLIT_K_GROUP = 256
+"""Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
+every profile's devices allow 256)."""
+
+
+def split_k_cols(split: int, n: int) -> int:
+    """Columns per work-group of the column-contiguous split-K kernel: SPLIT_K_GROUP
+    work-items in all, at most 32 columns (a warp's worth of neighbouring loads), no
+    more than N needs."""
+    cols = max(1, min(32, SPLIT_K_GROUP // split))
+    while cols > 1 and cols // 2 >= n:
+        cols //= 2
+    return cols
+
+
+Terms = Sequence[tuple[SSAValue | int, int]]
+"""(coordinate, stride) pairs whose sum is an operand's offset for k = 0."""
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """The geometry of a split-K product: per-operand strides along K and how the
+    work-group is laid out (see the module docstring)."""
+
+    k: int
+    split: int
+    n: int
+    m: int
+    a_ks: int
+    b_ks: int
+    batch: int = 0
+    """Batch extent (a third grid axis) or 0 for none."""
+
+    @property
+    def k_contiguous(self) -> bool:
+        return self.b_ks == 1
+
+    @property
+    def cols(self) -> int:
+        return 1 if self.k_contiguous else split_k_cols(self.split, self.n)
+
+    def global_size(self) -> tuple[int, ...]:
+        if self.k_contiguous:
+            grid = (self.split * self.n, self.m)
+        else:
+            grid = (-(-self.n // self.cols) * self.cols, self.split * self.m)
+        return (*grid, self.batch) if self.batch else grid
+
+    def local_size(self) -> tuple[int, ...]:
+        local = (self.split, 1) if self.k_contiguous else (self.cols, self.split)
+        return (*local, 1) if self.batch else local
+
+    def ids(self, kb: KernelBuilder) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue | int]:
+        """(row, col, s, c): the output this work-item helps with, its share of K and its
+        column inside the work-group (0 in the K-contiguous layout)."""
+        if self.k_contiguous:
+            return kb.global_id(1, "row"), kb.group_id(0, "col"), kb.local_id(0, "s"), 0
+        return kb.group_id(1, "row"), kb.global_id(0, "col"), kb.local_id(1, "s"), kb.local_id(0, "c")
+
+    def product(self, kb: KernelBuilder, a: SSAValue, b: SSAValue, s: SSAValue, a_terms: Terms, b_terms: Terms,
+                vec4: bool) -> SSAValue:
+        """Work-item `s`'s share of sum_k A[.., k] * B[k, ..] (A at offset(a_terms) +
+        k * a_ks, B likewise). `vec4`: both are contiguous in K, K % 4 == 0 and every
+        stride in the terms is a multiple of 4, so float4 loads are aligned."""
+        split = self.split
+        if vec4:
+            assert self.a_ks == self.b_ks == 1 and self.k % 4 == 0
+            assert all(st % 4 == 0 for _, st in (*a_terms, *b_terms)), "float4 loads need 4-float aligned rows"
+            a4 = kb.linear([c for c, _ in a_terms], [st // 4 for _, st in a_terms])
+            b4 = kb.linear([c for c, _ in b_terms], [st // 4 for _, st in b_terms])
+            kv = kb.vector(f32)
+
+            def step4(k1: KernelBuilder, j: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                return [k1.fma(k1.vload4(a, k1.add(a4, j)), k1.vload4(b, k1.add(b4, j)), acc[0])]
+
+            (acc4,) = kb.for_(s, self.k // 4, split, [kv.f(0.0)], step4, "j")
+            return kb.fadd(kb.fadd(kb.lane(acc4, 0), kb.lane(acc4, 1)), kb.fadd(kb.lane(acc4, 2), kb.lane(acc4, 3)))
+        a0 = kb.linear([c for c, _ in a_terms], [st for _, st in a_terms])
+        b0 = kb.linear([c for c, _ in b_terms], [st for _, st in b_terms])
+
+        def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            va = k1.load(a, k1.add(a0, k1.mul(kk, self.a_ks)))
+            return [k1.fma(va, k1.load(b, k1.add(b0, k1.mul(kk, self.b_ks))), acc[0])]
+
+        (acc,) = kb.for_(s, self.k, split, [kb.f(0.0)], step, "kk")
+        return acc
+
+    def scratch(self, kb: KernelBuilder) -> SSAValue:
+        """The work-group's local array of partial sums, [split][cols] (declared first
+        in the kernel, where OpenCL C readers expect `__local` arrays)."""
+        return kb.local_alloc(self.split * self.cols, f32, "partial")
+
+    def reduce(self, kb: KernelBuilder, scratch: SSAValue, partial: SSAValue, s: SSAValue, c: SSAValue | int,
+               col: SSAValue, finish) -> None:
+        """Add the work-group's `split` partial sums of each column; `finish(kb, total)`
+        runs on the work-item with s = 0 (of a column inside N) with the full sum.
+        Halving tree in local memory: log2(split) - 1 barriers after the first store,
+        the last pair is added in registers by the finishing work-item."""
+        cols, split = self.cols, self.split
+        kb.store(partial, scratch, kb.add(kb.mul(s, cols), c))
+        kb.barrier()
+        half = split // 2
+        while half > 1:
+            def add_half(k1: KernelBuilder, h=half) -> None:
+                mine = k1.add(k1.mul(s, cols), c)
+                other = k1.add(k1.mul(k1.add(s, h), cols), c)
+                k1.store(k1.fadd(k1.load(scratch, mine), k1.load(scratch, other)), scratch, mine)
+
+            kb.if_(kb.cmp("slt", s, half), add_half)
+            kb.barrier()
+            half //= 2
+
+        def last(k1: KernelBuilder) -> None:
+            finish(k1, k1.fadd(k1.load(scratch, c), k1.load(scratch, k1.add(c, cols))))
+
+        conds = [kb.cmp("eq", s, 0)]
+        if not self.k_contiguous and self.n % cols:  # the rounded-up grid's extra columns
+            conds.append(kb.cmp("slt", col, self.n))
+        kb.guard(conds, last)
+
+
+def _is_pow2(v: int) -> bool:
+    return v >= 1 and v & (v - 1) == 0
 
 
 @dataclass(frozen=True)
@@ -21,17 +167,40 @@ class GemmSpec(KernelSpec):
     trans_a: bool
     trans_b: bool
     alpha: float
+    k_split: int = 1
+    """Work-items sharing one output's reduction (1: one work-item per output)."""
+
+    def __post_init__(self):
+        if not _is_pow2(self.k_split):
+            raise ValueError(f"k_split must be a power of two, got {self.k_split}")
 
     def base_name(self) -> str:
-        return f"gemm{self.epilogue.suffix()}"
+        return f"gemm{'_ksplit' if self.k_split > 1 else ''}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
 
+    def strides(self) -> tuple[int, int, int, int]:
+        """(A's row stride, A's K stride, B's column stride, B's K stride)."""
+        m, n, k = self.m, self.n, self.k
+        a_rs, a_ks = (1, m) if self.trans_a else (k, 1)
+        b_cs, b_ks = (k, 1) if self.trans_b else (1, n)
+        return a_rs, a_ks, b_cs, b_ks
+
+    def split(self) -> SplitK:
+        _, a_ks, _, b_ks = self.strides()
+        return SplitK(k=self.k, split=self.k_split, n=self.n, m=self.m, a_ks=a_ks, b_ks=b_ks)
+
     def global_size(self) -> tuple[int, ...]:
-        return (self.n, self.m)
+        return self.split().global_size() if self.k_split > 1 else (self.n, self.m)
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return self.split().local_size() if self.k_split > 1 else None
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        if self.k_split > 1:
+            self.split_body(kb, args)
+            return
         (a, b), extras, out = self.split_args(args)
         col, row = kb.global_id(0, "col"), kb.global_id(1, "row")
         m, n, k = self.m, self.n, self.k
@@ -47,6 +216,26 @@ class GemmSpec(KernelSpec):
         value = self.epilogue.apply(kb, acc, [row, col], extras)
         kb.store(value, out, kb.add(kb.mul(row, n), col))
 
+    def split_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (a, b), extras, out = self.split_args(args)
+        sk = self.split()
+        scratch = sk.scratch(kb)
+        row, col, s, c = sk.ids(kb)
+        a_rs, a_ks, b_cs, b_ks = self.strides()
+        # With M = 1 the row is always 0: A's row term drops out (and transA changes nothing).
+        a_terms = [(row, a_rs)] if self.m > 1 else []
+        col_ld = kb.min_i(col, self.n - 1) if not sk.k_contiguous and self.n % sk.cols else col
+        vec4 = a_ks == 1 and b_ks == 1 and self.k % 4 == 0 and all(st % 4 == 0 for _, st in a_terms)
+        partial = sk.product(kb, a, b, s, a_terms, [(col_ld, b_cs)], vec4)
+
+        def finish(k1: KernelBuilder, total: SSAValue) -> None:
+            if self.alpha != 1.0:
+                total = k1.fmul(total, self.alpha)
+            value = self.epilogue.apply(k1, total, [row, col], extras)
+            k1.store(value, out, k1.add(k1.mul(row, self.n), col))
+
+        sk.reduce(kb, scratch, partial, s, c, col, finish)
+
 
 @dataclass(frozen=True)
 class MatMulSpec(KernelSpec):
@@ -58,17 +247,35 @@ class MatMulSpec(KernelSpec):
     m: int
     n: int
     k: int
+    k_split: int = 1
+    """Work-items sharing one output's reduction (1: one work-item per output)."""
+
+    def __post_init__(self):
+        if not _is_pow2(self.k_split):
+            raise ValueError(f"k_split must be a power of two, got {self.k_split}")
 
     def base_name(self) -> str:
-        return "matmul"
+        return "matmul_ksplit" if self.k_split > 1 else "matmul"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
 
+    def split(self) -> SplitK:
+        return SplitK(k=self.k, split=self.k_split, n=self.n, m=self.m, a_ks=1, b_ks=self.n,
+                      batch=max(1, numel(self.batch)))
+
     def global_size(self) -> tuple[int, ...]:
+        if self.k_split > 1:
+            return self.split().global_size()
         return (self.n, self.m, max(1, numel(self.batch)))
 
+    def local_size(self) -> tuple[int, ...] | None:
+        return self.split().local_size() if self.k_split > 1 else None
+
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        if self.k_split > 1:
+            self.split_body(kb, args)
+            return
         (a, b), _, out = self.split_args(args)
         col, row, z = kb.global_id(0, "col"), kb.global_id(1, "row"), kb.global_id(2, "z")
         bc = kb.unravel(z, self.batch) if self.batch else []
@@ -83,3 +290,26 @@ class MatMulSpec(KernelSpec):
 
         (acc,) = kb.for_(0, k, 1, [kb.f(0.0)], step, "kk")
         kb.store(acc, out, kb.add(kb.mul(kb.add(kb.mul(z, m), row), n), col))
+
+    def split_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        """As GemmSpec's, per batch entry (grid axis 2); B is [K, N] per batch entry, so
+        this is the column-contiguous layout unless N = 1 (then K is contiguous and,
+        with K % 4 == 0, the loads are float4)."""
+        (a, b), _, out = self.split_args(args)
+        sk = self.split()
+        scratch = sk.scratch(kb)
+        row, col, s, c = sk.ids(kb)
+        z = kb.global_id(2, "z")
+        m, n, k = self.m, self.n, self.k
+        bc = kb.unravel(z, self.batch) if self.batch else []
+        a_terms = [*zip(bc, self.a_batch_strides), *([(row, k)] if m > 1 else [])]
+        col_ld = kb.min_i(col, n - 1) if not sk.k_contiguous and n % sk.cols else col
+        # N = 1: the column is always 0 (and B's rows are K-contiguous)
+        b_terms = [*zip(bc, self.b_batch_strides), *([(col_ld, 1)] if n > 1 else [])]
+        vec4 = sk.k_contiguous and k % 4 == 0 and all(st % 4 == 0 for _, st in (*a_terms, *b_terms))
+        partial = sk.product(kb, a, b, s, a_terms, b_terms, vec4)
+
+        def finish(k1: KernelBuilder, total: SSAValue) -> None:
+            k1.store(total, out, k1.add(k1.mul(k1.add(k1.mul(z, m), row), n), col))
+
+        sk.reduce(kb, scratch, partial, s, c, col, finish)

@@ -135,6 +135,12 @@ class PackedSpec(KernelSpec):
     compute: str = "f32"
     """The type the kernel computes in: "f32", or "f16" (half arithmetic: pixels,
     weights and biases as half4; `kernel_config` compute, precision fp16)."""
+    offset_arg: bool = False
+    """Write output channel block c4 at c4 + `c4_offset`, a launch argument (the last):
+    the output is a channel slice of a larger allocation (a concat's copy, or a value
+    plan-memory placed in a concat's storage). A launch argument, not a constant, so
+    the 58 convolutions DenseNet-121 writes into its concats at 58 offsets share one
+    kernel. Batch 1 only: then a channel slice is one run of the layout."""
 
     @property
     def ftype(self) -> Attribute:
@@ -151,18 +157,39 @@ class PackedSpec(KernelSpec):
     def out_arg(self) -> tuple[str, Attribute]:
         return ("out", self.out.arg_type(True))
 
+    def launch_scalars(self) -> tuple[str, ...]:
+        """The kernel's i32 arguments after the output: its own (`scalar_names`), then
+        `c4_offset` when it writes at a channel offset (`offset_arg`)."""
+        return (*self.scalar_names(), *(("c4_offset",) if self.offset_arg else ()))
+
+    def scalar(self, args, name: str) -> SSAValue:
+        names = self.launch_scalars()
+        return args[len(args) - len(names) + names.index(name)]
+
     def build(self, name: str) -> opencl.KernelOp:
         args = [*self.head_args(), *[(f"x{k}", p.arg_type(False)) for k, (p, _) in enumerate(self.pepi.extras)],
-                self.out_arg(), *[(n, i32) for n in self.scalar_names()]]
+                self.out_arg(), *[(n, i32) for n in self.launch_scalars()]]
         kernel, kb = new_kernel(name, args, self.ftype)
         self.body(kb, list(kernel.args))
         finish(kb)
+        if self.offset_arg and not kernel.args[-1].uses:
+            # A kernel that writes without going through `finish_pixel`/`out_block`
+            # would silently write at offset 0: refuse it instead.
+            raise AssertionError(f"{name}: the kernel ignores its output channel offset (c4_offset)")
         return kernel
 
     def split(self, args: list[SSAValue]) -> tuple[list[SSAValue], list[SSAValue], SSAValue]:
         n = len(self.head_args())
-        args = args[: len(args) - len(self.scalar_names())]
+        args = args[: len(args) - len(self.launch_scalars())]
         return args[:n], args[n:-1], args[-1]
+
+    def out_block(self, kb: KernelBuilder, out: SSAValue, c4):
+        """The channel block at which output block `c4` is stored: c4 itself, or with
+        `offset_arg` c4 + the `c4_offset` argument (found through `out`, the kernel's
+        output argument, so the writers need no extra parameter)."""
+        if not self.offset_arg:
+            return c4
+        return kb.add(c4, self.scalar(list(out.block.args), "c4_offset"))
 
     def grid(self) -> tuple[int, int, int]:
         n, c4, h, w = self.out.shape
@@ -204,8 +231,10 @@ class PackedSpec(KernelSpec):
         return dataclasses.replace(self, **changes)
 
     def finish_pixel(self, kb: KernelBuilder, extras, out, value, n, c4, h, w) -> None:
+        """Epilogue (its extra inputs read at the pixel's own coordinates) and store (at
+        the output's channel offset, if any)."""
         value = self.pepi.apply(kb, value, extras, n, c4, h, w)
-        self.out.write(kb, out, value, n, c4, h, w)
+        self.out.write(kb, out, value, n, self.out_block(kb, out, c4), h, w)
 
 
 # --------------------------------------------------------------------------- boundaries
@@ -292,6 +321,11 @@ class PackedConvSpec(PackedSpec):
     writes a partial float4 (no bias, no epilogue) to a buffer `out` laid out
     [split][N][CO4][OH][OW]; `PackedSplitSumSpec` adds the parts up. For late layers
     whose grids are too small to fill a GPU."""
+    dw_rows: bool = False
+    """Depthwise only: read each input row segment the work-item's `x_block` outputs need
+    once ((x_block - 1) * stride + (KW - 1) * dilation + 1 pixels) and keep it and the
+    KH x KW weights in registers, instead of one read per tap and output pixel (x_block
+    times KW reads per row): 4 outputs of a 3x3 stride-1 conv read 18 pixels, not 36."""
 
     def scalar_names(self) -> tuple[str, ...]:
         return ("ci4",) if self.dynamic_ci else ()
@@ -318,6 +352,33 @@ class PackedConvSpec(PackedSpec):
     def needs_check(self, axis: int) -> bool:
         return window_leaves_input(self.src.shape[2 + axis], self.out.shape[2 + axis], self.kernel[axis],
                                    self.strides[axis], self.pads[axis], self.dilations[axis])
+
+    def depthwise_rows(self, kb: KernelBuilder, x, wt, n, c4, iy0, ox0, accs: list[SSAValue]) -> list[SSAValue]:
+        """The `dw_rows` schedule: per window row, the input pixels of all `x_block`
+        outputs are read once (zeros outside the input) and each feeds the taps that use
+        it; the window is written out (straight-line code, weights loaded once each)."""
+        _, _, H, W = self.src.shape
+        OW = self.out.shape[3]
+        kh_n, kw_n = self.kernel
+        (sy, sx), (dy, dx) = self.strides, self.dilations
+        xb = self.x_block
+        cols = (xb - 1) * sx + (kw_n - 1) * dx + 1
+        ix0 = kb.sub(kb.mul(ox0, sx), self.pads[1], "ix0")
+        # The last block of a row may hang over the output's edge (OW % x_block): its
+        # extra columns are read (and discarded) only where they are inside the input.
+        check_x = self.needs_check(1) or OW % xb != 0
+        col_ok = [kb.in_bounds(kb.add(ix0, c), 0, W) if check_x else [] for c in range(cols)]
+        accs = list(accs)
+        for a in range(kh_n):
+            iy = kb.add(iy0, a * dy)
+            row_ok = kb.in_bounds(iy, 0, H) if self.needs_check(0) else []
+            row = [self.src.read_masked(kb, x, n, c4, iy, kb.add(ix0, c), kb.all_of(row_ok + col_ok[c]))
+                   for c in range(cols)]
+            for b in range(kw_n):
+                wv = kb.vload4(wt, kb.add(kb.mul(c4, kh_n * kw_n), a * kw_n + b))
+                for t in range(xb):
+                    accs[t] = kb.fma(row[t * sx + b * dx], wv, accs[t])
+        return accs
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split(args)
@@ -377,7 +438,9 @@ class PackedConvSpec(PackedSpec):
         bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split else vk.f(0.0)
                 for j in range(cb)]
         accs = [bias[j] for _ in range(xb) for j in range(cb)]
-        if self.depthwise:
+        if self.depthwise and self.dw_rows:
+            accs = self.depthwise_rows(kb, x, wt, n, co4, iy0, ox0, accs)
+        elif self.depthwise:
             accs = over_taps(kb, co4, accs)
         else:
             lo, hi = 0, ci4n
@@ -497,22 +560,37 @@ class PackedPoolSpec(PackedSpec):
 
 @dataclass(frozen=True)
 class PackedMeanSpec(PackedSpec):
-    """Mean over H and W (global average pool, ReduceMean over axes 2, 3)."""
+    """Mean over H and W (global average pool, ReduceMean over axes 2, 3).
+
+    `items` = 1: one work-item per (n, channel block) loops over the H*W pixels.
+    `items` > 1 (the `reduce_items` config key): a work-group of `items` work-items per
+    (n, channel block), grid (items, 1, N*C4); work-item l sums pixels l, l + items, ...
+    (adjacent work-items read adjacent pixels) and `work_group_sum` adds the float4
+    partial sums in local memory, so a squeeze-excite pool over 112x112 pixels is 49
+    loads per work-item on a GPU instead of 12544."""
 
     src: Packed = None  # type: ignore[assignment]
+    items: int = 1
 
     def base_name(self) -> str:
-        return f"global_avgpool_4c{self.pepi.suffix()}"
+        group = f"_wg{self.items}" if self.items > 1 else ""
+        return f"global_avgpool_4c{group}{self.pepi.suffix()}"
 
     def head_args(self):
         return [("input", self.src.arg_type(False))]
 
     def grid(self):
         n, c4, _, _ = self.out.shape
-        return (1, 1, n * c4)
+        return (self.items, 1, n * c4)
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.items, 1, 1) if self.items > 1 else None
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         (x,), extras, out = self.split(args)
+        if self.items > 1:
+            self.group_body(kb, x, extras, out)
+            return
         n, c4, _, _ = self.pixel_ids(kb)
         _, _, H, W = self.src.shape
         # The sum runs in f32 even in a half kernel: H*W values of a few units would
@@ -528,6 +606,31 @@ class PackedMeanSpec(PackedSpec):
         (total,) = kb.for_(0, H, 1, [vk.f(0.0)], row, "h")
         mean = kb.cast(vk.fmul(total, 1.0 / (H * W)), kb.ftype)
         self.finish_pixel(kb, extras, out, mean, n, c4, 0, 0)
+
+    def group_body(self, kb: KernelBuilder, x: SSAValue, extras, out: SSAValue) -> None:
+        """The work-group schedule: partial sums (in f32, as the loop's) over a strided
+        share of the pixels, their tree sum, and work-item 0's mean and epilogue."""
+        from adreno_mlir.lowering.kernels.pool import work_group_sum
+
+        n, c4 = self.split_z(kb, kb.global_id(2, "z"), self.out.shape[1])
+        lid = kb.local_id(0, "l")
+        _, _, H, W = self.src.shape
+        # Buffers and NHWC-mapped images hold a channel block's H*W pixels as one run
+        # (pixel p is at (h, w) = (0, p)); the row-per-h image mapping needs p's row.
+        linear = self.src.kind == "buf" or self.src.mapping == "texture-nhwc"
+
+        def add(k: KernelBuilder, p: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            h, w = (0, p) if linear else (k.div(p, W, "h"), k.rem(p, W, "w"))
+            return [k.vector(f32).fadd(acc[0], k.cast(self.src.read(k, x, n, c4, h, w), f32))]
+
+        # Work-items past the last pixel (fewer pixels than work-items) add nothing.
+        (partial,) = kb.for_(lid, H * W, self.items, [kb.vector(f32).f(0.0)], add, "p")
+
+        def finish(k: KernelBuilder, total: SSAValue) -> None:
+            mean = k.cast(k.vector(f32).fmul(total, 1.0 / (H * W)), k.ftype)
+            self.finish_pixel(k, extras, out, mean, n, c4, 0, 0)
+
+        work_group_sum(kb, partial, lid, self.items, finish)
 
 
 @dataclass(frozen=True)
@@ -582,15 +685,17 @@ class PackedResizeSpec(PackedSpec):
 class PackedMapSpec(PackedSpec):
     """out[n, c4 + c4_offset, h, w] = expr(inputs at (n, c4, h, w), broadcasting).
 
-    Grid is over `shape` (the inputs' space); with a channel offset it copies one
-    concat input into its slice of the output."""
+    Grid is over `shape` (the inputs' space); with a channel offset (`offset_arg`) it
+    copies one concat input into its slice of the output."""
 
     shape: tuple[int, int, int, int] = (1, 1, 1, 1)
-    offset_arg: bool = False
-    """Write at channel block `c4 + c4_offset`, `c4_offset` a launch argument (concat)."""
+    src_offset_arg: bool = False
+    """Read the inputs at channel block `c4 + src_c4_offset` (a launch argument): a
+    concat's copy of a value that plan-memory placed at a channel offset of another
+    concat's storage."""
 
     def scalar_names(self) -> tuple[str, ...]:
-        return ("c4_offset",) if self.offset_arg else ()
+        return ("src_c4_offset",) if self.src_offset_arg else ()
 
     def base_name(self) -> str:
         return f"{describe(self.pepi.expr) or 'copy'}_4c"
@@ -607,6 +712,6 @@ class PackedMapSpec(PackedSpec):
         c4n = self.shape[1]
         w, h, z = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "z")
         n, c4 = self.split_z(kb, z, c4n)
-        value = self.pepi.apply(kb, None, extras, n, c4, h, w)
-        c4_out = kb.add(c4, self.scalar(args, "c4_offset")) if self.offset_arg else c4
-        self.out.write(kb, out, value, n, c4_out, h, w)
+        c4_in = kb.add(c4, self.scalar(args, "src_c4_offset")) if self.src_offset_arg else c4
+        value = self.pepi.apply(kb, None, extras, n, c4_in, h, w)
+        self.out.write(kb, out, value, n, self.out_block(kb, out, c4), h, w)

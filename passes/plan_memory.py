@@ -1,0 +1,380 @@
+"""`plan-memory`: values that share storage, so channel concats copy nothing.
+
+A channel concat of NCHW4c tensors with batch 1 is a run of channel blocks, and a
+prefix of those blocks has exactly the layout of a smaller tensor: in a buffer
+(index ((c4 * H) + h) * W + w) and in both image mappings (`texture`: row c4 * H + h;
+`texture-nhwc`: row c4). So a kernel that produces a concat input can write straight
+into the input's channel slice of the concat's storage, and the concat copies nothing.
+DenseNet is the case that matters: each dense layer reads concat_k = concat(f0, ...,
+f_k-1) and the block's last concat holds all of them, so one allocation of the last
+concat holds every f_j and every concat_k is a prefix of it (before this pass the
+copies were 55% of DenseNet-121's device time on the H200).
+
+The decision is an attribute on the op that writes each value placed in shared
+storage (a `graph.fused` region, a kernel op, or a `graph.concat`):
+
+    %22 = graph.split_k_sum %21 {parts = 2 : i64, storage = {alloc = 0 : i64, c4_offset = 16 : i64}} : ...
+    %23 = graph.concat %6, %22 {axis = 1 : i64, storage = {alloc = 0 : i64, c4_offset = 0 : i64}} : ...
+
+"The result lives in shared allocation 0 from channel block 16 on." The allocation is
+as large as its largest member (max of c4_offset + the member's channel blocks); all
+members take the same memory (buffer, or an image of one mapping) and element type.
+A concat with `storage` copies only the inputs that are not already at their slot
+(same `alloc`, `c4_offset` = the concat's + the channel blocks before the input);
+convert-graph-to-opencl reads these attributes (`read_storage` checks them) and
+decides nothing itself. Edit or delete one to change the plan: a concat without
+`storage`, or an input without it, gets its copy back.
+
+A concat input is placed at its slot (else it keeps its copy) when
+
+- it is an NCHW4c tensor of batch 1 with the concat's height, width and element type
+  (`graph.concat` on `!texture.tensor` is on channels, every input a multiple of 4
+  channels: convert-layout-nchw4c converts no other);
+- a kernel writes it that can write at a channel offset (`OFFSET_WRITERS`, element-wise
+  kernels, or another concat placed inside this one): not a model input's pack, a
+  constant, a reshape view or a split-K partial sum;
+- at a non-zero offset, every reader of it is a concat (other kernels read a value
+  from channel block 0 of its storage; a concat copying it reads at the offset);
+- it is not already placed elsewhere (a value used by two concats at different
+  offsets lives in one, the other copies it), and is not read twice by one concat;
+- its slot overlaps no other value of the allocation; for an image allocation, no
+  kernel that writes into it reads from it (one kernel cannot read and write an image;
+  a buffer it can, at other channel blocks); and it can move to the allocation's
+  memory: any value can move to a buffer, to an image only when all its readers read
+  images (every kernel that writes at an offset writes images too).
+
+Concats are visited last to first, so the largest (DenseNet's last concat of a block)
+founds the allocation, and an earlier concat whose inputs already sit in it becomes a
+view at their offset. The allocation's memory is the founding concat's, as
+annotate-texture-scope chose it (a buffer: concats were copies); members placed in it
+change their type to that memory. Plain NCHW concats (the `nchw` plan, or inputs of
+other channel counts) keep their copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.errors import CompileError, op_where
+from adreno_mlir.passes.annotate_texture_scope import reads_images
+
+STORAGE_ATTR = "storage"
+
+OFFSET_WRITERS: tuple[type[Operation], ...] = (
+    graph.Conv2dOp, graph.SplitKSumOp, graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp,
+    graph.ReduceMeanOp, graph.ResizeOp, texture.WinogradOutputOp,
+)
+"""Heads (besides element-wise ops) whose NCHW4c kernels store through
+`PackedSpec.finish_pixel`, which adds a `c4_offset` launch argument to the output
+channel block."""
+
+
+def packed_type(value: SSAValue) -> texture.TextureTensorType | None:
+    t = value.type
+    if isinstance(t, texture.TextureTensorType) and t.layout_name == "nchw4c":
+        return t
+    return None
+
+
+def writer_of(value: SSAValue) -> Operation | None:
+    """The op whose kernel writes `value` and can write it at a channel offset (a
+    `graph.fused` region or a lone op), a `graph.concat`, or None."""
+    if not isinstance(value, OpResult):
+        return None
+    op = value.owner
+    head = op.head if isinstance(op, graph.FusedOp) else op
+    if isinstance(op, graph.ConcatOp) or isinstance(head, OFFSET_WRITERS) or graph.is_elementwise(head):
+        return op
+    return None
+
+
+def kernel_reads(op: Operation) -> set[SSAValue]:
+    """The values the kernel of `op` reads (a fused region's outside operands)."""
+    if isinstance(op, graph.FusedOp):
+        inside = set(op.ops)
+        return {v for o in op.ops for v in o.operands if v.owner not in inside}
+    return set(op.operands)
+
+
+def input_slots(op: graph.ConcatOp, base: int) -> list[tuple[SSAValue, int]]:
+    """Each input with the channel block where it starts, the concat starting at `base`."""
+    slots, at = [], base
+    for v in op.inputs:
+        slots.append((v, at))
+        at += v.type.shape[1]
+    return slots
+
+
+def concat_ok(op: graph.ConcatOp) -> bool:
+    """A channel concat of NCHW4c tensors of batch 1 and one element type and extent."""
+    t = packed_type(op.result)
+    if t is None or op.axis.value.data != 1 or t.shape[0] != 1:
+        return False
+    for v in op.inputs:
+        s = packed_type(v)
+        if s is None or s.shape[0] != 1 or s.shape[2:4] != t.shape[2:4] or s.element != t.element:
+            return False
+    return True
+
+
+@dataclass
+class _Alloc:
+    root: SSAValue
+    scope: str  # "global" | "texture" | "texture-nhwc"
+    c4: int
+    members: list[SSAValue] = field(default_factory=list)
+    claims: list[tuple[int, int, SSAValue]] = field(default_factory=list)
+    """Channel-block ranges written by one value each: a placed value's, or the copy
+    a concat makes of an input that could not be placed."""
+
+
+class _Planner:
+    def __init__(self, block: Block):
+        self.block = block
+        self.slot: dict[SSAValue, tuple[int, int]] = {}
+        self.allocs: list[_Alloc] = []
+        self.done: set[Operation] = set()
+
+    # ------------------------------------------------------------------ checks
+
+    def free(self, a: _Alloc, lo: int, hi: int, v: SSAValue) -> bool:
+        """No other value writes into [lo, hi) (a copy of `v` itself at exactly that
+        range is the same data)."""
+        return all(c == (lo, hi, v) or c[1] <= lo or hi <= c[0] for c in a.claims)
+
+    def view_ok(self, op: graph.ConcatOp, g: int, base: int) -> bool:
+        """`op` can live in allocation `g` from channel block `base`: each input is at
+        its slot there already, or its slot is free (and `op` will not copy a value
+        of `g` into `g`)."""
+        a = self.allocs[g]
+        if base < 0 or base + op.result.type.shape[1] > a.c4 or not self.movable(op.result, a):
+            return False
+        if base > 0 and any(not isinstance(u.operation, graph.ConcatOp) for u in op.result.uses):
+            return False  # its other readers read from channel block 0
+        for v, s in input_slots(op, base):
+            where = self.slot.get(v)
+            if where == (g, s):
+                continue
+            if (where is not None and where[0] == g) or not self.free(a, s, s + v.type.shape[1], v):
+                return False
+        return not self.read_by_members(op.result, g, base)
+
+    def movable(self, v: SSAValue, a: _Alloc) -> bool:
+        """`v` can take the allocation's memory: every kernel reads buffers, images only
+        those with image support. (Every writer, `v`'s included, stores through
+        `Packed.write`, which writes images too: split_k_sum carries no ImageOperands
+        trait only because split-k runs after annotate-texture-scope.)"""
+        t = packed_type(v)
+        if t.scope_name == a.scope or a.scope == "global":
+            return True
+        return all(reads_images(u.operation, v) for u in v.uses)
+
+    def read_by_members(self, v: SSAValue, g: int, s: int) -> bool:
+        """Whether a kernel writing into allocation `g` would read `v` placed at `s`
+        in `g`: a member concat's copy of `v` (a value at two places), or, for an
+        image, a member's kernel (one kernel cannot read and write an image; a buffer
+        it may, at other channel blocks)."""
+        image = self.allocs[g].scope != "global"
+        for m in self.allocs[g].members:
+            op = m.owner
+            if isinstance(op, graph.ConcatOp):
+                if any(u is v and t != s for u, t in input_slots(op, self.slot[m][1])):
+                    return True
+            elif image and v in kernel_reads(op):
+                return True
+        return False
+
+    def can_place(self, v: SSAValue, g: int, s: int, concat: graph.ConcatOp) -> bool:
+        a = self.allocs[g]
+        t, root = packed_type(v), a.root.type
+        if t is None or v in self.slot or sum(u is v for u in concat.inputs) > 1:
+            return False
+        if t.shape[0] != 1 or t.shape[2:4] != root.shape[2:4] or t.element != root.element:
+            return False
+        op = writer_of(v)
+        if op is None or (s > 0 and any(not isinstance(u.operation, graph.ConcatOp) for u in v.uses)):
+            return False
+        if not self.free(a, s, s + t.shape[1], v) or not self.movable(v, a):
+            return False
+        if isinstance(op, graph.ConcatOp):
+            return op not in self.done and concat_ok(op) and self.view_ok(op, g, s)
+        if a.scope != "global" and any(self.slot.get(r, (None,))[0] == g for r in kernel_reads(op)):
+            return False  # it would read and write one image
+        return not self.read_by_members(v, g, s)
+
+    # ------------------------------------------------------------------ planning
+
+    def place(self, v: SSAValue, g: int, s: int) -> None:
+        a = self.allocs[g]
+        self.slot[v] = (g, s)
+        a.members.append(v)
+        claim = (s, s + v.type.shape[1], v)
+        if not isinstance(v.owner, graph.ConcatOp) and claim not in a.claims:
+            a.claims.append(claim)
+
+    def place_inputs(self, op: graph.ConcatOp, g: int, base: int) -> None:
+        self.done.add(op)
+        a = self.allocs[g]
+        for v, s in input_slots(op, base):
+            if self.slot.get(v) == (g, s):
+                continue
+            if self.can_place(v, g, s, op):
+                self.place(v, g, s)
+                if isinstance(v.owner, graph.ConcatOp):
+                    self.place_inputs(v.owner, g, s)
+            elif (s, s + v.type.shape[1], v) not in a.claims:
+                a.claims.append((s, s + v.type.shape[1], v))  # the concat's copy writes there
+
+    def view_of(self, op: graph.ConcatOp) -> tuple[int, int] | None:
+        """An allocation where `op`'s inputs already sit at their slots (`op` a prefix,
+        or any run, of a later concat), if `op` fits there."""
+        for v, s in input_slots(op, 0):
+            if v in self.slot:
+                g, at = self.slot[v]
+                if self.view_ok(op, g, at - s):
+                    return g, at - s
+        return None
+
+    def run(self) -> None:
+        for op in reversed([o for o in self.block.ops if isinstance(o, graph.ConcatOp)]):
+            if op in self.done or not concat_ok(op):
+                continue
+            where = self.view_of(op)
+            if where is None:
+                t = op.result.type
+                self.allocs.append(_Alloc(op.result, t.scope_name, t.shape[1]))
+                where = (len(self.allocs) - 1, 0)
+            self.place(op.result, *where)
+            self.place_inputs(op, *where)
+
+    def write(self) -> None:
+        """The `storage` attributes (allocations numbered in program order) and the
+        members' types in their allocation's memory."""
+        order = {op: i for i, op in enumerate(self.block.ops)}
+        used = [a for a in self.allocs if len(a.members) > 1]
+        used.sort(key=lambda a: min(order[m.owner] for m in a.members))
+        for number, a in enumerate(used):
+            for m in a.members:
+                s = self.slot[m][1]
+                m.owner.attributes[STORAGE_ATTR] = DictionaryAttr(
+                    {"alloc": IntegerAttr(number, 64), "c4_offset": IntegerAttr(s, 64)})
+                if m.type.scope_name != a.scope:
+                    retype(m, m.type.with_memory(a.scope))
+
+
+def retype(value: OpResult, new: Attribute) -> None:
+    """Give an op's result (for a fused region also its yielded value) the type `new`."""
+    op = value.owner
+    if isinstance(op, graph.FusedOp):
+        Rewriter.replace_value_with_new_type(op.yielded, new)
+    Rewriter.replace_value_with_new_type(value, new)
+
+
+@dataclass(frozen=True)
+class PlanMemory(ModulePass):
+    """Place concat inputs in their concat's storage (see the module docstring)."""
+
+    name = "plan-memory"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
+            planner = _Planner(fn.body.block)
+            planner.run()
+            planner.write()
+
+
+# --------------------------------------------------------------------------- reading it back
+
+
+@dataclass
+class Storage:
+    """The `storage` attributes of one function, checked: where each value lives."""
+
+    slots: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
+    """Value (a fused region's result and its yielded value alike) -> (alloc, c4_offset)."""
+    types: dict[int, texture.TextureTensorType] = field(default_factory=dict)
+    """Each allocation as one tensor: its members' type with the largest extent."""
+    names: dict[int, str | None] = field(default_factory=dict)
+    """Each allocation's name: its largest member's (the concat that holds all)."""
+
+    def offset(self, value: SSAValue) -> int:
+        return self.slots.get(value, (None, 0))[1]
+
+    def in_place(self, value: SSAValue, concat: SSAValue, c4: int) -> bool:
+        """Whether `value` already sits at channel block `c4` of `concat`'s storage."""
+        here = self.slots.get(concat)
+        return here is not None and self.slots.get(value) == (here[0], here[1] + c4)
+
+
+def _storage_error(op: Operation, why: str) -> CompileError:
+    return CompileError(f"{op_where(op)}: {STORAGE_ATTR} attribute: {why} (plan-memory writes these attributes; "
+                        "delete it to give the value storage of its own)")
+
+
+def read_storage(block: Block) -> Storage:
+    """The `storage` attributes of a function body, checked for what the lowering relies
+    on (hand-edited IR gets an error naming the op, never a wrong result)."""
+    st = Storage()
+    members: dict[int, list[tuple[Operation, SSAValue, int]]] = {}
+    for op in block.ops:
+        attr = op.attributes.get(STORAGE_ATTR)
+        if attr is None:
+            continue
+        fields = attr.data if isinstance(attr, DictionaryAttr) else {}
+        g, s = fields.get("alloc"), fields.get("c4_offset")
+        if not (isinstance(g, IntegerAttr) and isinstance(s, IntegerAttr) and set(fields) == {"alloc", "c4_offset"}
+                and g.value.data >= 0 and s.value.data >= 0):
+            raise _storage_error(op, "expected {alloc = N : i64, c4_offset = K : i64} with N, K >= 0")
+        v = op.results[0] if len(op.results) == 1 else None
+        t = None if v is None else packed_type(v)
+        if t is None or t.shape[0] != 1:
+            raise _storage_error(op, "only an NCHW4c tensor of batch 1 can share storage")
+        if writer_of(v) is None:
+            raise _storage_error(op, "this op's kernel cannot write at a channel offset")
+        if s.value.data > 0 and any(not isinstance(u.operation, graph.ConcatOp) for u in v.uses):
+            raise _storage_error(op, "a value at a non-zero c4_offset may be read by concats only")
+        slot = (g.value.data, s.value.data)
+        st.slots[v] = slot
+        if isinstance(op, graph.FusedOp):
+            st.slots[op.yielded] = slot
+        members.setdefault(slot[0], []).append((op, v, slot[1]))
+    for g, ms in members.items():
+        first = ms[0][1].type
+        for op, v, _ in ms:
+            t = v.type
+            if (t.element, t.scope_name, t.shape[2:4]) != (first.element, first.scope_name, first.shape[2:4]):
+                raise _storage_error(op, f"alloc {g} mixes {first} and {t}: members need one memory, element "
+                                          "type, height and width")
+        c4 = max(s + v.type.shape[1] for _, v, s in ms)
+        st.names[g] = max(ms, key=lambda m: m[1].type.shape[1])[1].name_hint
+        st.types[g] = texture.TextureTensorType.make((1, c4, *first.shape[2:4], 4), first.element, "nchw4c",
+                                                     first.scope_name)
+        leaves = sorted(((s, s + v.type.shape[1], op) for op, v, s in ms if not isinstance(op, graph.ConcatOp)),
+                        key=lambda leaf: leaf[:2])
+        for (_, hi, _), (lo, _, op) in pairwise(leaves):
+            if lo < hi:
+                raise _storage_error(op, f"its channel blocks overlap another value's in alloc {g}")
+    for g, ms in members.items():
+        for op, v, s in ms:
+            if isinstance(op, graph.ConcatOp):
+                copied = [u for u, c in input_slots(op, s) if st.slots.get(u) != (g, c)]
+                bad = [u for u in copied if st.slots.get(u, (None,))[0] == g]
+                if bad:
+                    raise _storage_error(op, f"it would copy a value of alloc {g} into alloc {g}")
+                for u, c in input_slots(op, s):
+                    if u in copied and any(not isinstance(o2, graph.ConcatOp) and w is not u
+                                           and c2 < c + u.type.shape[1] and c < c2 + w.type.shape[1]
+                                           for o2, w, c2 in ms):
+                        raise _storage_error(op, f"its copy of an input would overwrite a value of alloc {g}")
+            elif st.types[g].is_image and any(st.slots.get(r, (None,))[0] == g for r in kernel_reads(op)):
+                raise _storage_error(op, f"its kernel reads image alloc {g} while writing into it")
+    return st
