@@ -254,6 +254,12 @@ class Rules:
         split = 1
         if self.gpu and self.split_k_items and not depthwise and items < self.split_k_items:
             split = max(1, min(8, -(-self.split_k_items // items), ci4 // 8))
+        if depthwise and self.gpu:
+            # One output pixel per work-item: on the H200 the depthwise kernels of MobileNetV2/V3 and
+            # EfficientNet-B0 took 0.52 ms (images) / 0.40 ms (buffers) with x_block 1 against 0.61 / 0.58
+            # with 4 (bench/schedule_sweep.py --family depthwise, docs/bench/issue13): they are memory
+            # bound, and more work-items hide more latency than register reuse saves.
+            x_block = 1
         cfg = {"x_block": x_block, "co_blocks": co_blocks, "split_k": split}
         if depthwise:  # row reuse (PackedConvSpec.dw_rows): each input pixel read once per work-item
             cfg["dw_rows"] = 1

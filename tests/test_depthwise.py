@@ -43,9 +43,9 @@ def _model(c, h, w, k, s, d, pads, seed=0):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _with_override(tmp_path, value: int):
-    path = tmp_path / f"dw{value}.json"
-    path.write_text(json.dumps({"loc:dw": {"dw_rows": value}}))
+def _with_override(tmp_path, **cfg):
+    path = tmp_path / ("dw" + "".join(f"-{k}{v}" for k, v in cfg.items()) + ".json")
+    path.write_text(json.dumps({"loc:dw": cfg}))
     return lambda p: p.replace("select-kernel-config{target=adreno-740",
                                f'select-kernel-config{{target=adreno-740 overrides="{path}"')
 
@@ -56,11 +56,15 @@ def test_depthwise_rows_match_onnxruntime_and_the_tap_schedule(shape, plan, tmp_
     m = _model(*shape)
     x = np.random.default_rng(1).standard_normal((1, *shape[:3])).astype(np.float32)
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    rows = adreno_mlir.compile(m, keep_ir=True, **PLANS[plan])
-    assert "dw_rows = 1" in rows.stage_ir["config"]
-    taps = adreno_mlir.compile(m, pipeline=_with_override(tmp_path, 0), **PLANS[plan])
+    tol = 5e-2 if "fp16" in plan else 1e-5
+    default = adreno_mlir.compile(m, keep_ir=True, **PLANS[plan])  # GPU rule: one pixel per work-item, rows
+    assert "x_block = 1 : i64" in default.stage_ir["config"] and "dw_rows = 1" in default.stage_ir["config"]
+    assert scaled_error(default.run({"x": x})["z"], ref) <= tol
+    # Four pixels per work-item: the row schedule against the per-tap one.
+    rows = adreno_mlir.compile(m, pipeline=_with_override(tmp_path, x_block=4, dw_rows=1), **PLANS[plan])
+    taps = adreno_mlir.compile(m, pipeline=_with_override(tmp_path, x_block=4, dw_rows=0), **PLANS[plan])
     got_rows, got_taps = rows.run({"x": x})["z"], taps.run({"x": x})["z"]
-    assert scaled_error(got_rows, ref) <= (5e-2 if "fp16" in plan else 1e-5)
+    assert scaled_error(got_rows, ref) <= tol
     np.testing.assert_array_equal(got_rows, got_taps)  # same fmas, same order
     # Fewer input reads: one per row segment pixel, not one per tap and output pixel.
     # (Windows of more than 9 taps stay a loop in the per-tap kernel: count those by hand.)

@@ -11,7 +11,7 @@
 // buffer, unpack).
 
 // CONFIG:      texture.pack {{.*}} {kernel_config = {compute = "f16"}}
-// CONFIG:      graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, compute = "f16"}}
+// CONFIG:      graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, compute = "f16"}}
 // CONFIG:      graph.max_pool %r {kernel_config = {compute = "f16"}, kernel_shape
 // CONFIG:      texture.unpack {{.*}} {kernel_config = {compute = "f16"}}
 
@@ -31,7 +31,7 @@
 // CHECK-NEXT:      __write_only image2d_t out
 // CHECK:           const half4 bias_1 = vload4(z, bias);
 // CHECK:           read_imageh(input, smp,
-// CHECK:           write_imageh(out, (int2)(ox, {{.*}}), adreno_fmax_half4(fma({{.*}}, (half4)((half)(0.0f))))
+// CHECK:           write_imageh(out, (int2)(gx, {{.*}}), adreno_fmax_half4(fma({{.*}}, (half4)((half)(0.0f))))
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
 // CHECK:           half4 {{v[0-9]+}} = (half4)((half)(-INFINITY));

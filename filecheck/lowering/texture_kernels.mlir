@@ -6,8 +6,9 @@
 // images, a max pool writing a half-float buffer, unpack. The host allocates images of
 // the annotated extents; kernels read images with read_imagef and write them with
 // write_imagef; the f16 buffer is written with vstore_half4 and read with vload_half4.
-// The depthwise conv reads each input row segment once (kernel_config dw_rows: 6 pixels
-// per window row for its 4 output pixels) and its 9 weight float4s once, written out
+// The depthwise conv reads each input row segment once (kernel_config dw_rows; one output
+// pixel per work-item on GPU targets: 3 pixels per window row) and its 9 weight float4s
+// once, written out
 // with the multiply-adds substituted into one expression per pixel. The pool's 2x2
 // window is a kh/kw loop in the IR marked `opencl.unroll = "print"`: the printer writes
 // it out, one tap after the other; printed with `-t 'opencl{unroll=pragma}'` (PRAGMA) it
@@ -32,13 +33,13 @@
 // CHECK-NEXT:      __write_only image2d_t out
 // CHECK:           vload4(z, bias);
 // CHECK-NOT:       for (
-// CHECK-COUNT-6:   read_imagef(input, smp,
+// CHECK-COUNT-3:   read_imagef(input, smp,
 // CHECK:           vload4([[W:v[0-9]+]], weight);
 // CHECK-NEXT:      vload4([[W]] + 1, weight);
 // CHECK-NEXT:      vload4([[W]] + 2, weight);
-// CHECK-COUNT-6:   read_imagef(input, smp,
+// CHECK-COUNT-3:   read_imagef(input, smp,
 // CHECK-NOT:       for (
-// CHECK:           write_imagef(out, (int2)(ox, {{.*}}), adreno_fmax_float4(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)
+// CHECK:           write_imagef(out, (int2)(gx, {{.*}}), adreno_fmax_float4(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
 // CHECK-NOT:       for (

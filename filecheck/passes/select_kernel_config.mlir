@@ -74,13 +74,14 @@ func.func @packed(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) -> (!textu
 // ceil(7 / 4) * 7 * 8 = 112 work-items, far below split-k-items (8192). On the GPU the
 // input channels are split: min(8, ceil(8192 / 112), 32 / 8) = 4 parts. The CPU target
 // never splits. The config sits on the conv + relu region. A depthwise conv of the same
-// size is never split, and reads each input row segment once (dw_rows).
+// size is never split, computes one pixel per work-item on GPUs and reads each input row
+// segment once (dw_rows).
 // With overrides, `loc:late_conv` asks for split_k = 2 and x_block = 2 (keys merged over the
 // defaults).
 
 // CHECK-LABEL: func.func @late
 // CHECK:         %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
-// CHECK:         graph.conv2d %x, %dw {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64}, groups = 128 : i64} :
+// CHECK:         graph.conv2d %x, %dw {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64}, groups = 128 : i64} :
 // CPU-LABEL:   func.func @late
 // CPU:           %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
 // WG-LABEL:    func.func @late
