@@ -275,6 +275,9 @@ class ClHost:
 
     weight_buffer = buffer  # weights in f32: these kernels compute in f32 (no `compute` key)
 
+    def channel_offset(self, value: SSAValue) -> int:
+        return 0  # no plan-memory here: every value has its own storage
+
     def alloc(self, value: SSAValue):
         self.mem[value] = self._create(value.type)
         return self.mem[value]
