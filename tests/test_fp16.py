@@ -241,3 +241,14 @@ def test_fp16_artifact_in_the_c_runner(tiny_path, half_device, tmp_path):
     refused = run("portable")
     assert refused.returncode != 0 and "computes in half" in refused.stderr and "cl_khr_fp16" in refused.stderr
     assert "error:" in refused.stderr and "Compilation" not in refused.stderr
+
+
+def test_cli_compare_uses_the_fp16_tolerance(tiny_path, half_device):
+    """`adreno-mlir run --precision fp16 --compare onnxruntime` checks against the fp16
+    tolerance by default (it failed against fp32's 1e-4 with an error of 3.9e-4)."""
+    proc = _cli("run", tiny_path, "--device", half_device, "--precision", "fp16", "--target", "adreno-740",
+                "--compare", "onnxruntime")
+    assert proc.returncode == 0 and "OK: within tolerance 0.05" in proc.stdout, proc.stderr
+    strict = _cli("run", tiny_path, "--device", half_device, "--precision", "fp16", "--target", "adreno-740",
+                  "--compare", "onnxruntime", "--tolerance", "1e-6")
+    assert strict.returncode == 1 and "outputs differ from onnxruntime (tolerance 1e-06)" in strict.stderr
