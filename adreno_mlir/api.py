@@ -304,8 +304,8 @@ def compile(
     runtime = resolve_runtime(runtime)
     work_group = check_work_group(work_group)
     layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
-    compute = check_precision(precision).compute
-    precision = check_precision(precision).value
+    checked = check_precision(precision)
+    compute, precision = checked.compute, checked.value
     context = default_context(device)
     if compute == "f16":
         check_half_support(context.devices[0])

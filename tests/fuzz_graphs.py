@@ -163,15 +163,7 @@ def _pair(v) -> tuple[int, int]:
 
 
 def _conv_dim(size, k, s, d, p0, p1, auto):
-    eff = d * (k - 1) + 1
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        return -(-size // s)
-    if auto == "VALID":
-        p0 = p1 = 0
-    num = size + p0 + p1 - eff
-    if num < 0:
-        raise InvalidSpec(f"window {eff} larger than padded size {size + p0 + p1}")
-    return num // s + 1
+    return _pool_dim(size, k, s, d, p0, p1, auto, ceil=False)
 
 
 def _pool_dim(size, k, s, d, p0, p1, auto, ceil):

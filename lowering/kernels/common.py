@@ -10,7 +10,7 @@ epilogue's extra inputs, then the output buffer.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import i32
@@ -127,6 +127,43 @@ class KernelSpec:
     def scalar(self, args: Sequence[SSAValue], name: str) -> SSAValue:
         names = self.scalar_names()
         return args[len(args) - len(names) + names.index(name)]
+
+
+def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: int,
+                   then: Callable[[KernelBuilder, SSAValue], None], *, scratch: SSAValue | None = None,
+                   stride: int = 1, offset: SSAValue | int = 0, finish_if: Sequence[SSAValue] = ()) -> None:
+    """Add up `partial` (a float or a float4) over `items` work-items (`lid`: this one's
+    index among them), then run `then(k, total)` in work-item 0 (where `finish_if` holds too).
+
+    A tree in local memory: log2(items) - 1 halving steps, each followed by a barrier
+    that every work-item reaches (the branches only guard the adds), and work-item 0
+    adds the last two partial sums itself. Work-item i's slot is `i * stride + offset`
+    in `scratch` (default: a new local array of `items` elements), so several sums can
+    share one array (split-K GEMV: one per column of the work-group). Local arrays live
+    at kernel scope: `kb` must be the kernel body's builder. The order of the adds
+    differs from a serial loop's, well within fp32 rounding; a NaN or infinity anywhere
+    reaches the total. Used by the global means (pool.py, packed.py) and the GEMV."""
+    if items < 2 or items & (items - 1):
+        raise ValueError(f"a work-group sum needs a power of two >= 2 work-items, got {items}")
+    if scratch is None:
+        scratch = kb.local_alloc(items, partial.type, "partial")
+
+    def slot(k: KernelBuilder, i):
+        return k.add(offset, i * stride) if isinstance(i, int) else k.add(k.mul(i, stride), offset)
+
+    kb.store(partial, scratch, slot(kb, lid))
+    kb.barrier()
+    half = items // 2
+    while half > 1:
+        def fold(k: KernelBuilder, half: int = half) -> None:
+            mine = slot(k, lid)
+            k.store(k.fadd(k.load(scratch, mine), k.load(scratch, slot(k, k.add(lid, half)))), scratch, mine)
+
+        kb.if_(kb.cmp("slt", lid, half), fold)
+        kb.barrier()
+        half //= 2
+    kb.guard([kb.cmp("eq", lid, 0), *finish_if],
+             lambda k: then(k, k.fadd(k.load(scratch, slot(k, 0)), k.load(scratch, slot(k, 1)))))
 
 
 def numel(shape: Sequence[int]) -> int:

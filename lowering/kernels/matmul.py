@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, numel
+from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_sum
 
 SPLIT_K_GROUP = 256
 """Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
@@ -130,29 +130,11 @@ class SplitK:
                col: SSAValue, finish) -> None:
         """Add the work-group's `split` partial sums of each column; `finish(kb, total)`
         runs on the work-item with s = 0 (of a column inside N) with the full sum.
-        Halving tree in local memory: log2(split) - 1 barriers after the first store,
-        the last pair is added in registers by the finishing work-item."""
-        cols, split = self.cols, self.split
-        kb.store(partial, scratch, kb.add(kb.mul(s, cols), c))
-        kb.barrier()
-        half = split // 2
-        while half > 1:
-            def add_half(k1: KernelBuilder, h=half) -> None:
-                mine = k1.add(k1.mul(s, cols), c)
-                other = k1.add(k1.mul(k1.add(s, h), cols), c)
-                k1.store(k1.fadd(k1.load(scratch, mine), k1.load(scratch, other)), scratch, mine)
-
-            kb.if_(kb.cmp("slt", s, half), add_half)
-            kb.barrier()
-            half //= 2
-
-        def last(k1: KernelBuilder) -> None:
-            finish(k1, k1.fadd(k1.load(scratch, c), k1.load(scratch, k1.add(c, cols))))
-
-        conds = [kb.cmp("eq", s, 0)]
-        if not self.k_contiguous and self.n % cols:  # the rounded-up grid's extra columns
-            conds.append(kb.cmp("slt", col, self.n))
-        kb.guard(conds, last)
+        `work_group_sum` with one sum per column: slot s * cols + c of `scratch`."""
+        # the rounded-up grid's extra columns compute but never store
+        extra = [kb.cmp("slt", col, self.n)] if not self.k_contiguous and self.n % self.cols else []
+        work_group_sum(kb, partial, s, self.split, finish, scratch=scratch, stride=self.cols, offset=c,
+                       finish_if=extra)
 
 
 def _is_pow2(v: int) -> bool:

@@ -29,7 +29,8 @@ from xdsl.ir import Attribute, SSAValue
 from adreno_mlir.dialects import opencl, texture
 from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F16, GLOBAL_F32, KernelBuilder, finish, new_kernel
-from adreno_mlir.lowering.kernels.common import KernelSpec, window_count, window_leaves_input, window_loops
+from adreno_mlir.lowering.kernels.common import (KernelSpec, window_count, window_leaves_input, window_loops,
+                                                 work_group_sum)
 
 
 @dataclass(frozen=True)
@@ -610,8 +611,6 @@ class PackedMeanSpec(PackedSpec):
     def group_body(self, kb: KernelBuilder, x: SSAValue, extras, out: SSAValue) -> None:
         """The work-group schedule: partial sums (in f32, as the loop's) over a strided
         share of the pixels, their tree sum, and work-item 0's mean and epilogue."""
-        from adreno_mlir.lowering.kernels.pool import work_group_sum
-
         n, c4 = self.split_z(kb, kb.global_id(2, "z"), self.out.shape[1])
         lid = kb.local_id(0, "l")
         _, _, H, W = self.src.shape

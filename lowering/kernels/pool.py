@@ -12,13 +12,13 @@ on a GPU is the difference between a few dozen long serial loops and a full mach
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel, window_count, window_loops
+from adreno_mlir.lowering.kernels.common import (KernelSpec, contiguous_strides, numel, window_count, window_loops,
+                                                 work_group_sum)
 
 
 @dataclass(frozen=True)
@@ -67,32 +67,6 @@ class PoolSpec(KernelSpec):
         coords = [kb.div(z, c), kb.rem(z, c), oy, ox] if self.epilogue.reads_coords else []
         value = self.epilogue.apply(kb, value, coords, extras)
         kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, oh), oy), ow), ox))
-
-
-def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: int,
-                   then: Callable[[KernelBuilder, SSAValue], None]) -> None:
-    """Add up `partial` (a float or a float4) over the `items` work-items of dimension 0
-    of the work-group (`lid`: the local id), then run `then(k, total)` in work-item 0.
-
-    A tree in local memory: log2(items) - 1 halving steps, each followed by a barrier
-    that every work-item reaches (the branches only guard the adds), and work-item 0
-    adds the last two partial sums itself. `kb` must be the kernel body's builder
-    (local arrays live at kernel scope). The order of the adds differs from a serial
-    loop's, well within fp32 rounding; a NaN or infinity anywhere reaches the total."""
-    if items < 2 or items & (items - 1):
-        raise ValueError(f"a work-group sum needs a power of two >= 2 work-items, got {items}")
-    scratch = kb.local_alloc(items, partial.type, "partial")
-    kb.store(partial, scratch, lid)
-    kb.barrier()
-    half = items // 2
-    while half > 1:
-        def fold(k: KernelBuilder, half: int = half) -> None:
-            k.store(k.fadd(k.load(scratch, lid), k.load(scratch, k.add(lid, half))), scratch, lid)
-
-        kb.if_(kb.cmp("slt", lid, half), fold)
-        kb.barrier()
-        half //= 2
-    kb.if_(kb.cmp("eq", lid, 0), lambda k: then(k, k.fadd(k.load(scratch, 0), k.load(scratch, 1))))
 
 
 @dataclass(frozen=True)

@@ -47,17 +47,16 @@ class ResizeSpec(KernelSpec):
         if math.isclose(resized, out_len, rel_tol=1e-6):
             resized = float(out_len)
         of = kb.to_float(o)  # coordinates are f32, also in a kernel computing in half
-        zero = kb.const_like(0.0, f32)
         s32, length = np.float32(scale), np.float32(in_len)
         mode = self.coord_mode
         if mode == "align_corners":  # x * (L - 1) / (R - 1)
             if resized == 1:
-                return zero
+                return kb.const_like(0.0, f32)
             return kb.fdiv_rounded(kb.fmul(of, float(length - np.float32(1))), float(np.float32(resized) - np.float32(1)))
         if mode == "asymmetric":
             return kb.fdiv_rounded(of, float(s32))
         if mode == "pytorch_half_pixel" and resized == 1:
-            return zero
+            return kb.const_like(0.0, f32)
         q = kb.fdiv_rounded(kb.fadd(of, 0.5), float(s32))  # (x + 0.5) / scale
         if mode == "half_pixel_symmetric":  # offset + (x + 0.5) / scale - 0.5, offset as onnxruntime rounds it
             adjustment = np.float32(out_len) / (s32 * length)
