@@ -242,6 +242,14 @@ class ConcatHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
         return (RemoveSingleConcat(),)
 
 
+class GatherHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import GatherToSlice
+
+        return (GatherToSlice(),)
+
+
 # --------------------------------------------------------------------------- constants
 
 
@@ -1073,6 +1081,81 @@ class SoftmaxOp(GraphOp):
             raise VerifyException(f"'graph.softmax' axis {self.axis.value.data} out of range")
 
 
+@irdl_op_definition
+class LayerNormOp(GraphOp):
+    """ONNX LayerNormalization: each row over the trailing axes `[axis, rank)` becomes
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` (biased variance, as ONNX and
+    PyTorch). `scale` and the optional `bias` broadcast to those trailing axes."""
+
+    name = "graph.layer_norm"
+    input = operand_def(AnyTensor)
+    scale = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(-1, 64))
+    epsilon = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1e-5))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale) (`,` type($bias)^)? "
+        "`->` type($result)"
+    )
+
+    def norm_axis(self) -> int:
+        """The first normalized axis, in [0, rank)."""
+        return self.axis.value.data % len(shape_of(self.input))
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        axis = self.axis.value.data
+        if not -len(x) <= axis < len(x):
+            raise VerifyException(f"'graph.layer_norm' axis {axis} out of range for rank {len(x)}")
+        trailing = x[axis % len(x):]
+        for what, v in (("scale", self.scale), ("bias", self.bias)):
+            if v is not None and (len(shape_of(v)) > len(trailing)
+                                  or broadcast_shapes(shape_of(v), trailing) != tuple(trailing)):
+                raise VerifyException(
+                    f"'graph.layer_norm' {what} of shape {list(shape_of(v))} does not broadcast to the "
+                    f"normalized axes {list(trailing)}"
+                )
+        if self.epsilon.value.data < 0:
+            raise VerifyException(f"'graph.layer_norm' epsilon {self.epsilon.value.data} is negative")
+        _expect_shape(self, shape_of(self.result), x)
+
+
+@irdl_op_definition
+class GatherOp(GraphOp):
+    """ONNX Gather with constant indices: the result is `input.take(indices, axis)`,
+    of shape `input[:axis] + indices_shape + input[axis+1:]` (indices already made
+    non-negative by the frontend). Canonicalization turns evenly spaced indices (one
+    index, a range, a strided range) into `graph.slice` (+ `graph.reshape`)."""
+
+    name = "graph.gather"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    indices = prop_def(DenseArrayBase)
+    indices_shape = prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), GatherHasCanonicalizationPatterns())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        axis = self.axis.value.data
+        if not 0 <= axis < len(x):
+            raise VerifyException(f"'graph.gather' axis {axis} out of range for rank {len(x)}")
+        idx, ishape = ints(self.indices), ints(self.indices_shape)
+        if math.prod(ishape) != len(idx):
+            raise VerifyException(
+                f"'graph.gather' has {len(idx)} indices for indices_shape {list(ishape)}"
+            )
+        bad = [i for i in idx if not 0 <= i < x[axis]]
+        if bad:
+            raise VerifyException(
+                f"'graph.gather' indices {bad[:8]} are outside [0, {x[axis]}) along axis {axis}"
+            )
+        _expect_shape(self, shape_of(self.result), (*x[:axis], *ishape, *x[axis + 1:]))
+
+
 # --------------------------------------------------------------------------- matrix products
 
 
@@ -1331,6 +1414,8 @@ Graph = Dialect(
         SliceOp,
         ResizeOp,
         SoftmaxOp,
+        LayerNormOp,
+        GatherOp,
         GemmOp,
         MatMulOp,
         FusedOp,

@@ -3,13 +3,16 @@ kernels of `lowering/kernels` (one pattern per op kind)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides
 from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
-from adreno_mlir.lowering.kernels.elementwise import Access, MapSpec
+from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec
 from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
+from adreno_mlir.lowering.kernels.norm import LayerNormSpec
 from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
@@ -227,6 +230,49 @@ class Softmax(KernelPattern):
         hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
 
 
+class LayerNorm(KernelPattern):
+    heads = (graph.LayerNormOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.LayerNormOp = group.head
+        shape = graph.shape_of(op.input)
+        axis = op.norm_axis()
+        row_shape = tuple(shape[axis:])
+        rows = 1
+        for d in shape[:axis]:
+            rows *= d
+        bias = op.bias
+        spec = LayerNormSpec(
+            rows=rows, row_shape=row_shape, scale_strides=broadcast_strides(graph.shape_of(op.scale), row_shape),
+            bias_strides=None if bias is None else broadcast_strides(graph.shape_of(bias), row_shape),
+            epsilon=op.epsilon.value.data, items=cfg.get("reduce_items", 1))
+        ins = [hb.buffer(op.input), hb.buffer(op.scale)] + ([] if bias is None else [hb.buffer(bias)])
+        hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
+
+
+class Gather(KernelPattern):
+    """A gather whose indices graph-canonicalize could not turn into a slice."""
+
+    heads = (graph.GatherOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.GatherOp = group.head
+        shape = graph.shape_of(op.input)
+        axis = op.axis.value.data
+        indices = np.asarray(graph.ints(op.indices), np.int64)
+        if shape[axis] > 1 << 24:
+            raise LoweringError(f"{where(op)}: gathering along an axis of {shape[axis]} elements (over 2**24) "
+                                "is not supported: its index table is stored as floats")
+        outer = inner = 1
+        for d in shape[:axis]:
+            outer *= d
+        for d in shape[axis + 1:]:
+            inner *= d
+        spec = GatherSpec(outer=outer, axis_len=shape[axis], count=len(indices), inner=inner)
+        table = hb.weight((op.input.name_hint or "gather") + "_indices", indices.astype(np.float32))
+        hb.launch(spec, [hb.buffer(op.input), table, hb.alloc(op.result)], loc)
+
+
 class MatMul(KernelPattern):
     heads = (graph.MatMulOp,)
 
@@ -249,5 +295,5 @@ class MatMul(KernelPattern):
 
 NCHW_PATTERNS: tuple[KernelPattern, ...] = (
     ElementwiseMap(), Convolution(), Gemm(), Pool(), Reduce(), Resize(), Concat(), Transpose(), Slice(),
-    Softmax(), MatMul(),
+    Softmax(), MatMul(), LayerNorm(), Gather(),
 )

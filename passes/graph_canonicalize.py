@@ -2,6 +2,7 @@
 
 - identity reshapes/transposes/clips and single-input concats disappear;
 - reshape(reshape(x)) and transpose(transpose(x)) collapse into one op;
+- a gather with evenly spaced indices becomes a slice (+ a reshape);
 - element-wise ops and reshapes whose operands are all constants are evaluated with
   numpy, each element-wise op with its own `evaluate` (small results inline, larger
   ones into the weight store);
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -102,6 +103,30 @@ class RemoveSingleConcat(RewritePattern):
     def match_and_rewrite(self, op: graph.ConcatOp, rewriter: PatternRewriter, /):
         if len(op.inputs) == 1:
             rewriter.replace(op, [], [op.inputs[0]])
+
+
+class GatherToSlice(RewritePattern):
+    """`graph.gather` with evenly spaced indices (one index, `a, a+s, a+2s, ...`) is a
+    strided slice along its axis, reshaped to the gather's shape: a copy without an
+    index table (attention's q/k/v split gathers index 0, 1 and 2)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.GatherOp, rewriter: PatternRewriter, /):
+        idx = graph.ints(op.indices)
+        step = idx[1] - idx[0] if len(idx) > 1 else 1
+        if step <= 0 or any(b - a != step for a, b in zip(idx, idx[1:])):
+            return
+        x = graph.shape_of(op.input)
+        axis = op.axis.value.data
+        starts, steps = [0] * len(x), [1] * len(x)
+        starts[axis], steps[axis] = idx[0], step
+        sliced = (*x[:axis], len(idx), *x[axis + 1:])
+        sl = graph.SliceOp(operands=[op.input], result_types=[TensorType(f32, sliced)], properties={
+            "starts": graph.i64_array(starts), "steps": graph.i64_array(steps)})
+        new = [sl]
+        if sliced != graph.shape_of(op.result):
+            new.append(graph.ReshapeOp(operands=[sl.result], result_types=[op.result.type]))
+        rewriter.replace(op, new, [new[-1].results[0]])
 
 
 def graph_patterns() -> list[RewritePattern]:

@@ -14,7 +14,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
-| global pools, ReduceMean | `reduce_items` (work-items per output: 1 = a serial loop, else a work-group reduction) |
+| global pools, ReduceMean, LayerNorm | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
 | Gemm, MatMul | `k_split` (work-items sharing one output's reduction: 1 = one per output) |
 | every NCHW4c kernel | `compute` (`"f32"`, or `"f16"`: half arithmetic, weights uploaded in half; absent: f32) |
 | every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
@@ -130,6 +130,8 @@ def kernel_kind(head: Operation) -> str | None:
         return "reduce"
     if isinstance(head, (graph.GemmOp, graph.MatMulOp)):
         return "gemm"
+    if isinstance(head, graph.LayerNormOp):
+        return "norm"
     return None
 
 
@@ -152,6 +154,7 @@ _INT_KEYS = {
     "conv": {"co_block": (1, 2, 4, 8), "x_block": (1, 2, 4)},
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
+    "norm": {"reduce_items": (1, 16, 32, 64, 128, 256)},
     "gemm": {"k_split": (1, 2, 4, 8, 16, 32, 64, 128, 256)},
 }
 
@@ -233,6 +236,8 @@ class Rules:
             cfg = self.reduce(head)
         elif kind == "gemm":
             cfg = self.gemm(head)
+        elif kind == "norm":
+            cfg = self.norm(head)
         if self.work_group:
             cfg["work_group"] = self.work_group
         if self.compute != "f32" and is_packed_kernel(head):
@@ -298,6 +303,19 @@ class Rules:
         items = 1
         if self.gpu:
             items = max((n for n in (16, 32, 64, 128, 256) if 2 * n <= extent), default=1)
+        return {"reduce_items": items}
+
+    def norm(self, op: Operation) -> dict[str, Any]:
+        """LayerNorm: `reduce_items` work-items per row. GPUs: a work-group per row, of
+        the most work-items (16 to 256) that give each at least two elements (a
+        transformer has only 50-3136 rows, far too few work-items with one per row). CPUs:
+        1 (a row per work-item; PoCL's cores are already busy with the rows)."""
+        length = 1
+        for d in graph.shape_of(op.input)[op.norm_axis():]:
+            length *= d
+        items = 1
+        if self.gpu:
+            items = max((n for n in (16, 32, 64, 128, 256) if 2 * n <= length), default=1)
         return {"reduce_items": items}
 
     def gemm(self, op: Operation) -> dict[str, Any]:

@@ -33,6 +33,9 @@ TEST_STEMS = {
     "BatchNormalization": ["batchnorm"],
     "ReduceMean": ["reduce_mean"],
     "Conv": ["conv", "basic_conv"],
+    "LayerNormalization": ["layer_normalization"],
+    "CastLike": ["castlike"],
+    "Gather": ["gather_0", "gather_1", "gather_2d", "gather_negative"],  # not gather_elements / gathernd
 }
 STEMS = sorted({stem for op in IMPORTERS for stem in TEST_STEMS.get(op, [op.lower()])})
 INCLUDE = [rf"^test_{stem}(_.*)?_cpu$" for stem in STEMS]
@@ -62,6 +65,10 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
     "Resize antialias": (r"antialias = 1 is not supported", [r"^test_resize_.*_linear_antialias"]),
     "Resize coordinate_transformation_mode 'tf_crop_and_resize'": (
         r"'tf_crop_and_resize' is not supported", [r"^test_resize_tf_crop_and_resize"]),
+    # Cast tests convert between non-float32 types (or to them): compute tensors are float32.
+    "Cast to or from a type other than float32": (
+        r"has element type|casts a computed tensor to|only float32",
+        [r"^test_cast_", r"^test_castlike_"]),
     # Function-expanded variants built from ops the frontend does not accept
     # (Less, Where, Max, Min, CastLike, ReduceMax, ReduceSum).
     "expanded variant uses unsupported ops": (
@@ -71,7 +78,7 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
 }
 
 # Op types whose inputs after the first are parameters the compiler needs as constants.
-PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize"}
+PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize", "Gather"}
 
 
 def _node_cases() -> dict:

@@ -41,16 +41,22 @@ from adreno_mlir.dialects import graph
 
 from adreno_mlir.passes.constants import INLINE_LIMIT
 
-FOLDABLE = {
-    "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Constant", "Slice",
-    "Add", "Sub", "Mul", "Div", "Reshape", "ConstantOfShape", "Range", "Floor", "Ceil",
-    "Expand", "Identity", "Size", "Neg", "Equal", "Where", "Min", "Max", "ReduceProd",
-    "Transpose", "Sqrt",
+NOT_FOLDABLE = {
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+    "Bernoulli", "If", "Loop", "Scan", "SequenceConstruct", "SequenceInsert", "SequenceAt",
+    "SequenceEmpty", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement",
+    "OptionalHasElement",
 }
-"""Op types evaluated at import time when all their inputs are constants."""
+"""Op types never evaluated at import time: random ones (a model asks for fresh values each run),
+control flow and sequences (the graph dialect has no values of those kinds). Every other
+standard op whose inputs are all constants is evaluated with `onnx.reference` and folded."""
 
 FOLD_LIMIT = 1 << 16
-"""Largest result (elements) folded for compute ops; shape-only ops fold at any size."""
+"""Largest constant (elements) given to shape inference as a value; bigger ones go in as typed inputs."""
+
+FOLD_RESULT_LIMIT = 1 << 22
+"""Largest float result (elements, 16 MB) folded; integer and boolean results fold at any size.
+Swin's attention masks (64x49x49) and transposed weight matrices fall under it."""
 
 
 class FrontendError(CompileError):
@@ -101,6 +107,13 @@ class OnnxImporter:
         self.types: dict[str, TensorType] = {}
         self.builder: Builder | None = None
         self.const_ops: dict[str, SSAValue] = {}
+
+    def is_used(self, name: str) -> bool:
+        """Whether a tensor is read by a node or is a model output."""
+        if not hasattr(self, "_used"):
+            g = self.model.graph
+            self._used = {i for node in g.node for i in node.input} | {o.name for o in g.output}
+        return name in self._used
 
     # ----------------------------------------------------------------- preparation
 
@@ -175,7 +188,7 @@ class OnnxImporter:
                 self.onnx_types[vi.name] = vi.type.tensor_type
 
     def _fold_to_fixpoint(self) -> None:
-        for _ in range(8):
+        for _ in range(100):  # each round folds what the last shape inference made static
             self._infer()
             if not self._fold_once():
                 return
@@ -215,14 +228,18 @@ class OnnxImporter:
                     renames[node.output[0]] = ins[0]
                 changed = True
                 continue
-            if node.op_type in FOLDABLE and all(n in self.consts for n in ins):
+            if (node.op_type not in NOT_FOLDABLE and node.domain in ("", "ai.onnx")
+                    and all(n in self.consts for n in ins)):
                 try:
                     outs = ReferenceEvaluator(node).run(None, {n: self.consts[n] for n in ins})
                 except Exception as e:
                     raise FrontendError(
                         f"node '{node.name}' ({node.op_type}): constant folding failed: {e}"
                     ) from None
-                small = all(np.asarray(o).size <= FOLD_LIMIT for o in outs)
+                # Integer and boolean results are shape or mask arithmetic: fold them at any
+                # size (the graph dialect computes in float only).
+                small = all(np.asarray(o).size <= FOLD_RESULT_LIMIT or np.asarray(o).dtype.kind in "biu"
+                            for o in outs)
                 if small or node.op_type in ("Shape", "Constant", "Identity"):
                     for name, o in zip(node.output, outs):
                         self.consts[name] = np.asarray(o)
@@ -661,6 +678,26 @@ def _identity(n: _Node):
     return n.input(0)
 
 
+@importer("Cast", "CastLike")
+def _cast(n: _Node):
+    """A cast of a float32 tensor to float32 (what exporters and ONNX's function bodies
+    write around mixed-precision code) is the tensor itself. Casts of computed tensors to
+    other types would leave float32, the one element type of compute tensors; casts of
+    constants were folded before this."""
+    if n.proto.op_type == "Cast":
+        to = n.attr("to")
+    else:
+        like = n.imp.onnx_types.get(n.proto.input[1])
+        to = like.elem_type if like is not None else None
+        if n.proto.input[1] in n.imp.consts:
+            to = onnx.helper.np_dtype_to_tensor_dtype(n.imp.consts[n.proto.input[1]].dtype)
+    if to != onnx.TensorProto.FLOAT:
+        name = onnx.TensorProto.DataType.Name(to) if to is not None else "an unknown type"
+        n.fail(f"casts a computed tensor to {name}; only float32 tensors are computed at run time "
+               "(casts of constants and shape arithmetic fold at import)")
+    return n.input(0)
+
+
 @importer("Transpose")
 def _transpose(n: _Node):
     x = n.input(0)
@@ -804,6 +841,54 @@ def _softmax(n: _Node):
     axis = n.attr("axis", -1) % rank
     return _emit(n, graph.SoftmaxOp(operands=[x], result_types=[x.type],
                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
+
+
+@importer("LayerNormalization")
+def _layer_norm(n: _Node):
+    x = n.input(0)
+    rank = len(graph.shape_of(x))
+    axis = n.attr("axis", -1) % rank
+    eps = float(n.attr("epsilon", 1e-5))
+    bias = [n.input(2)] if n.has_input(2) else []
+    y = _emit(n, graph.LayerNormOp(
+        operands=[x, n.input(1), bias], result_types=[n.out_type()],
+        properties={"axis": graph.IntegerAttr(axis, 64), "epsilon": graph.f32_attr(eps)}))
+    used = [i for i in (1, 2) if len(n.proto.output) > i and n.proto.output[i] and n.imp.is_used(n.proto.output[i])]
+    if not used:
+        return y
+    # The statistics outputs (Mean, InvStdDev; kept for training) are rarely read at
+    # inference: when they are, they are computed beside the fused kernel with the ops
+    # of ONNX's own function definition (reduce_mean, sub, mul, add, sqrt, div).
+    stat_type = n.out_type(1 if 1 in used else 2)
+    axes = graph.i64_array(list(range(axis, rank)))
+    mean = _emit(n, graph.ReduceMeanOp(operands=[x], result_types=[stat_type], properties={"axes": axes}))
+    d = _emit(n, graph.SubOp(x, mean, x.type))
+    var = _emit(n, graph.ReduceMeanOp(operands=[_emit(n, graph.MulOp(d, d, x.type))], result_types=[stat_type],
+                                      properties={"axes": axes}))
+    eps_c = n.imp.constant(f"{n.name}_epsilon", np.full([1] * rank, eps, np.float32), n)
+    one = n.imp.constant(f"{n.name}_one", np.ones([1] * rank, np.float32), n)
+    inv = _emit(n, graph.DivOp(one, _emit(n, graph.SqrtOp(_emit(n, graph.AddOp(var, eps_c, stat_type)))), stat_type))
+    return [y, mean, inv][: max(used) + 1]
+
+
+@importer("Gather")
+def _gather(n: _Node):
+    x = n.input(0)
+    shape = graph.shape_of(x)
+    axis = n.attr("axis", 0) % len(shape)
+    idx = np.asarray(n.const_input(1, "Gather indices"))
+    if idx.dtype.kind not in "iu":
+        n.fail(f"indices have element type {idx.dtype}; ONNX Gather takes int32 or int64 indices")
+    flat = idx.reshape(-1).astype(np.int64)
+    bad = flat[(flat < -shape[axis]) | (flat >= shape[axis])]
+    if bad.size:
+        n.fail(f"indices {bad[:8].tolist()} are outside [-{shape[axis]}, {shape[axis]}) along axis {axis}")
+    if flat.size == 0:
+        n.fail("indices are empty: the result would have no elements; empty tensors are not supported")
+    flat = np.where(flat < 0, flat + shape[axis], flat)
+    return _emit(n, graph.GatherOp(operands=[x], result_types=[n.out_type()], properties={
+        "axis": graph.IntegerAttr(axis, 64), "indices": graph.i64_array(flat.tolist()),
+        "indices_shape": graph.i64_array(list(idx.shape))}))
 
 
 @importer("Gemm")

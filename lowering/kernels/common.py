@@ -166,6 +166,18 @@ def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: i
              lambda k: then(k, k.fadd(k.load(scratch, slot(k, 0)), k.load(scratch, slot(k, 1)))))
 
 
+def work_group_allsum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: int,
+                      hint: str | None = None) -> SSAValue:
+    """The sum of `partial` over `items` work-items, returned to every one of them (a
+    LayerNorm row needs its mean everywhere): `work_group_sum` into a local array of its
+    own, then a barrier and a read of slot 0. Each call takes a fresh array, so a second
+    sum never overwrites a first one that a slow work-item has yet to read."""
+    scratch = kb.local_alloc(items, partial.type, hint)
+    work_group_sum(kb, partial, lid, items, lambda k, total: k.store(total, scratch, 0), scratch=scratch)
+    kb.barrier()
+    return kb.load(scratch, 0)
+
+
 def numel(shape: Sequence[int]) -> int:
     return int(math.prod(shape))
 

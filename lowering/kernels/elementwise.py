@@ -90,3 +90,34 @@ class MapSpec(KernelSpec):
         if self.out_offset_arg:
             out_index = kb.add(out_index, self.scalar(args, "out_offset"))
         kb.store(value, out, out_index)
+
+
+@dataclass(frozen=True)
+class GatherSpec(KernelSpec):
+    """`graph.gather` whose indices are not evenly spaced (evenly spaced ones became
+    slices): the input viewed as [outer, axis_len, inner], the output as [outer, count,
+    inner]; output element (o, p, i) copies input (o, indices[p], i). The indices come
+    from a constant table argument of floats (every kernel argument is a float buffer;
+    integers below 2**24 are exact in a float, which the lowering checks)."""
+
+    outer: int
+    axis_len: int
+    count: int
+    inner: int
+
+    def base_name(self) -> str:
+        return "gather"
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("input", "indices")
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.outer * self.count * self.inner,)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x, table), _, out = self.split_args(args)
+        gid = kb.global_id(0, "i")
+        o, p, i = kb.unravel(gid, (self.outer, self.count, self.inner), ("o", "p", "in"))
+        src = kb.to_int(kb.load(table, p))
+        index = kb.add(kb.mul(kb.add(kb.mul(o, self.axis_len), src), self.inner), i)
+        kb.store(kb.load(x, index), out, gid)

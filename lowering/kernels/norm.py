@@ -1,0 +1,102 @@
+"""Row normalizations: LayerNorm over the trailing axes, one row per work-item or per
+work-group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allsum
+
+
+@dataclass(frozen=True)
+class LayerNormSpec(KernelSpec):
+    """`rows` rows of `length` contiguous floats: out = (x - mean) / sqrt(var + eps) *
+    scale + bias, scale and bias read at `scale_strides`/`bias_strides` over the row's
+    trailing shape `row_shape` (contiguous, or 0 where they broadcast).
+
+    Two reductions (the mean, then the mean square of x - mean) rather than one pass of
+    sum and sum of squares: E[x^2] - E[x]^2 cancels catastrophically when |mean| >> std.
+    Rows are short (256-1024 floats for transformers), so the second and third reads hit
+    the cache. `items` = 1: a work-item loops over its row; a power of two >= 2 (the
+    `reduce_items` config key): a work-group per row, work-item l taking elements l,
+    l + items, ... (adjacent work-items read adjacent floats), sums by `work_group_allsum`."""
+
+    rows: int
+    row_shape: tuple[int, ...]
+    scale_strides: tuple[int, ...]
+    bias_strides: tuple[int, ...] | None
+    epsilon: float
+    items: int = 1
+
+    @property
+    def length(self) -> int:
+        n = 1
+        for d in self.row_shape:
+            n *= d
+        return n
+
+    def base_name(self) -> str:
+        return "layer_norm" + (f"_wg{self.items}" if self.items > 1 else "")
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("input", "scale") + (("bias",) if self.bias_strides is not None else ())
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.items, self.rows) if self.items > 1 else (self.rows,)
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.items, 1) if self.items > 1 else None
+
+    def _param_index(self, kb: KernelBuilder, j: SSAValue, strides: tuple[int, ...]) -> SSAValue:
+        dense = tuple(_contiguous(self.row_shape))
+        if strides == dense:
+            return j
+        return kb.linear(kb.unravel(j, self.row_shape), strides)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, _, out = self.split_args(args)
+        x, scale = ins[0], ins[1]
+        bias = ins[2] if len(ins) > 2 else None
+        n = self.length
+        grouped = self.items > 1
+        row = kb.global_id(1 if grouped else 0, "row")
+        base = kb.mul(row, n, "base")
+        lid = kb.local_id(0, "l") if grouped else kb.i(0)
+        step = self.items if grouped else 1
+
+        def row_sum(term: Callable[[KernelBuilder, SSAValue], SSAValue], hint: str) -> SSAValue:
+            (partial,) = kb.for_(lid, n, step, [kb.f(0.0)],
+                                 lambda k, j, a: [k.fadd(a[0], term(k, k.load(x, k.add(base, j))))], "j")
+            total = work_group_allsum(kb, partial, lid, self.items, hint) if grouped else partial
+            return kb.fmul(total, 1.0 / n, hint)
+
+        mean = row_sum(lambda k, v: v, "mean")
+
+        def square(k: KernelBuilder, v: SSAValue) -> SSAValue:
+            d = k.fsub(v, mean)
+            return k.fmul(d, d)
+
+        var = row_sum(square, "var")
+        inv = kb.fdiv(1.0, kb.sqrt(kb.fadd(var, self.epsilon)), "inv_std")
+
+        def write(k: KernelBuilder, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+            idx = k.add(base, j)
+            y = k.fmul(k.fmul(k.fsub(k.load(x, idx), mean), inv), k.load(scale, self._param_index(k, j, self.scale_strides)))
+            if bias is not None:
+                y = k.fadd(y, k.load(bias, self._param_index(k, j, self.bias_strides)))
+            k.store(y, out, idx)
+            return []
+
+        kb.for_(lid, n, step, [], write, "j")
+
+
+def _contiguous(shape: tuple[int, ...]) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc if d != 1 else 0)
+        acc *= d
+    return list(reversed(strides))
