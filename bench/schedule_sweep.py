@@ -14,6 +14,10 @@ Families and variants:
 - depthwise: x_block 1/2/4 x dw_rows 0/1 on depthwise NCHW4c convolutions;
 - reduction: reduce_items for global means by reduced extent: the default rule, serial
   (1) up to 7x7 / 14x14, and fixed 16/64/256.
+- matmul: tile_m x tile_n register tiles of MatMul / Gemm (1x1 ... 8x4);
+- norm: reduce_items of LayerNorm and Softmax rows (1 ... 256).
+
+Models are the shared graphs or, by name, those of shared/models/next (tiny_bert, vit_b_32, ...).
 """
 
 from __future__ import annotations
@@ -84,8 +88,39 @@ def reduction_variants():
             {**c, "reduce_items": items} if isinstance(h, is_mean) else None)
 
 
+def matmul_variants():
+    """Register tiles of every un-split MatMul / tileable Gemm (the default first)."""
+    from adreno_mlir.passes.select_kernel_config import tileable
+
+    yield "default", lambda h, c: None
+    for tm, tn in ((1, 1), (1, 4), (2, 4), (4, 4), (8, 4)):
+        def edit(h, c, tm=tm, tn=tn):
+            if not isinstance(h, (graph.MatMulOp, graph.GemmOp)) or c.get("k_split", 1) > 1 or not tileable(h):
+                return None
+            n = graph.shape_of(h.results[0])[-1]
+            return {**c, "tile_m": tm, "tile_n": tn if n % 4 == 0 else 1}
+        yield f"tile{tm}x{tn}", edit
+    for split in (4, 8, 16, 32):
+        def edit_split(h, c, split=split):
+            if not isinstance(h, (graph.MatMulOp, graph.GemmOp)) or not tileable(h):
+                return None
+            k = graph.shape_of(h.a if isinstance(h, graph.GemmOp) else h.lhs)[-1]
+            return {**c, "k_split": split, "tile_m": 1, "tile_n": 1} if k >= 1024 else None
+        yield f"ksplit{split}(K>=1024)", edit_split
+
+
+def norm_variants():
+    """Work-items per row of LayerNorm and Softmax (1: a serial loop per row)."""
+    yield "default", lambda h, c: None
+    for items in (1, 16, 32, 64, 128, 256):
+        yield f"items{items}", lambda h, c, items=items: (
+            {**c, "reduce_items": items} if isinstance(h, (graph.LayerNormOp, graph.SoftmaxOp)) else None)
+
+
 FAMILIES = {"depthwise": (depthwise_variants, ("dwconv",)),
-            "reduction": (reduction_variants, ("global_avgpool", "reduce_mean"))}
+            "reduction": (reduction_variants, ("global_avgpool", "reduce_mean")),
+            "matmul": (matmul_variants, ("matmul", "gemm")),
+            "norm": (norm_variants, ("layer_norm", "softmax"))}
 
 
 def main(argv=None) -> int:
@@ -107,7 +142,12 @@ def main(argv=None) -> int:
     shared = shared_dir(args.shared)
     rows = []
     for name in args.models.split(","):
-        path = materialized_path(shared, name, 0)
+        if (shared / "models" / "next" / f"{name}.onnx").exists():
+            from transformers import materialized
+
+            path = materialized(shared, name)
+        else:
+            path = materialized_path(shared, name, 0)
         for plan in args.plans.split(","):
             ref = None
             for vname, edit in variants_of():

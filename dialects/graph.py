@@ -622,6 +622,125 @@ class ClipOp(UnaryOp):
             )
 
 
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """The natural logarithm (-inf at 0, NaN below)."""
+
+    name = "graph.log"
+    KIND: ClassVar[str] = "log"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.log(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.log(x)
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """1 / x."""
+
+    name = "graph.reciprocal"
+    KIND: ClassVar[str] = "reciprocal"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.fdiv(1.0, x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.reciprocal(x)
+
+
+@irdl_op_definition
+class PowOp(UnaryOp):
+    """x ** exponent for one constant exponent (ONNX Pow whose exponent input is a
+    constant holding a single value; `graph.pow_tensor` takes a tensor of exponents).
+
+    The exponent being known, common ones are specialised in `emit` instead of calling
+    OpenCL's `pow` (slow on GPUs, and allowed 16 ulp of error): 2 -> x * x, 3 ->
+    x * x * x, 0.5 -> sqrt(x), 1 -> x, 0 -> 1, -1 -> 1 / x. These agree with pow except
+    that sqrt(-inf) is NaN (pow gives +inf) and sqrt(-0) is -0; `evaluate` specialises
+    the same way, so folded constants match the kernels."""
+
+    name = "graph.pow"
+    KIND: ClassVar[str] = "pow"
+    exponent = prop_def(FloatAttr[Float32Type])
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (self.exponent.value.data,)
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        (e,) = params
+        if e == 0.0:
+            return kb.const_like(1.0, x.type)
+        if e == 1.0:
+            return x
+        if e == 2.0:
+            return kb.fmul(x, x)
+        if e == 3.0:
+            return kb.fmul(kb.fmul(x, x), x)
+        if e == 0.5:
+            return kb.sqrt(x)
+        if e == -1.0:
+            return kb.fdiv(1.0, x)
+        return kb.pow(x, e)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        (e,) = params
+        x = np.asarray(x)
+        special = {0.0: lambda: np.ones_like(x), 1.0: lambda: x, 2.0: lambda: x * x, 3.0: lambda: x * x * x,
+                   0.5: lambda: np.sqrt(x), -1.0: lambda: np.reciprocal(x)}
+        return special[e]() if e in special else np.power(x, np.float32(e))
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """ONNX Gelu (opset 20): x/2 * (1 + erf(x / sqrt 2)), or with approximate = "tanh"
+    x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). One op, not its decomposition:
+    one expression node, and the importer needs no constants for it."""
+
+    name = "graph.gelu"
+    KIND: ClassVar[str] = "gelu"
+    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+
+    APPROXIMATIONS: ClassVar[tuple[str, ...]] = ("none", "tanh")
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (1.0,) if self.approximate.data == "tanh" else ()
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        if params and params[0]:
+            cube = kb.fmul(kb.fmul(x, x), x)
+            inner = kb.fmul(kb.fadd(x, kb.fmul(cube, 0.044715)), math.sqrt(2.0 / math.pi))
+            gate = kb.tanh(inner)
+        else:
+            gate = kb.erf(kb.fmul(x, 1.0 / math.sqrt(2.0)))
+        return kb.fmul(kb.fmul(x, 0.5), kb.fadd(1.0, gate))
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        x = np.asarray(x, np.float64)
+        if params and params[0]:
+            gate = np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))
+        else:
+            gate = np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0))
+        return 0.5 * x * (1.0 + gate)
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        if self.approximate.data not in self.APPROXIMATIONS:
+            raise VerifyException(
+                f"'graph.gelu' approximate = \"{self.approximate.data}\" is not one of "
+                f"{', '.join(self.APPROXIMATIONS)}"
+            )
+
+
 class BinaryOp(GraphOp):
     """Element-wise op with numpy broadcasting between its two operands.
 
@@ -719,6 +838,146 @@ class DivOp(BinaryOp):
         return np.divide(a, b)
 
 
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """The larger operand; NaN if either is NaN (ONNX Max, numpy's maximum and
+    onnxruntime propagate NaN; OpenCL's fmax would return the other operand)."""
+
+    name = "graph.max"
+    KIND: ClassVar[str] = "max"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.fmax(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.maximum(a, b)
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    """The smaller operand; NaN if either is NaN (as `graph.max`)."""
+
+    name = "graph.min"
+    KIND: ClassVar[str] = "min"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.fmin(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.minimum(a, b)
+
+
+@irdl_op_definition
+class PowTensorOp(BinaryOp):
+    """lhs ** rhs element by element (ONNX Pow whose exponent is a tensor computed at run
+    time, or a constant of several values): OpenCL's `pow`. A single constant exponent
+    is `graph.pow`, which specialises common exponents."""
+
+    name = "graph.pow_tensor"
+    KIND: ClassVar[str] = "pow_tensor"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.pow(a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.power(a, b)
+
+
+@irdl_op_definition
+class PReluOp(BinaryOp):
+    """ONNX PRelu: x where x >= 0, else slope * x; `rhs` (the slope) broadcasts to the
+    shape of `lhs` (x), e.g. one slope per channel as [C, 1, 1]."""
+
+    name = "graph.prelu"
+    KIND: ClassVar[str] = "prelu"
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        # max(x, 0) + slope * min(x, 0): no comparison, so float4 works as float (as leaky_relu)
+        return kb.fadd(kb.fmax(a, 0.0), kb.fmul(kb.fmin(a, 0.0), b))
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        return np.where(a < 0, a * b, a)
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        x, slope = shape_of(self.lhs), shape_of(self.rhs)
+        if broadcast_shapes(x, slope) != x:
+            raise VerifyException(
+                f"'graph.prelu' slope of shape {list(slope)} does not broadcast to the input's shape {list(x)}"
+            )
+
+
+class TernaryOp(GraphOp):
+    """Element-wise op with numpy broadcasting among its three operands.
+
+    Like `BinaryOp`, each subclass has a `KIND` (`lowering.expr.Tern(kind, a, b, c)`),
+    `emit` (OpenCL through a kernel builder) and `evaluate` (numpy)."""
+
+    a = operand_def(AnyTensor)
+    b = operand_def(AnyTensor)
+    c = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    traits = traits_def(
+        Pure(), Elementwise(), ImageOperands(), NCHW4cConvertible(),
+        ElementwiseHasCanonicalizationPatterns(),
+    )
+    assembly_format = "$a `,` $b `,` $c attr-dict `:` functional-type(operands, results)"
+
+    KIND: ClassVar[str]
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @classmethod
+    def emit(cls, kb, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+        raise NotImplementedError(f"{cls.__name__} has no OpenCL emission")
+
+    @classmethod
+    def evaluate(cls, a: np.ndarray, b: np.ndarray, c: np.ndarray, *,
+                 params: tuple[float, ...] = ()) -> np.ndarray:
+        raise NotImplementedError(f"{cls.__name__} has no numpy evaluation")
+
+    def expr_params(self) -> tuple[float, ...]:
+        return ()
+
+    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, c: SSAValue | Operation,
+                 result_type: Attribute):
+        super().__init__(operands=[a, b, c], result_types=[result_type])
+
+    def verify_shapes(self) -> None:
+        _expect_shape(
+            self, shape_of(self.result), broadcast_shapes(shape_of(self.a), shape_of(self.b), shape_of(self.c))
+        )
+
+
+@irdl_op_definition
+class WhereOp(TernaryOp):
+    """ONNX Where: `b` where the condition `a` is not 0, else `c`. The condition is a
+    float tensor of 0s and 1s: compute tensors are float32, and the frontend turns ONNX's
+    boolean condition (a constant) into one. A select, never a blend such as
+    a * b + (1 - a) * c, which is NaN wherever the value not chosen is inf or NaN."""
+
+    name = "graph.where"
+    KIND: ClassVar[str] = "where"
+
+    @classmethod
+    def emit(cls, kb, a, b, c):
+        return kb.select_nonzero(a, b, c)
+
+    @classmethod
+    def evaluate(cls, a, b, c, *, params=()):
+        return np.where(np.asarray(a) != 0, b, c)
+
+
 # --------------------------------------------------------------------------- convolution
 
 
@@ -797,6 +1056,79 @@ class Conv2dOp(GraphOp):
                 f"'graph.conv2d' bias must have shape [{w[0]}], got {list(shape_of(self.bias))}"
             )
         _expect_shape(self, shape_of(self.result), conv_out_shape(x, w, strides, pads, dil))
+
+
+def conv_transpose_out_dim(size: int, k: int, s: int, p0: int, p1: int, d: int, out_pad: int) -> int:
+    """ONNX ConvTranspose's output extent along one axis."""
+    return s * (size - 1) + out_pad + (k - 1) * d + 1 - p0 - p1
+
+
+@irdl_op_definition
+class ConvTranspose2dOp(GraphOp):
+    """2-D transposed convolution (ONNX ConvTranspose): NCHW input, weights
+    [C_in, C_out / groups, KH, KW] (ONNX's order, in channels first). Input pixel (iy, ix)
+    of channel ci adds x * w[ci, co, kh, kw] to output pixel
+    (iy * stride - pad_begin + kh * dilation, ...) of channel co of ci's group, so
+    the output extent is stride * (in - 1) + output_padding + (k - 1) * dilation + 1 -
+    pad_begin - pad_end.
+
+    An ONNX output_shape larger than the input reaches becomes output_padding (extra rows
+    and columns at the end, as onnxruntime places them); output pixels no input pixel
+    reaches hold the bias. No NCHW4cConvertible trait: its one kernel reads plain NCHW
+    tensors, so the op stays on them on every plan."""
+
+    name = "graph.conv_transpose2d"
+    input = operand_def(AnyTensor)
+    weight = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    strides = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    pads = prop_def(DenseArrayBase, default_value=i64_array([0, 0, 0, 0]))
+    dilations = prop_def(DenseArrayBase, default_value=i64_array([1, 1]))
+    output_padding = prop_def(DenseArrayBase, default_value=i64_array([0, 0]))
+    groups = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
+    irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
+    traits = traits_def(Pure(), EpilogueHead())
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($result)"
+    )
+
+    def verify_shapes(self) -> None:
+        x, w = shape_of(self.input), shape_of(self.weight)
+        if len(x) != 4 or len(w) != 4:
+            raise VerifyException(
+                f"'graph.conv_transpose2d' expects a 4-D input and 4-D weights, got {list(x)} and {list(w)}"
+            )
+        strides, pads, dil = ints(self.strides), ints(self.pads), ints(self.dilations)
+        out_pad = ints(self.output_padding)
+        _check_len(self, "strides", strides, 2)
+        _check_len(self, "pads", pads, 4)
+        _check_len(self, "dilations", dil, 2)
+        _check_len(self, "output_padding", out_pad, 2)
+        if min(strides + dil) < 1 or min(pads + out_pad) < 0:
+            raise VerifyException(
+                "'graph.conv_transpose2d' strides/dilations must be >= 1, pads and output_padding >= 0")
+        g = self.groups.value.data
+        if g < 1 or x[1] % g:
+            raise VerifyException(f"'graph.conv_transpose2d' groups = {g} must divide input channels ({x[1]})")
+        if w[0] != x[1]:
+            raise VerifyException(
+                f"'graph.conv_transpose2d' weight [C_in, C_out / groups, KH, KW] has {w[0]} input channels "
+                f"but the input has {x[1]}"
+            )
+        co = w[1] * g
+        if self.bias is not None and shape_of(self.bias) != (co,):
+            raise VerifyException(
+                f"'graph.conv_transpose2d' bias must have shape [{co}], got {list(shape_of(self.bias))}"
+            )
+        spatial = [conv_transpose_out_dim(x[2 + i], w[2 + i], strides[i], pads[i], pads[i + 2], dil[i], out_pad[i])
+                   for i in range(2)]
+        if min(spatial) < 1:
+            raise VerifyException(
+                f"'graph.conv_transpose2d' pads {list(pads)} leave an empty output ({spatial[0]} x {spatial[1]})"
+            )
+        _expect_shape(self, shape_of(self.result), (x[0], co, *spatial))
 
 
 @irdl_op_definition
@@ -896,28 +1228,129 @@ class GlobalAvgPoolOp(GraphOp):
         _expect_shape(self, shape_of(self.result), (x[0], x[1]) + (1,) * (len(x) - 2))
 
 
-@irdl_op_definition
-class ReduceMeanOp(GraphOp):
-    name = "graph.reduce_mean"
+class ReduceOp(GraphOp):
+    """Base of the ONNX reductions (ReduceMean, ReduceSum, ReduceMax, ...): one value per
+    kept position, from the elements along `axes` (distinct, in [0, rank)); `keepdims` = 1
+    keeps the reduced axes as 1s. Empty `axes` reduce over nothing: each output is the
+    reduction of its one element (ONNX's `noop_with_empty_axes` for ReduceL2 gives |x|,
+    ReduceSumSquare x * x; the frontend drops the op where that is x itself).
+
+    The subclasses differ only in `KIND` (`op.kind`): what the kernel accumulates
+    (`ReduceSpec` in lowering/kernels/pool.py), so one kernel generator, one fusion rule
+    (a reduction takes a fused element-wise tail when it keeps its dims) and one
+    select-kernel-config rule (`reduce_items`) serve them all."""
+
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
     axes = prop_def(DenseArrayBase)
     keepdims = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
-    traits = traits_def(Pure(), EpilogueHead(), ImageOperands(), NCHW4cConvertible())
+    traits = traits_def(Pure(), EpilogueHead())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    KIND: ClassVar[str]
+    """The reduction, a key of `REDUCTIONS` (lowering/kernels/pool.py): "mean", "sum", "max", "min", "prod",
+    "l1", "l2", "sum_square", "log_sum", "log_sum_exp"."""
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
 
     def verify_shapes(self) -> None:
         x = shape_of(self.input)
         axes = ints(self.axes)
         if any(not 0 <= a < len(x) for a in axes) or len(set(axes)) != len(axes):
             raise VerifyException(
-                f"'graph.reduce_mean' axes {list(axes)} must be distinct and in [0, {len(x)})"
+                f"'{self.name}' axes {list(axes)} must be distinct and in [0, {len(x)})"
             )
         keep = bool(self.keepdims.value.data)
         want = tuple(
             1 if i in axes else d for i, d in enumerate(x) if keep or i not in axes
         )
         _expect_shape(self, shape_of(self.result), want)
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    """The mean; the one reduction with NCHW4c kernels (the spatial mean, axes [2, 3]
+    with keepdims, as a global average pool: convert-layout-nchw4c checks the axes)."""
+
+    name = "graph.reduce_mean"
+    KIND: ClassVar[str] = "mean"
+    traits = traits_def(ImageOperands(), NCHW4cConvertible())
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    name = "graph.reduce_sum"
+    KIND: ClassVar[str] = "sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """The maximum; NaN if any element is NaN (as numpy; onnxruntime's CPU kernel
+    depends on where the NaN lies)."""
+
+    name = "graph.reduce_max"
+    KIND: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    """The minimum; NaN if any element is NaN."""
+
+    name = "graph.reduce_min"
+    KIND: ClassVar[str] = "min"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    name = "graph.reduce_prod"
+    KIND: ClassVar[str] = "prod"
+
+
+@irdl_op_definition
+class ReduceL1Op(ReduceOp):
+    """The sum of |x|."""
+
+    name = "graph.reduce_l1"
+    KIND: ClassVar[str] = "l1"
+
+
+@irdl_op_definition
+class ReduceL2Op(ReduceOp):
+    """sqrt of the sum of x * x."""
+
+    name = "graph.reduce_l2"
+    KIND: ClassVar[str] = "l2"
+
+
+@irdl_op_definition
+class ReduceSumSquareOp(ReduceOp):
+    name = "graph.reduce_sum_square"
+    KIND: ClassVar[str] = "sum_square"
+
+
+@irdl_op_definition
+class ReduceLogSumOp(ReduceOp):
+    """log of the sum."""
+
+    name = "graph.reduce_log_sum"
+    KIND: ClassVar[str] = "log_sum"
+
+
+@irdl_op_definition
+class ReduceLogSumExpOp(ReduceOp):
+    """log(sum(exp(x))), computed as log(sum(exp(x - m))) + m with m the maximum, so that
+    large elements do not overflow exp."""
+
+    name = "graph.reduce_log_sum_exp"
+    KIND: ClassVar[str] = "log_sum_exp"
+
+
+REDUCE_OPS = (
+    ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL1Op, ReduceL2Op,
+    ReduceSumSquareOp, ReduceLogSumOp, ReduceLogSumExpOp,
+)
 
 
 # --------------------------------------------------------------------------- data movement
@@ -1022,6 +1455,99 @@ class SliceOp(GraphOp):
                 )
 
 
+class PadHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import RemoveIdentityPad
+
+        return (RemoveIdentityPad(),)
+
+
+class ExpandHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import RemoveIdentityExpand
+
+        return (RemoveIdentityExpand(),)
+
+
+@irdl_op_definition
+class PadOp(GraphOp):
+    """ONNX Pad on any axes: `pads` = [begin_0, ..., begin_{r-1}, end_0, ..., end_{r-1}].
+
+    A negative pad crops. As in onnxruntime, each axis is cropped first (to `kept`
+    elements, see `axis_geometry`) and the crop is then padded, so reflect/edge/wrap
+    read the cropped extent. Modes: `constant` (out of range reads `value`), `reflect`
+    (mirrored without repeating the edge; pads must be smaller than the kept extent,
+    as onnxruntime requires), `edge` (clamped), `wrap` (periodic). Canonicalization
+    removes a pad whose pads are all 0 (swin_t's window padding of sizes that divide
+    evenly)."""
+
+    name = "graph.pad"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    pads = prop_def(DenseArrayBase)
+    mode = prop_def(StringAttr, default_value=StringAttr("constant"))
+    value = prop_def(FloatAttr[Float32Type], default_value=f32_attr(0.0))
+    traits = traits_def(Pure(), PadHasCanonicalizationPatterns())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    MODES: ClassVar = ("constant", "reflect", "edge", "wrap")
+
+    def axis_geometry(self) -> list[tuple[int, int, int]]:
+        """Per axis (first, kept, before): the crop keeps input elements
+        [first, first + kept) (kept <= 0: nothing), and output element o reads element
+        o - before of the crop (`mode` decides outside [0, kept))."""
+        x, pads = shape_of(self.input), ints(self.pads)
+        r = len(x)
+        return [(max(0, -pads[d]), x[d] - max(0, -pads[d]) - max(0, -pads[r + d]), max(0, pads[d]))
+                for d in range(r)]
+
+    def verify_shapes(self) -> None:
+        x, pads = shape_of(self.input), ints(self.pads)
+        r, mode = len(x), self.mode.data
+        if mode not in self.MODES:
+            raise VerifyException(f"'graph.pad' mode '{mode}' is not one of {list(self.MODES)}")
+        if len(pads) != 2 * r:
+            raise VerifyException(
+                f"'graph.pad' pads {list(pads)} must have 2 * rank = {2 * r} values (begins, then ends)")
+        for d, (_, kept, _) in enumerate(self.axis_geometry()):
+            if mode != "constant" and kept < 1:
+                raise VerifyException(
+                    f"'graph.pad' pads {list(pads)} crop away all of axis {d} (size {x[d]}); mode '{mode}' "
+                    "needs at least one element to read")
+            big = [p for p in (pads[d], pads[r + d]) if p >= kept]
+            if mode == "reflect" and big:
+                raise VerifyException(
+                    f"'graph.pad' reflect pads {big} on axis {d} must be smaller than the {kept} element(s) "
+                    "left after cropping (one reflection)")
+        _expect_shape(self, shape_of(self.result), tuple(x[d] + pads[d] + pads[r + d] for d in range(r)))
+
+
+@irdl_op_definition
+class ExpandOp(GraphOp):
+    """ONNX Expand (and Tile, as reshape + expand + reshape): the input broadcast to
+    the result shape (numpy rules: the input's shape aligned to the right, its size-1
+    axes repeated). A copy kernel whose input strides are 0 on the broadcast axes."""
+
+    name = "graph.expand"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    traits = traits_def(Pure(), ExpandHasCanonicalizationPatterns())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x, out = shape_of(self.input), shape_of(self.result)
+        ok = len(x) <= len(out)
+        if ok:
+            try:
+                ok = broadcast_shapes(x, out) == tuple(out)
+            except VerifyException:
+                ok = False
+        if not ok:
+            raise VerifyException(f"'graph.expand' cannot broadcast {list(x)} to {list(out)}")
+
+
 @irdl_op_definition
 class ResizeOp(GraphOp):
     """ONNX Resize on the spatial axes of NCHW tensors (nearest / linear)."""
@@ -1079,6 +1605,26 @@ class SoftmaxOp(GraphOp):
         r = len(shape_of(self.input))
         if not -r <= self.axis.value.data < r:
             raise VerifyException(f"'graph.softmax' axis {self.axis.value.data} out of range")
+
+
+@irdl_op_definition
+class LogSoftmaxOp(GraphOp):
+    """ONNX LogSoftmax along `axis`: x - max - log(sum(exp(x - max))), never the log of a
+    softmax (which is -inf wherever exp underflows). Its own op rather than a flag on
+    `graph.softmax`: the IR says which one it is, and the kernel differs only in its
+    last step (SoftmaxSpec.log)."""
+
+    name = "graph.log_softmax"
+    input = operand_def(_T)
+    result = result_def(_T)
+    axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(-1, 64))
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def verify_shapes(self) -> None:
+        r = len(shape_of(self.input))
+        if not -r <= self.axis.value.data < r:
+            raise VerifyException(f"'graph.log_softmax' axis {self.axis.value.data} out of range for rank {r}")
 
 
 @irdl_op_definition
@@ -1222,7 +1768,7 @@ class MatMulOp(GraphOp):
     lhs = operand_def(AnyTensor)
     rhs = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), EpilogueHead())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:
@@ -1381,19 +1927,21 @@ class SplitKSumOp(GraphOp):
 
 UNARY_OPS = (
     ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, ErfOp, HardSwishOp, HardSigmoidOp,
-    LeakyReluOp, ClipOp,
+    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp,
 )
-BINARY_OPS = (AddOp, SubOp, MulOp, DivOp)
+BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowTensorOp, PReluOp)
+TERNARY_OPS = (WhereOp,)
 
-ELEMENTWISE_BY_KIND: dict[str, type[UnaryOp] | type[BinaryOp]] = {
-    op.KIND: op for op in (*UNARY_OPS, *BINARY_OPS)
+ELEMENTWISE_BY_KIND: dict[str, type[UnaryOp] | type[BinaryOp] | type[TernaryOp]] = {
+    op.KIND: op for op in (*UNARY_OPS, *BINARY_OPS, *TERNARY_OPS)
 }
-"""The element-wise op class of each expression kind (`Un(kind, ...)`, `Bin(kind, ...)`)."""
+"""The element-wise op class of each expression kind (`Un(kind, ...)`, `Bin(kind, ...)`,
+`Tern(kind, ...)`)."""
 
 
 def elementwise_expr(op: Operation) -> tuple[str, tuple[float, ...]]:
-    """(kind, params) of an element-wise op: what `lowering.expr.Un`/`Bin` record of it."""
-    assert isinstance(op, UnaryOp | BinaryOp), op.name
+    """(kind, params) of an element-wise op: what `lowering.expr.Un`/`Bin`/`Tern` record of it."""
+    assert isinstance(op, UnaryOp | BinaryOp | TernaryOp), op.name
     return op.kind, op.expr_params()
 
 Graph = Dialect(
@@ -1402,18 +1950,23 @@ Graph = Dialect(
         ConstantOp,
         *UNARY_OPS,
         *BINARY_OPS,
+        *TERNARY_OPS,
         Conv2dOp,
+        ConvTranspose2dOp,
         BatchNormOp,
         MaxPoolOp,
         AvgPoolOp,
         GlobalAvgPoolOp,
-        ReduceMeanOp,
+        *REDUCE_OPS,
         ReshapeOp,
         TransposeOp,
         ConcatOp,
         SliceOp,
+        PadOp,
+        ExpandOp,
         ResizeOp,
         SoftmaxOp,
+        LogSoftmaxOp,
         LayerNormOp,
         GatherOp,
         GemmOp,

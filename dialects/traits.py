@@ -6,7 +6,7 @@ dialect re-exports these (`graph.Elementwise`, `graph.is_elementwise`, ...); the
 here, depending on nothing else of the project, so that texture ops can carry them too
 (texture.py cannot import graph.py, which imports it).
 
-- `Elementwise`: every graph `UnaryOp`/`BinaryOp` (fusable into an epilogue or a chain).
+- `Elementwise`: every graph `UnaryOp`/`BinaryOp`/`TernaryOp` (fusable into an epilogue or a chain).
 - `EpilogueHead`: the op's kernel can end in a fused element-wise epilogue.
 - `ImageOperands`: the op has an NCHW4c kernel that reads the named operands from 2-D
   images (and writes its result to one unless `writes=False`); `annotate-texture-scope`
@@ -24,7 +24,7 @@ from xdsl.traits import OpTrait
 
 @dataclass(frozen=True)
 class Elementwise(OpTrait):
-    """An element-wise op (every graph `UnaryOp`/`BinaryOp`): its class has a `KIND`
+    """An element-wise op (every graph `UnaryOp`/`BinaryOp`/`TernaryOp`): its class has a `KIND`
     (`op.kind`), computes with `emit` (OpenCL, through a kernel builder), folds with
     `evaluate` (numpy) and gives its attributes to expressions with `expr_params()`;
     `graph.ELEMENTWISE_BY_KIND` maps a kind back to its class."""
@@ -33,8 +33,8 @@ class Elementwise(OpTrait):
 @dataclass(frozen=True)
 class EpilogueHead(OpTrait):
     """The op's kernel can end in a fused chain of element-wise ops (an epilogue applied
-    to each output value before it is stored). A `graph.reduce_mean` without keepdims
-    cannot in practice: the epilogue uses the keepdims coordinates."""
+    to each output value before it is stored). A reduction (`graph.reduce_*`) without
+    keepdims cannot in practice: the epilogue uses the keepdims coordinates."""
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,20 @@ class Bin(Expr):
     b: Expr
 
 
+@dataclass(frozen=True)
+class Tern(Expr):
+    """The `KIND` of a ternary graph op (where: `b` where `a` is not 0, else `c`) on three
+    expressions."""
+
+    kind: str
+    a: Expr
+    b: Expr
+    c: Expr
+
+
 UNARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(op, graph.UnaryOp)} | {"scale"}
 BINARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(op, graph.BinaryOp)}
+TERNARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(op, graph.TernaryOp)}
 
 
 def describe(e: Expr) -> str:
@@ -65,6 +77,9 @@ def describe(e: Expr) -> str:
         return f"{inner}_{e.kind}" if inner else e.kind
     if isinstance(e, Bin):
         parts = [p for p in (describe(e.a), describe(e.b)) if p]
+        return "_".join(parts + [e.kind])
+    if isinstance(e, Tern):
+        parts = [p for p in (describe(e.a), describe(e.b), describe(e.c)) if p]
         return "_".join(parts + [e.kind])
     return ""
 
@@ -88,6 +103,14 @@ def emit_binary(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAVa
     return op.emit(kb, a, b)
 
 
+def emit_ternary(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
+    """The ternary op `kind` on `a`, `b` and `c`: the graph op class of that kind emits it."""
+    op = graph.ELEMENTWISE_BY_KIND.get(kind)
+    if op is None or not issubclass(op, graph.TernaryOp):
+        raise ValueError(f"unknown ternary kind {kind}")
+    return op.emit(kb, a, b, c)
+
+
 def emit_expr(
     kb: KernelBuilder,
     e: Expr,
@@ -106,6 +129,9 @@ def emit_expr(
         a = emit_expr(kb, e.a, src, load_input)
         b = emit_expr(kb, e.b, src, load_input)
         return emit_binary(kb, e.kind, a, b)
+    if isinstance(e, Tern):
+        a, b, c = (emit_expr(kb, x, src, load_input) for x in (e.a, e.b, e.c))
+        return emit_ternary(kb, e.kind, a, b, c)
     raise TypeError(e)
 
 

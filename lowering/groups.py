@@ -13,7 +13,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where
-from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
+from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
 
 
 class LoweringError(CompileError):
@@ -99,6 +99,8 @@ def group_expression(group: Group) -> tuple[Expr, list[SSAValue]]:
         if owner in members:  # each element-wise op names its kind and parameters
             if isinstance(owner, graph.UnaryOp):
                 return Un(owner.kind, expr(owner.input), owner.expr_params())
+            if isinstance(owner, graph.TernaryOp):
+                return Tern(owner.kind, expr(owner.a), expr(owner.b), expr(owner.c))
             return Bin(owner.kind, expr(owner.lhs), expr(owner.rhs))
         if v not in extras:
             extras.append(v)

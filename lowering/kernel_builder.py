@@ -366,11 +366,32 @@ class KernelBuilder:
     def exp(self, a) -> SSAValue:
         return self._op(math.ExpOp, self.f(a))
 
+    def log(self, a) -> SSAValue:
+        """Natural logarithm (OpenCL `log`): LogSoftmax, ReduceLogSum(Exp)."""
+        return self._op(math.LogOp, self.f(a))
+
     def tanh(self, a) -> SSAValue:
         return self._op(math.TanhOp, self.f(a))
 
     def erf(self, a) -> SSAValue:
         return self._op(math.ErfOp, self.f(a))
+
+    def pow(self, a, b) -> SSAValue:
+        """a ** b (OpenCL `pow`: NaN for a negative base and a non-integer exponent)."""
+        return self._op(math.PowFOp, *self._floats(a, b))
+
+    def select_nonzero(self, cond: SSAValue, a, b) -> SSAValue:
+        """`a` where the float `cond` is not 0, else `b`: exact for every value of `a` and
+        `b` (inf, NaN), unlike any arithmetic blend. A float4/half4 `cond` selects lane by
+        lane: OpenCL's vector `?:` takes an integer mask as wide as the lanes (int4 for
+        float4, short4 for half4), a type the IR's i1 vectors do not carry."""
+        a, b = self._floats(a, b)
+        t = cond.type
+        if isinstance(t, VectorType):
+            return self.vec([self.select_nonzero(self.lane(cond, k), self.lane(a, k), self.lane(b, k))
+                             for k in range(t.get_shape()[0])])
+        nonzero = self._op(arith.CmpfOp, cond, self.const_like(0.0, t), attrs=("une",))
+        return self.select(nonzero, a, b)
 
     def sqrt(self, a) -> SSAValue:
         return self._op(math.SqrtOp, self.f(a))

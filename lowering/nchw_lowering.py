@@ -6,13 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from adreno_mlir.dialects import graph
-from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Un
+from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
-from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides
+from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides, numel
 from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
+from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
+from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec
 from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
+from adreno_mlir.passes.select_kernel_config import tileable
 from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
@@ -91,6 +94,25 @@ class Convolution(KernelPattern):
         hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)
 
 
+class ConvTranspose(KernelPattern):
+    """The gather-form kernel (kernels/conv_transpose.py), one work-item per output
+    pixel, bias and fused epilogue before the store. The op has no NCHW4c kernel, so
+    this is its lowering on every plan."""
+
+    heads = (graph.ConvTranspose2dOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.ConvTranspose2dOp = group.head
+        out_shape = graph.shape_of(op.result)
+        epi, extras = _epi_args(hb, group, out_shape)
+        spec = ConvTransposeSpec(
+            x_shape=graph.shape_of(op.input), w_shape=graph.shape_of(op.weight), out_shape=out_shape,
+            strides=graph.ints(op.strides), pads=graph.ints(op.pads)[:2], dilations=graph.ints(op.dilations),
+            groups=op.groups.value.data, has_bias=op.bias is not None, epilogue=epi)
+        ins = [hb.buffer(op.input), hb.buffer(op.weight)] + ([hb.buffer(op.bias)] if op.bias is not None else [])
+        hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
+
+
 def _substitute_src(e: Expr, replacement: Expr) -> Expr:
     if isinstance(e, Src):
         return replacement
@@ -98,6 +120,8 @@ def _substitute_src(e: Expr, replacement: Expr) -> Expr:
         return Un(e.kind, _substitute_src(e.x, replacement), e.params)
     if isinstance(e, Bin):
         return Bin(e.kind, _substitute_src(e.a, replacement), _substitute_src(e.b, replacement))
+    if isinstance(e, Tern):
+        return Tern(e.kind, *(_substitute_src(x, replacement) for x in (e.a, e.b, e.c)))
     return e
 
 
@@ -119,6 +143,27 @@ class Gemm(KernelPattern):
             expr = _substitute_src(epi.expr, Bin("add", Src(), c_expr))
             epi = Epilogue(expr, epi.strides + (broadcast_strides(graph.shape_of(op.c), out_shape),))
             extras = extras + [hb.buffer(op.c)]
+        tiles = cfg.get("tile_m", 1), cfg.get("tile_n", 1)
+        if tiles != (1, 1) and (cfg.get("k_split", 1) > 1 or not tileable(op)):
+            raise LoweringError(f"{where(op)}: kernel_config tile_m/tile_n need k_split = 1, no transA, and "
+                                "transB only with a constant B")
+        if tiles != (1, 1):
+            # A register-tiled matmul (MatMulSpec): B transposed at compile time if need
+            # be, alpha folded into the epilogue. Untiled Gemms keep GemmSpec (transB read
+            # in place, split-K for GEMVs).
+            if op.alpha.value.data != 1.0:
+                epi = Epilogue(_substitute_src(epi.expr, Un("scale", Src(), (op.alpha.value.data,))), epi.strides)
+            b = hb.buffer(op.b)
+            if op.trans_b.value.data:
+                b = hb.weight((op.b.owner.weight_name or "gemm_b") + "_t",
+                              np.ascontiguousarray(hb.constant_array(op.b).T))
+            try:
+                spec = MatMulSpec(batch=(), a_batch_strides=(), b_batch_strides=(), m=m, n=n, k=k,
+                                  tile_m=tiles[0], tile_n=tiles[1], epilogue=epi)
+            except ValueError as e:
+                raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
+            hb.launch(spec, [hb.buffer(op.a), b, *extras, hb.alloc(group.result)], loc)
+            return
         spec = GemmSpec(m=m, n=n, k=k, trans_a=bool(op.trans_a.value.data), trans_b=bool(op.trans_b.value.data),
                         alpha=op.alpha.value.data, k_split=cfg.get("k_split", 1), epilogue=epi)
         hb.launch(spec, [hb.buffer(op.a), hb.buffer(op.b), *extras, hb.alloc(group.result)], loc)
@@ -142,18 +187,22 @@ class Pool(KernelPattern):
 
 
 class Reduce(KernelPattern):
-    heads = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
+    """Global average pools and every `graph.ReduceOp` kind (ReduceSpec)."""
+
+    heads = (graph.GlobalAvgPoolOp, graph.ReduceOp)
 
     def lower(self, hb, group, cfg, loc):
         op = group.head
         x_shape = graph.shape_of(op.input)
-        axes = tuple(range(2, len(x_shape))) if isinstance(op, graph.GlobalAvgPoolOp) else graph.ints(op.axes)
+        gap = isinstance(op, graph.GlobalAvgPoolOp)
+        axes = tuple(range(2, len(x_shape))) if gap else graph.ints(op.axes)
         # Epilogue coordinates are those of the input rank with reduced axes at 0, i.e.
         # the keepdims output shape.
         keep_shape = tuple(1 if d in axes else s for d, s in enumerate(x_shape))
         epi, extras = _epi_args(hb, group, keep_shape)
         # reduce_items > 1: a work-group per output element (select-kernel-config's rule)
-        spec = ReduceSpec(x_shape=x_shape, axes=axes, items=cfg.get("reduce_items", 1), epilogue=epi)
+        spec = ReduceSpec(x_shape=x_shape, axes=axes, items=cfg.get("reduce_items", 1),
+                          kind="mean" if gap else op.kind, epilogue=epi)
         hb.launch(spec, [hb.buffer(op.input), *extras, hb.alloc(group.result)], loc)
 
 
@@ -220,13 +269,37 @@ class Slice(KernelPattern):
               Access(0, contiguous_strides(out_shape)), loc, "slice")
 
 
-class Softmax(KernelPattern):
-    heads = (graph.SoftmaxOp,)
+class Pad(KernelPattern):
+    heads = (graph.PadOp,)
 
     def lower(self, hb, group, cfg, loc):
-        op: graph.SoftmaxOp = group.head
+        op: graph.PadOp = group.head
+        spec = PadSpec(x_shape=graph.shape_of(op.input), out_shape=graph.shape_of(op.result),
+                       axes=tuple(op.axis_geometry()), mode=op.mode.data, value=op.value.value.data)
+        hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
+
+
+class Expand(KernelPattern):
+    """A broadcast copy: the input is read with stride 0 along its broadcast axes."""
+
+    heads = (graph.ExpandOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.ExpandOp = group.head
+        out_shape = graph.shape_of(op.result)
+        _copy(hb, hb.buffer(op.input), hb.alloc(op.result), out_shape,
+              Access(0, broadcast_strides(graph.shape_of(op.input), out_shape)),
+              Access(0, contiguous_strides(out_shape)), loc, "expand")
+
+
+class Softmax(KernelPattern):
+    heads = (graph.SoftmaxOp, graph.LogSoftmaxOp)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.SoftmaxOp | graph.LogSoftmaxOp = group.head
         shape = graph.shape_of(op.input)
-        spec = SoftmaxSpec(shape=shape, axis=op.axis.value.data % len(shape))
+        spec = SoftmaxSpec(shape=shape, axis=op.axis.value.data % len(shape), items=cfg.get("reduce_items", 1),
+                           log=isinstance(op, graph.LogSoftmaxOp))
         hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
 
 
@@ -273,6 +346,20 @@ class Gather(KernelPattern):
         hb.launch(spec, [hb.buffer(op.input), table, hb.alloc(op.result)], loc)
 
 
+def _collapse_rows(strides: tuple[int, ...], rows_shape: tuple[int, ...], n: int) -> tuple[int, int] | None:
+    """An extra input's (row, column) strides when the leading axes `rows_shape` (batch
+    axes and M) are read as one row axis: possible when those axes' strides are all 0
+    (a bias) or nest like a contiguous array's; None otherwise."""
+    lead, col = strides[:-1], strides[-1]
+    if not any(lead):
+        return (0, col)
+    live = [(st, d) for st, d in zip(lead, rows_shape) if d != 1]
+    for (outer, _), (inner, d_inner) in zip(live, live[1:]):
+        if outer != inner * d_inner:
+            return None
+    return (live[-1][0], col) if live else (0, col)
+
+
 class MatMul(KernelPattern):
     heads = (graph.MatMulOp,)
 
@@ -287,13 +374,35 @@ class MatMul(KernelPattern):
         a_bs = tuple(0 if d == 1 else s for d, s in zip(a_full, contiguous_strides(a_full)))
         b_bs = tuple(0 if d == 1 else s for d, s in zip(b_full, contiguous_strides(b_full)))
         m, k, n = a2[-2], a2[-1], b2[-1]
-        spec = MatMulSpec(batch=tuple(batch), a_batch_strides=tuple(s * m * k for s in a_bs),
-                          b_batch_strides=tuple(s * k * n for s in b_bs), m=m, n=n, k=k,
-                          k_split=cfg.get("k_split", 1))
-        hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), hb.alloc(op.result)], loc)
+        # The epilogue runs at (batch..., M, N) coordinates; a 1-D operand's result lacks
+        # M or N, so its extra inputs get stride 0 there.
+        epi, extras = _epi_args(hb, group, graph.shape_of(group.head.results[0]))
+        if len(a) == 1 or len(b) == 1:
+            def widen(st: tuple[int, ...]) -> tuple[int, ...]:
+                st = st[:-1] + (0,) + st[-1:] if len(a) == 1 else st
+                return st + (0,) if len(b) == 1 else st
+            epi = Epilogue(epi.expr, tuple(widen(st) for st in epi.strides))
+        a_batch, b_batch = tuple(s * m * k for s in a_bs), tuple(s * k * n for s in b_bs)
+        if batch and not any(b_batch) and all(st or d == 1 for st, d in zip(a_batch, batch)):
+            # B shared by every batch entry and A contiguous: the batch is more rows of one
+            # product (PyTorch's attention projections multiply [L, 1, E] by [E, 3E]), so
+            # register tiles span batch entries instead of B being re-read per entry.
+            rows = numel(batch) * m
+            collapsed = [_collapse_rows(st, (*batch, m), n) for st in epi.strides]
+            if all(c is not None for c in collapsed):
+                epi = Epilogue(epi.expr, tuple(collapsed))  # type: ignore[arg-type]
+                batch, a_batch, b_batch, m = (), (), (), rows
+        try:
+            spec = MatMulSpec(batch=tuple(batch), a_batch_strides=a_batch, b_batch_strides=b_batch, m=m, n=n, k=k,
+                              k_split=cfg.get("k_split", 1), tile_m=cfg.get("tile_m", 1),
+                              tile_n=cfg.get("tile_n", 1), epilogue=epi)
+        except ValueError as e:
+            raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
+        hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), *extras, hb.alloc(group.result)], loc)
 
 
 NCHW_PATTERNS: tuple[KernelPattern, ...] = (
-    ElementwiseMap(), Convolution(), Gemm(), Pool(), Reduce(), Resize(), Concat(), Transpose(), Slice(),
-    Softmax(), MatMul(), LayerNorm(), Gather(),
+    ElementwiseMap(), Convolution(), ConvTranspose(), Gemm(), Pool(), Reduce(), Resize(), Concat(), Transpose(),
+    Slice(),
+    Softmax(), MatMul(), LayerNorm(), Gather(), Pad(), Expand(),
 )

@@ -13,11 +13,19 @@ ops, channel concat of multiple-of-4 inputs) are rebuilt on `!texture.tensor` va
 - a pack of an unpack's result is the packed value itself, so back-to-back
   unpack/pack pairs cancel as the pass goes; unused unpacks are erased.
 
+Padding channels need not stay 0, only finite: element-wise ops compute on them too
+(sigmoid makes them 0.5), and the one consumer that reads them, a convolution with
+groups 1, multiplies them by zero weights. So the pass tracks what they hold (an op's
+`evaluate` on its operands' padding) and keeps a convolution whose input padding would
+be inf or NaN (log or reciprocal of a zero padding) on NCHW, where 0 * inf cannot
+reach its sums.
+
 Every tensor starts in the `global` scope; `annotate-texture-scope` picks images.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +62,8 @@ class LayoutConverter:
         self.element = element
         self.rewriter = Rewriter()
         self.packs: dict[SSAValue, SSAValue] = {}
+        self.pads: dict[SSAValue, float] = {}
+        """The value in the padding channels of each converted op's NCHW4c result."""
 
     # ------------------------------------------------------------------ values
 
@@ -82,6 +92,34 @@ class LayoutConverter:
             self.packs[value] = op.result
         return self.packs[value]
 
+    def padding(self, value: SSAValue) -> float:
+        """What the padding channels of `value`'s NCHW4c version hold: 0 for a pack (of a
+        model input, a constant, an NCHW op's result), else what `result_padding` found."""
+        if isinstance(value.owner, texture.UnpackOp):
+            value = value.owner.input
+        return self.pads.get(value, 0.0)
+
+    def result_padding(self, op: Operation) -> float:
+        """The padding of `op`'s NCHW4c result, rounded to the storage type: a convolution
+        writes 0 (its padded weights and bias are 0; a depthwise one NaN from an input
+        padding of inf); an element-wise op applies its `evaluate` to its operands'
+        padding (a divisor constant becomes a reciprocal padded with 0); pools, means and
+        resizes average or copy their input's padding."""
+        if isinstance(op, graph.Conv2dOp):
+            return 0.0 if math.isfinite(self.padding(op.input)) else math.nan
+        pads = [np.float32(self.padding(v)) for v in op.operands]
+        if not graph.is_elementwise(op):
+            return float(pads[0]) if pads else 0.0
+        with np.errstate(all="ignore"):
+            if isinstance(op, graph.DivOp):
+                value = pads[0] * np.float32(0.0)
+            else:
+                try:
+                    value = type(op).evaluate(*pads, params=op.expr_params())
+                except NotImplementedError:  # unknown: assume the worst
+                    return math.nan
+            return float(np.asarray(value).astype(np.float16 if self.element == f16 else np.float32))
+
     # ------------------------------------------------------------------ legality
 
     def can_convert(self, op: Operation) -> bool:
@@ -95,7 +133,9 @@ class LayoutConverter:
             depthwise = g > 1 and g == x[1] == w[0]
             consts = isinstance(op.weight.owner, graph.ConstantOp) and (
                 op.bias is None or isinstance(op.bias.owner, graph.ConstantOp))
-            return len(w) == 4 and (g == 1 or depthwise) and consts
+            # Groups 1 sums over the input's padding channels too (times zero weights).
+            padding_ok = depthwise or math.isfinite(self.padding(op.input))
+            return len(w) == 4 and (g == 1 or depthwise) and consts and padding_ok
         if isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp, graph.ResizeOp)):
             return len(graph.shape_of(op.results[0])) == 4
         if isinstance(op, graph.ReduceMeanOp):
@@ -156,6 +196,7 @@ class LayoutConverter:
                                   result_types=[packed_type(out_padded, self.element)],
                                   properties=dict(op.properties), attributes=dict(op.attributes))
         new.location = op.location
+        self.pads[new.results[0]] = self.result_padding(op)
         self.rewriter.insert_op(new, InsertPoint.before(op))
         unpack = texture.UnpackOp(new.results[0], op.results[0].type)
         self.rewriter.insert_op(unpack, InsertPoint.after(new))

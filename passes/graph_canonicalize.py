@@ -1,6 +1,7 @@
 """`graph-canonicalize`: local cleanups of the graph dialect.
 
-- identity reshapes/transposes/clips and single-input concats disappear;
+- identity reshapes/transposes/clips/pads/expands and single-input concats disappear;
+  a transpose that only moves unit axes becomes a reshape;
 - reshape(reshape(x)) and transpose(transpose(x)) collapse into one op;
 - a gather with evenly spaced indices becomes a slice (+ a reshape);
 - element-wise ops and reshapes whose operands are all constants are evaluated with
@@ -49,7 +50,7 @@ class FoldConstantElementwise(RewritePattern):
     operands are all constants."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        elementwise = isinstance(op, graph.UnaryOp | graph.BinaryOp)
+        elementwise = isinstance(op, graph.UnaryOp | graph.BinaryOp | graph.TernaryOp)
         if not elementwise and not isinstance(op, graph.ReshapeOp):
             return
         if not op.operands or not all(isinstance(v.owner, graph.ConstantOp) for v in op.operands):
@@ -80,8 +81,13 @@ class RemoveIdentityTranspose(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.TransposeOp, rewriter: PatternRewriter, /):
         perm = graph.ints(op.perm)
+        shape = graph.shape_of(op.input)
         if list(perm) == list(range(len(perm))):
             rewriter.replace(op, [], [op.input])
+        elif [p for p in perm if shape[p] != 1] == [d for d in range(len(shape)) if shape[d] != 1]:
+            # Only unit axes move (PyTorch's batch-first attention transposes [1, L, E] to
+            # [L, 1, E]): the data keeps its order, a reshape and no copy.
+            rewriter.replace(op, graph.ReshapeOp(operands=[op.input], result_types=[op.result.type]))
         elif isinstance(op.input.owner, graph.TransposeOp):
             inner = op.input.owner
             first = graph.ints(inner.perm)
@@ -103,6 +109,25 @@ class RemoveSingleConcat(RewritePattern):
     def match_and_rewrite(self, op: graph.ConcatOp, rewriter: PatternRewriter, /):
         if len(op.inputs) == 1:
             rewriter.replace(op, [], [op.inputs[0]])
+
+
+class RemoveIdentityPad(RewritePattern):
+    """A pad whose pads are all 0 is its input, whatever the mode (swin_t pads each
+    attention window to a multiple of the window size, by 0 where it divides evenly)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.PadOp, rewriter: PatternRewriter, /):
+        if not any(graph.ints(op.pads)) and op.input.type == op.result.type:
+            rewriter.replace(op, [], [op.input])
+
+
+class RemoveIdentityExpand(RewritePattern):
+    """An expand to the input's own shape copies nothing."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ExpandOp, rewriter: PatternRewriter, /):
+        if op.input.type == op.result.type:
+            rewriter.replace(op, [], [op.input])
 
 
 class GatherToSlice(RewritePattern):

@@ -47,7 +47,7 @@ def is_elementwise(op: Operation) -> bool:
 
 def can_take_epilogue(op: Operation) -> bool:
     """Whether `op`'s kernel can apply a fused element-wise tail to its value."""
-    if isinstance(op, graph.ReduceMeanOp) and not op.keepdims.value.data:
+    if isinstance(op, graph.ReduceOp) and not op.keepdims.value.data:
         return False  # epilogue coordinates are those of the keepdims shape
     return graph.is_epilogue_head(op) or is_elementwise(op)
 

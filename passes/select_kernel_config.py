@@ -14,8 +14,9 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
-| global pools, ReduceMean, LayerNorm | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
+| global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
 | Gemm, MatMul | `k_split` (work-items sharing one output's reduction: 1 = one per output) |
+| MatMul | `tile_m` (rows per work-item: 1, 2, 4, 8), `tile_n` (columns per work-item: 1, or 4 as a float4 when N % 4 == 0) |
 | every NCHW4c kernel | `compute` (`"f32"`, or `"f16"`: half arithmetic, weights uploaded in half; absent: f32) |
 | every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
 
@@ -126,11 +127,11 @@ def kernel_kind(head: Operation) -> str | None:
         return "conv4c" if isinstance(head.input.type, texture.TextureTensorType) else "conv"
     if head.name == "texture.winograd_matmul":
         return "winograd_matmul"
-    if isinstance(head, (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)):
+    if isinstance(head, (graph.GlobalAvgPoolOp, graph.ReduceOp)):  # every reduction kind
         return "reduce"
     if isinstance(head, (graph.GemmOp, graph.MatMulOp)):
         return "gemm"
-    if isinstance(head, graph.LayerNormOp):
+    if isinstance(head, (graph.LayerNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp)):
         return "norm"
     return None
 
@@ -155,7 +156,7 @@ _INT_KEYS = {
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
     "norm": {"reduce_items": (1, 16, 32, 64, 128, 256)},
-    "gemm": {"k_split": (1, 2, 4, 8, 16, 32, 64, 128, 256)},
+    "gemm": {"k_split": (1, 2, 4, 8, 16, 32, 64, 128, 256), "tile_m": (1, 2, 4, 8), "tile_n": (1, 4)},
 }
 
 
@@ -204,6 +205,32 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
     return {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
 
 
+def tileable(op: Operation) -> bool:
+    """Whether a Gemm/MatMul runs as a (tiled) MatMulSpec: a MatMul always; a Gemm
+    without transA whose B is either not transposed or a constant (transposed at
+    compile time)."""
+    if isinstance(op, graph.MatMulOp):
+        return True
+    return not op.trans_a.value.data and (not op.trans_b.value.data or isinstance(op.b.owner, graph.ConstantOp))
+
+
+def matmul_dims(op: Operation) -> tuple[int, int, int]:
+    """(M, N, batch entries) of a Gemm or MatMul. A MatMul whose B has no batch of its
+    own runs its batch as extra rows (see nchw_lowering.MatMul): M counts them."""
+    if isinstance(op, graph.GemmOp):
+        m, n = graph.shape_of(op.results[0])
+        return m, n, 1
+    a, b = graph.shape_of(op.lhs), graph.shape_of(op.rhs)
+    m = a[-2] if len(a) > 1 else 1
+    n = b[-1] if len(b) > 1 else 1
+    batch = 1
+    for d in graph.shape_of(op.results[0])[:-2] if len(a) > 1 and len(b) > 1 else ():
+        batch *= d
+    if len(b) <= 2:  # B shared by every batch entry: one tall product
+        return m * batch, n, 1
+    return m, n, batch
+
+
 # --------------------------------------------------------------------------- the rules
 
 
@@ -235,7 +262,7 @@ class Rules:
         elif kind == "reduce":
             cfg = self.reduce(head)
         elif kind == "gemm":
-            cfg = self.gemm(head)
+            cfg = self.tiles(head, self.gemm(head))
         elif kind == "norm":
             cfg = self.norm(head)
         if self.work_group:
@@ -280,8 +307,11 @@ class Rules:
         return {"tiles_per_item": 2, "co_blocks": 2 if k4 % 2 == 0 else 1}
 
     def reduce(self, op: Operation) -> dict[str, Any]:
-        """Global pools and ReduceMean: `reduce_items` work-items per output (1: one
-        work-item loops over the whole reduced extent).
+        """Global pools and every reduction kind (graph.ReduceOp: mean, sum, max, min,
+        prod, L1, L2, ...): `reduce_items` work-items per output (1: one work-item loops
+        over the whole reduced extent). Every kind has the work-group kernel (ReduceSpec
+        combines the partial results with the kind's own add / max / min / multiply), so
+        the rule looks only at the extent.
 
         GPUs: a work-group per output, of the most work-items (16 to 256) that still give
         each at least two elements; the serial loop only when the extent is too small
@@ -306,13 +336,17 @@ class Rules:
         return {"reduce_items": items}
 
     def norm(self, op: Operation) -> dict[str, Any]:
-        """LayerNorm: `reduce_items` work-items per row. GPUs: a work-group per row, of
+        """LayerNorm and Softmax: `reduce_items` work-items per row. GPUs: a work-group per row, of
         the most work-items (16 to 256) that give each at least two elements (a
         transformer has only 50-3136 rows, far too few work-items with one per row). CPUs:
         1 (a row per work-item; PoCL's cores are already busy with the rows)."""
-        length = 1
-        for d in graph.shape_of(op.input)[op.norm_axis():]:
-            length *= d
+        shape = graph.shape_of(op.input)
+        if isinstance(op, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
+            length = shape[op.axis.value.data % len(shape)]
+        else:
+            length = 1
+            for d in shape[op.norm_axis():]:
+                length *= d
         items = 1
         if self.gpu:
             items = max((n for n in (16, 32, 64, 128, 256) if 2 * n <= length), default=1)
@@ -354,6 +388,23 @@ class Rules:
             elif float4 and k % 4 == 0:
                 split = 8
         return {"k_split": split}
+
+    def tiles(self, op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
+        """Gemm and MatMul without a split: `tile_m` rows by `tile_n` columns per
+        work-item (MatMulSpec). CPUs: 4 x 4 (one float4 of B per K step, each A value
+        used four times from a register; tiny_bert's products on PoCL: 0.40-0.64 s with
+        4x4 / 8x4 tiles against 1.9 s untiled). GPUs: 1 x 1: the transformer products
+        have few rows (ViT-B/32: 50), and tiles cut the work-items below what fills an
+        H200 (vit_b_32 + tiny_bert products: 6.6 ms untiled, 11.2 ms 1x4, 25.1 ms 4x4;
+        bench/schedule_sweep.py --family matmul, docs/bench/issue12). A Gemm takes tiles
+        only when it can run as a matmul (not transA; transB only with a constant B,
+        transposed at compile time); otherwise both stay 1."""
+        if cfg["k_split"] > 1 or not tileable(op):
+            return cfg  # no tiles to choose: the keys are left out (they would read 1)
+        m, n, batch = matmul_dims(op)
+        if self.gpu:
+            return {**cfg, "tile_m": 1, "tile_n": 1}
+        return {**cfg, "tile_m": 4 if m >= 4 else 1, "tile_n": 4 if n % 4 == 0 else 1}
 
     def conv(self, op: graph.Conv2dOp, kernel: str | None = None) -> dict[str, Any]:
         out = graph.shape_of(op.result)

@@ -11,6 +11,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ADRENO_SHARED", REPO.parent / "shared"))
 GRAPHS = SHARED / "models" / "graphs"
+NEXT = SHARED / "models" / "next"
+"""Transformers and newer CNNs (issue 12); tests list the ones that run by name."""
 MODEL_NAMES = sorted(p.stem for p in GRAPHS.glob("*.onnx"))
 CACHE = Path(os.environ.get("ADRENO_TEST_CACHE", Path.home() / ".cache" / "adreno-mlir-tests"))
 
@@ -100,7 +102,7 @@ def _materialize_module():
     return mod
 
 
-def materialized_model(name: str) -> Path:
+def materialized_model(name: str, folder: Path = GRAPHS) -> Path:
     """Path of `name` with weights filled by shared/models/materialize.py (seed 0), cached
     under a key of the graph's and the script's contents (a changed script or graph makes
     a new file; concurrent writers each use their own temporary file)."""
@@ -110,7 +112,7 @@ def materialized_model(name: str) -> Path:
     import onnx
 
     CACHE.mkdir(parents=True, exist_ok=True)
-    src = GRAPHS / f"{name}.onnx"
+    src = folder / f"{name}.onnx"
     digest = hashlib.sha256(src.read_bytes() + (SHARED / "models" / "materialize.py").read_bytes())
     out = CACHE / f"{name}-{digest.hexdigest()[:12]}.onnx"
     if not out.exists():

@@ -7,7 +7,7 @@ checks that it really is rejected (with the documented reason), never run with w
 numbers. docs/op_support.md lists the same per op type.
 
 Many node tests pass an operator's parameters (Reshape's shape, Slice's starts/ends,
-Squeeze/Unsqueeze/ReduceMean axes, Clip bounds, Resize scales/sizes) as graph inputs.
+Squeeze/Unsqueeze/ReduceMean axes, Clip bounds, Resize scales/sizes, Where's condition) as graph inputs.
 adreno-mlir only accepts those as constants, so for these tests the backend binds
 them (`bind_inputs`): the model is compiled at the first run with the values the test
 feeds as constants. Without binding they are rejected (`test_parameter_inputs_*`).
@@ -32,10 +32,24 @@ from adreno_mlir.onnx_backend import AdrenoBackend
 TEST_STEMS = {
     "BatchNormalization": ["batchnorm"],
     "ReduceMean": ["reduce_mean"],
+    "ReduceSum": ["reduce_sum"],  # also matches reduce_sum_square (ReduceSumSquare, accepted too)
+    "ReduceMax": ["reduce_max"],
+    "ReduceMin": ["reduce_min"],
+    "ReduceProd": ["reduce_prod"],
+    "ReduceL1": ["reduce_l1"],
+    "ReduceL2": ["reduce_l2"],
+    "ReduceSumSquare": ["reduce_sum_square"],
+    "ReduceLogSum": ["reduce_log_sum"],  # also matches reduce_log_sum_exp (accepted too)
+    "ReduceLogSumExp": ["reduce_log_sum_exp"],
+    "InstanceNormalization": ["instancenorm"],
     "Conv": ["conv", "basic_conv"],
+    "ConvTranspose": ["convtranspose"],
     "LayerNormalization": ["layer_normalization"],
     "CastLike": ["castlike"],
     "Gather": ["gather_0", "gather_1", "gather_2d", "gather_negative"],  # not gather_elements / gathernd
+    "Pad": ["constant_pad", "edge_pad", "reflect_pad", "wrap_pad"],
+    # not test_split_to_sequence_* (SplitToSequence)
+    "Split": ["split_equal_parts", "split_variable_parts", "split_zero_size", "split_1d", "split_2d"],
 }
 STEMS = sorted({stem for op in IMPORTERS for stem in TEST_STEMS.get(op, [op.lower()])})
 INCLUDE = [rf"^test_{stem}(_.*)?_cpu$" for stem in STEMS]
@@ -46,17 +60,38 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
     "dtype not supported (integer tensors; only float32)": (
         r"has element type u?int",
         [r"^test_(add|sub|mul|div)_u?int\d+", r"^test_div_int32_trunc", r"^test_clip_default_int8_",
-         r"^test_maxpool_2d_uint8"],
+         r"^test_maxpool_2d_uint8",
+         # Pad's edge/reflect/wrap node tests pad int32 tensors (the float cases are in
+         # tests/test_data_movement_ops.py)
+         r"^test_(edge|reflect|wrap)_pad",
+         # integer bases or exponents (run-time inputs), integer Where values
+         r"^test_(max|min)_u?int\d+", r"^test_pow_types_", r"^test_where_long_example"],
     ),
+    "dtype not supported (float16 or float64 tensors; only float32)": (
+        r"has element type float(16|64)", [r"^test_(max|min)_float(16|64)"]),
+    # ReduceMax/Min of bool tensors; ReduceLogSumExp's node tests are float64 (but its
+    # empty-set case, excluded below).
+    "dtype not supported (bool or float64 tensors; only float32)": (
+        r"has element type (bool|float64)",
+        [r"^test_reduce_(max|min)_bool_inputs", r"^test_reduce_max_empty_set_bool",
+         r"^test_reduce_log_sum_exp_(do_not_keepdims|keepdims|default_axes_keepdims|negative_axes_keepdims)_"]),
     # Optional / sequence values are not tensors.
     "input is not a tensor (optional, sequence)": (
         r"is not a tensor", [r"^test_identity_opt", r"^test_identity_sequence"]),
     # Zero-size inputs or results.
     "empty tensors": (
         r"with no elements; empty tensors are not supported",
-        [r"^test_reshape_allowzero_reordered", r"^test_slice_start_out_of_bounds"]),
+        [r"^test_reshape_allowzero_reordered", r"^test_slice_start_out_of_bounds",
+         r"^test_split_zero_size_splits",
+         # every reduction's input [2, 0, 4] (reduced over the empty axis)
+         r"^test_reduce_[a-z0-9_]+_empty_set(_expanded|_non_reduced_axis_zero)?_cpu$"]),
     # Pooling is 1-D or 2-D.
     "3-D pooling": (r"only 1-D and 2-D pooling", [r"^test_(maxpool|averagepool)_3d_"]),
+    "3-D ConvTranspose": (r"only 1-D and 2-D transposed convolutions", [r"^test_convtranspose_3d"]),
+    # Every Einsum node test computes in float64 or bfloat16; tests/test_einsum_convtranspose.py
+    # runs the same models and data converted to float32.
+    "Einsum node tests are float64 / bfloat16": (
+        r"has element type (float64|bfloat16)", [r"^test_einsum_"]),
     # graph.avg_pool has no dilations (the lowering would need them too).
     "dilated AveragePool": (r"dilated average pooling", [r"^test_averagepool_2d_dilations"]),
     "MaxPool with the Indices output": (r"Indices output", [r"^test_maxpool_with_argmax_"]),
@@ -70,15 +105,23 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
         r"has element type|casts a computed tensor to|only float32",
         [r"^test_cast_", r"^test_castlike_"]),
     # Function-expanded variants built from ops the frontend does not accept
-    # (Less, Where, Max, Min, CastLike, ReduceMax, ReduceSum).
+    # (Less, whose run-time boolean feeds Where; Log for LogSoftmax's and ReduceLogSum's while the
+    # frontend has no Log importer).
     "expanded variant uses unsupported ops": (
         r"uses operators adreno-mlir does not support",
         [r"^test_clip_(example|inbounds|outbounds|splitbounds|min_greater_than_max|default_min|"
-         r"default_max)?_?expanded", r"^test_(hardsigmoid|leakyrelu|relu|softmax)_.*expanded"]),
+         r"default_max)?_?expanded", r"^test_(leakyrelu|prelu)_.*expanded",
+         *([] if "Log" in IMPORTERS else
+           [r"^test_logsoftmax_.*expanded", r"^test_reduce_log_sum_(asc_axes|desc_axes|default|negative_axes)_expanded"])]),
 }
 
 # Op types whose inputs after the first are parameters the compiler needs as constants.
-PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize", "Gather"}
+PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize", "Gather",
+                 "Pad", "Split", "Expand", "Tile",
+                 "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                 "ReduceLogSum", "ReduceLogSumExp"}
+# Other inputs the compiler needs as constants, by op type: their input indices.
+PARAMETER_INPUTS = {"Where": (0,)}  # the boolean condition
 
 
 def _node_cases() -> dict:
@@ -90,7 +133,9 @@ def _node_cases() -> dict:
 def _parameter_inputs(model) -> list[str]:
     runtime = {i.name for i in model.graph.input} - {i.name for i in model.graph.initializer}
     return sorted({name for node in model.graph.node if node.op_type in PARAMETER_OPS
-                   for name in list(node.input)[1:] if name in runtime})
+                   for name in list(node.input)[1:] if name in runtime}
+                  | {node.input[i] for node in model.graph.node for i in PARAMETER_INPUTS.get(node.op_type, ())
+                     if node.input[i] in runtime})
 
 
 def _excluded_reason(name: str) -> str | None:
@@ -187,7 +232,7 @@ def test_excluded_case_is_rejected(name):
 @pytest.mark.parametrize("name", sorted(n for n in BIND if not _excluded_reason(n + "_cpu")))
 def test_parameter_inputs_are_rejected_unbound(name):
     """Without bind_inputs, run-time parameters are rejected at import, naming them."""
-    with pytest.raises(CompileError, match=r"must be a constant|element type int64"):
+    with pytest.raises(CompileError, match=r"must be a constant|element type (int64|bool)"):
         AdrenoBackend.prepare(NODE_CASES[name].model, "CPU")
 
 

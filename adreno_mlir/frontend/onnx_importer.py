@@ -38,6 +38,7 @@ from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import WeightStore, attach, symbol_name
 from adreno_mlir.dialects import graph
+from adreno_mlir.frontend.einsum import EinsumBuilder, EinsumError
 
 from adreno_mlir.passes.constants import INLINE_LIMIT
 
@@ -413,7 +414,7 @@ def _emit(n: _Node, op):
 _UNARY = {
     "Relu": graph.ReluOp, "Sigmoid": graph.SigmoidOp, "Tanh": graph.TanhOp, "Exp": graph.ExpOp,
     "Neg": graph.NegOp, "Abs": graph.AbsOp, "Sqrt": graph.SqrtOp, "HardSwish": graph.HardSwishOp,
-    "Erf": graph.ErfOp,
+    "Erf": graph.ErfOp, "Log": graph.LogOp, "Reciprocal": graph.ReciprocalOp,
 }
 
 
@@ -455,6 +456,89 @@ _BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": gr
 @importer(*_BINARY)
 def _binary(n: _Node):
     return _emit(n, _BINARY[n.proto.op_type](n.input(0), n.input(1), n.out_type()))
+
+
+_VARIADIC = {"Max": graph.MaxOp, "Min": graph.MinOp, "Sum": graph.AddOp}
+
+
+@importer(*_VARIADIC)
+def _variadic(n: _Node):
+    """ONNX Max, Min and Sum take any number of inputs: a chain of the binary op, left to
+    right, each step broadcasting; a single input is the result itself."""
+    op = _VARIADIC[n.proto.op_type]
+    ins = [n.input(i) for i in range(len(n.proto.input)) if n.has_input(i)]
+    if not ins:
+        n.fail("needs at least one input")
+    acc = ins[0]
+    for v in ins[1:]:
+        shape = graph.broadcast_shapes(graph.shape_of(acc), graph.shape_of(v))
+        acc = _emit(n, op(acc, v, TensorType(f32, shape)))
+    return acc
+
+
+def _as_float_constant(n: _Node, name: str, arr: np.ndarray) -> SSAValue:
+    """The float32 version of the non-float ONNX constant `name` (compute tensors are
+    float32), made once: other nodes reading the same constant share it."""
+    key = f"{name}_as_float"
+    if key not in n.imp.values:
+        n.imp.constant(key, arr.astype(np.float32), n)
+    return n.imp.values[key]
+
+
+def _float_const_input(n: _Node, i: int) -> SSAValue:
+    """Input `i`, a constant, as a float32 operand (an integer constant is converted)."""
+    name = n.proto.input[i]
+    arr = np.asarray(n.imp.consts[name])
+    return n.input(i) if arr.dtype.kind == "f" else _as_float_constant(n, name, arr)
+
+
+@importer("Pow")
+def _pow(n: _Node):
+    """A constant exponent holding one value (that does not enlarge the result by
+    broadcasting) is `graph.pow`, which specialises 2, 3, 0.5, ...; any other exponent,
+    computed at run time or not, is `graph.pow_tensor` (OpenCL's pow per element)."""
+    x, t = n.input(0), n.out_type()
+    name = n.proto.input[1]
+    if name not in n.imp.consts:
+        return _emit(n, graph.PowTensorOp(x, n.input(1), t))
+    e = np.asarray(n.imp.consts[name]).astype(np.float32).reshape(-1)
+    if e.size and np.all(e == e[0]) and graph.shape_of(x) == graph.shape_of(t):
+        return _emit(n, graph.PowOp(x, exponent=graph.f32_attr(float(e[0]))))
+    return _emit(n, graph.PowTensorOp(x, _float_const_input(n, 1), t))
+
+
+@importer("PRelu")
+def _prelu(n: _Node):
+    """The slope broadcasts to X, never X to the slope (ONNX's unidirectional
+    broadcasting): checked here so that the error names the node."""
+    x, slope = n.input(0), n.input(1)
+    xs, ss = graph.shape_of(x), graph.shape_of(slope)
+    if len(ss) > len(xs) or any(s not in (1, d) for s, d in zip(ss[::-1], xs[::-1])):
+        n.fail(f"slope of shape {list(ss)} does not broadcast to the input's shape {list(xs)} "
+               "(numpy rules: a per-channel slope of an NCHW input is [C, 1, 1])")
+    return _emit(n, graph.PReluOp(x, slope, n.out_type()))
+
+
+@importer("Gelu")
+def _gelu(n: _Node):
+    approximate = _str_attr(n, "approximate", "none")
+    if approximate not in graph.GeluOp.APPROXIMATIONS:
+        n.fail(f"approximate = '{approximate}' is not one of {', '.join(graph.GeluOp.APPROXIMATIONS)}")
+    return _emit(n, graph.GeluOp(n.input(0), approximate=StringAttr(approximate)))
+
+
+@importer("Where")
+def _where(n: _Node):
+    """The condition must be a constant (an attention mask stored in the model, or
+    computed from constants and folded at import): compute tensors are float32, so a
+    boolean computed at run time has no representation. It becomes a float 0/1 mask,
+    the first operand of `graph.where`."""
+    name = n.proto.input[0]
+    if name not in n.imp.consts:
+        n.fail(f"the condition '{name}' is computed at run time; only a constant condition is supported "
+               "(booleans are not computed at run time: compute tensors are float32)")
+    mask = _as_float_constant(n, name, np.asarray(n.imp.consts[name]) != 0)
+    return _emit(n, graph.WhereOp(mask, n.input(1), n.input(2), n.out_type()))
 
 
 def _explicit_pads(n: _Node, in_hw, kernel, strides, dilations) -> list[int]:
@@ -610,19 +694,45 @@ def _gap(n: _Node):
     return _emit(n, graph.GlobalAvgPoolOp(operands=[n.input(0)], result_types=[n.out_type()]))
 
 
-@importer("ReduceMean")
-def _reduce_mean(n: _Node):
+_REDUCE = {
+    "ReduceMean": graph.ReduceMeanOp, "ReduceSum": graph.ReduceSumOp, "ReduceMax": graph.ReduceMaxOp,
+    "ReduceMin": graph.ReduceMinOp, "ReduceProd": graph.ReduceProdOp, "ReduceL1": graph.ReduceL1Op,
+    "ReduceL2": graph.ReduceL2Op, "ReduceSumSquare": graph.ReduceSumSquareOp, "ReduceLogSum": graph.ReduceLogSumOp,
+    "ReduceLogSumExp": graph.ReduceLogSumExpOp,
+}
+
+_REDUCE_OF_ONE_IS_ITSELF = {"mean", "sum", "max", "min", "prod"}
+"""Kinds whose reduction of a single element is that element: with noop_with_empty_axes
+and no axes the node is its input. The others (L1, L2, SumSquare, LogSum, LogSumExp)
+still transform each element (|x|, x * x, log x ...), as onnxruntime and ONNX's
+reference do: a `graph.reduce_*` over no axes."""
+
+
+@importer(*_REDUCE)
+def _reduce(n: _Node):
+    """Axes come from the `axes` attribute (ReduceSum before opset 13, the others before
+    18) or the constant second input; absent or empty axes mean all axes, or none with
+    noop_with_empty_axes."""
+    op_type, cls = n.proto.op_type, _REDUCE[n.proto.op_type]
     x = n.input(0)
     rank = len(graph.shape_of(x))
     axes = n.attr("axes")
     if axes is None and n.has_input(1):
-        axes = n.const_input(1, "ReduceMean axes").reshape(-1).tolist() or None  # [] = none given
-    if axes is None:
+        axes = n.const_input(1, f"{op_type} axes").reshape(-1).tolist()
+    axes = list(axes or [])
+    if not axes:
         if n.attr("noop_with_empty_axes", 0):
-            return x
-        axes = list(range(rank))
+            if cls.KIND in _REDUCE_OF_ONE_IS_ITSELF:
+                return x
+        else:
+            axes = list(range(rank))
+    bad = [a for a in axes if not -rank <= a < rank]
+    if bad:
+        n.fail(f"axes {bad} are out of range for an input of rank {rank}")
+    if len({a % rank for a in axes}) != len(axes):
+        n.fail(f"axes {axes} name an axis twice")
     axes = sorted(a % rank for a in axes)
-    return _emit(n, graph.ReduceMeanOp(operands=[x], result_types=[n.out_type()], properties={
+    return _emit(n, cls(operands=[x], result_types=[n.out_type()], properties={
         "axes": graph.i64_array(axes), "keepdims": graph.IntegerAttr(n.attr("keepdims", 1), 64)}))
 
 
@@ -737,13 +847,204 @@ def _slice(n: _Node):
     full_starts, full_steps = [0] * len(shape), [1] * len(shape)
     for s, e, a, st in zip(starts, ends, axes, steps):
         a %= len(shape)
-        begin = slice(s, e, st).indices(shape[a])[0]
+        if st == 0:
+            n.fail(f"steps {steps} must be non-zero")
+        # ONNX clamps a start to [0, dim - 1] for negative steps (Python's slice to -1,
+        # an empty range: starts = -100 on an axis of 5 reads element 0 in ONNX).
+        begin = s + shape[a] if s < 0 else s
+        begin = min(max(begin, 0), shape[a] if st > 0 else shape[a] - 1)
         full_starts[a], full_steps[a] = begin, st
     t = n.out_type()
     if t == x.type and all(s == 0 for s in full_starts) and all(s == 1 for s in full_steps):
         return x
     return _emit(n, graph.SliceOp(operands=[x], result_types=[t], properties={
         "starts": graph.i64_array(full_starts), "steps": graph.i64_array(full_steps)}))
+
+
+# ------------------------------------------------------------------ data movement: Pad, Split, Expand, Tile, ...
+
+
+def _checked(n: _Node, op):
+    """Emit `op` after running its verifier, so an invalid node fails here naming the
+    node (reflect pads too large, a crop that leaves nothing, ...)."""
+    from xdsl.utils.exceptions import VerifyException
+
+    try:
+        op.verify_shapes()
+    except VerifyException as e:
+        n.fail(str(e))
+    return _emit(n, op)
+
+
+@importer("Pad")
+def _pad(n: _Node):
+    x = n.input(0)
+    rank = len(graph.shape_of(x))
+    mode = _str_attr(n, "mode", "constant")
+    if _opset(n) < 11:  # Pad-1 (`paddings`) and Pad-2 (`pads`): attributes, every axis
+        pads = list(n.attr("pads", n.attr("paddings", [])))
+        value, axes = float(n.attr("value", 0.0)), list(range(rank))
+    else:
+        pads = n.const_input(1, "Pad pads").reshape(-1).astype(np.int64).tolist()
+        value = 0.0
+        if n.has_input(2):
+            v = np.asarray(n.const_input(2, "Pad constant_value")).reshape(-1)
+            value = float(v[0]) if v.size else 0.0
+        axes = n.const_input(3, "Pad axes").reshape(-1).tolist() if n.has_input(3) else list(range(rank))
+    if mode not in graph.PadOp.MODES:
+        n.fail(f"mode '{mode}' is not supported (supported: {', '.join(graph.PadOp.MODES)})")
+    if len(pads) != 2 * len(axes):
+        n.fail(f"pads {pads} must have two values (begin, end) per padded axis {axes}")
+    if any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
+        n.fail(f"axes {axes} must be distinct and in [-{rank}, {rank})")
+    full = [0] * (2 * rank)
+    for i, a in enumerate(axes):
+        full[a % rank], full[rank + a % rank] = pads[i], pads[len(axes) + i]
+    if not any(full):
+        return x
+    return _checked(n, graph.PadOp(operands=[x], result_types=[n.out_type()], properties={
+        "pads": graph.i64_array(full), "mode": StringAttr(mode), "value": graph.f32_attr(value)}))
+
+
+def _slice_along(n: _Node, x: SSAValue, axis: int, start: int, size: int) -> SSAValue:
+    """`size` elements of `x` from `start` along `axis` (x itself when that is all of it)."""
+    shape = graph.shape_of(x)
+    if size == shape[axis]:
+        return x
+    starts = [0] * len(shape)
+    starts[axis] = start
+    out = TensorType(f32, [*shape[:axis], size, *shape[axis + 1:]])
+    return _emit(n, graph.SliceOp(operands=[x], result_types=[out], properties={
+        "starts": graph.i64_array(starts), "steps": graph.i64_array([1] * len(shape))}))
+
+
+@importer("Split")
+def _split(n: _Node):
+    """Split is a slice per output (outputs nobody reads are erased by graph-canonicalize)."""
+    x = n.input(0)
+    shape = graph.shape_of(x)
+    rank, count = len(shape), len(n.proto.output)
+    axis = n.attr("axis", 0)
+    if not -rank <= axis < rank:
+        n.fail(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    dim = shape[axis]
+    if n.has_input(1):  # Split-13 (and Split-1's optional input)
+        sizes = n.const_input(1, "Split split").reshape(-1).astype(np.int64).tolist()
+    elif n.attr("split") is not None:  # Split-1/2/11
+        sizes = list(n.attr("split"))
+    else:
+        parts = n.attr("num_outputs", count)  # Split-18; before it, one part per output
+        if parts != count:
+            n.fail(f"num_outputs = {parts} but the node has {count} outputs")
+        chunk = -(-dim // parts)  # ONNX: equal parts of ceil(dim / n), the last one smaller
+        sizes = [chunk] * (parts - 1) + [dim - chunk * (parts - 1)]
+        if _opset(n) < 18 and dim % parts:
+            n.fail(f"axis {axis} of size {dim} cannot be split into {parts} equal parts")
+    if len(sizes) != count or sum(sizes) != dim or min(sizes) < 0:
+        n.fail(f"split sizes {sizes} must be {count} non-negative sizes that add up to {dim} (axis {axis})")
+    if 0 in sizes:
+        n.fail(f"split sizes {sizes} give an output with no elements; empty tensors are not supported")
+    starts = np.cumsum([0, *sizes[:-1]]).tolist()
+    return [_slice_along(n, x, axis, s, size) for s, size in zip(starts, sizes)]
+
+
+@importer("Expand")
+def _expand(n: _Node):
+    x = n.input(0)
+    xs = graph.shape_of(x)
+    shape = n.const_input(1, "Expand shape").reshape(-1).astype(np.int64).tolist()
+    from xdsl.utils.exceptions import VerifyException
+
+    try:
+        out = graph.broadcast_shapes(xs, shape)
+    except VerifyException:
+        n.fail(f"input shape {list(xs)} cannot be expanded to {shape} (numpy broadcasting)")
+    return _broadcast_to(n, x, out)
+
+
+def _broadcast_to(n: _Node, x: SSAValue, out) -> SSAValue:
+    """`x` broadcast to `out`: itself, a reshape when no element repeats (only leading
+    1s are added), else a `graph.expand` copy."""
+    t = TensorType(f32, list(out))
+    if x.type == t:
+        return x
+    if math.prod(out) == math.prod(graph.shape_of(x)):
+        return _emit(n, graph.ReshapeOp(operands=[x], result_types=[t]))
+    return _emit(n, graph.ExpandOp(operands=[x], result_types=[t]))
+
+
+@importer("Tile")
+def _tile(n: _Node):
+    """Tile is a broadcast: x reshaped to [1, d] on each repeated axis, expanded to
+    [r, d] and reshaped to [r * d] (reshapes are free; one copy kernel)."""
+    if _opset(n) < 6:
+        n.fail(f"Tile from opset {_opset(n)} (inputs tiles and axis) is not supported; use opset 6 or later")
+    x = n.input(0)
+    xs = graph.shape_of(x)
+    reps = n.const_input(1, "Tile repeats").reshape(-1).astype(np.int64).tolist()
+    if len(reps) != len(xs) or min(reps) < 0:
+        n.fail(f"repeats {reps} must be one non-negative count per axis of the input {list(xs)}")
+    if 0 in reps:
+        n.fail(f"repeats {reps} give a result with no elements; empty tensors are not supported")
+    split, wide = [], []
+    for d, r in zip(xs, reps):
+        if r == 1 or d == 1:
+            split.append(d)
+            wide.append(d * r)
+        else:
+            split += [1, d]
+            wide += [r, d]
+    y = x
+    if list(split) != list(xs):
+        y = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, split)]))
+    y = _broadcast_to(n, y, wide)
+    t = TensorType(f32, [d * r for d, r in zip(xs, reps)])
+    return y if y.type == t else _emit(n, graph.ReshapeOp(operands=[y], result_types=[t]))
+
+
+def _reshape_transpose_reshape(n: _Node, x: SSAValue, tmp, perm, final) -> SSAValue:
+    """ONNX's own definition of DepthToSpace / SpaceToDepth: a 6-D view, a transpose, a 4-D view."""
+    v = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, list(tmp))]))
+    tshape = [tmp[p] for p in perm]
+    v = _emit(n, graph.TransposeOp(operands=[v], result_types=[TensorType(f32, tshape)],
+                                   properties={"perm": graph.i64_array(perm)}))
+    return _emit(n, graph.ReshapeOp(operands=[v], result_types=[TensorType(f32, list(final))]))
+
+
+def _block_args(n: _Node) -> tuple[tuple[int, ...], int, str]:
+    x = graph.shape_of(n.input(0))
+    if len(x) != 4:
+        n.fail(f"the input must be 4-D (N, C, H, W), got {list(x)}")
+    bs = n.attr("blocksize")
+    if bs is None or bs < 1:
+        n.fail(f"blocksize must be a positive integer, got {bs}")
+    mode = _str_attr(n, "mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        n.fail(f"mode '{mode}' is not supported (supported: DCR, CRD)")
+    return x, bs, mode
+
+
+@importer("DepthToSpace")
+def _depth_to_space(n: _Node):
+    (b, c, h, w), bs, mode = _block_args(n)
+    if c % (bs * bs):
+        n.fail(f"{c} channels are not a multiple of blocksize^2 = {bs * bs}")
+    if mode == "DCR":
+        tmp, perm = (b, bs, bs, c // (bs * bs), h, w), [0, 3, 4, 1, 5, 2]
+    else:
+        tmp, perm = (b, c // (bs * bs), bs, bs, h, w), [0, 1, 4, 2, 5, 3]
+    return _reshape_transpose_reshape(n, n.input(0), tmp, perm, (b, c // (bs * bs), h * bs, w * bs))
+
+
+@importer("SpaceToDepth")
+def _space_to_depth(n: _Node):
+    (b, c, h, w), bs, mode = _block_args(n)
+    if h % bs or w % bs:
+        n.fail(f"height {h} and width {w} must be multiples of blocksize {bs}")
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    return _reshape_transpose_reshape(n, n.input(0), (b, c, h // bs, bs, w // bs, bs), perm,
+                                      (b, c * bs * bs, h // bs, w // bs))
 
 
 def _str_attr(n: _Node, key: str, default: str) -> str:
@@ -820,10 +1121,11 @@ def _resize(n: _Node):
     return _emit(n, graph.ResizeOp(operands=[x], result_types=[n.out_type()], properties=props))
 
 
-@importer("Softmax")
+@importer("Softmax", "LogSoftmax")
 def _softmax(n: _Node):
     x = n.input(0)
     rank = len(graph.shape_of(x))
+    op_class = graph.LogSoftmaxOp if n.proto.op_type == "LogSoftmax" else graph.SoftmaxOp
     if _opset(n) < 13:
         # Softmax-1/11: the input is coerced to 2-D [prod(dims[:axis]), prod(dims[axis:])]
         # and normalised over the second dimension; default axis 1.
@@ -831,16 +1133,16 @@ def _softmax(n: _Node):
         axis = n.attr("axis", 1) % rank if rank else 0
         inner = math.prod(xs[axis:])
         if inner == xs[-1]:  # dims after the last axis are all 1: same as axis = -1
-            return _emit(n, graph.SoftmaxOp(operands=[x], result_types=[x.type],
-                                            properties={"axis": graph.IntegerAttr(rank - 1, 64)}))
+            return _emit(n, op_class(operands=[x], result_types=[x.type],
+                                     properties={"axis": graph.IntegerAttr(rank - 1, 64)}))
         t2 = TensorType(f32, [math.prod(xs[:axis]), inner])
         x2 = _emit(n, graph.ReshapeOp(operands=[x], result_types=[t2]))
-        y2 = _emit(n, graph.SoftmaxOp(operands=[x2], result_types=[t2],
-                                      properties={"axis": graph.IntegerAttr(1, 64)}))
+        y2 = _emit(n, op_class(operands=[x2], result_types=[t2],
+                               properties={"axis": graph.IntegerAttr(1, 64)}))
         return _emit(n, graph.ReshapeOp(operands=[y2], result_types=[x.type]))
     axis = n.attr("axis", -1) % rank
-    return _emit(n, graph.SoftmaxOp(operands=[x], result_types=[x.type],
-                                    properties={"axis": graph.IntegerAttr(axis, 64)}))
+    return _emit(n, op_class(operands=[x], result_types=[x.type],
+                             properties={"axis": graph.IntegerAttr(axis, 64)}))
 
 
 @importer("LayerNormalization")
@@ -869,6 +1171,35 @@ def _layer_norm(n: _Node):
     one = n.imp.constant(f"{n.name}_one", np.ones([1] * rank, np.float32), n)
     inv = _emit(n, graph.DivOp(one, _emit(n, graph.SqrtOp(_emit(n, graph.AddOp(var, eps_c, stat_type)))), stat_type))
     return [y, mean, inv][: max(used) + 1]
+
+
+@importer("InstanceNormalization")
+def _instance_norm(n: _Node):
+    """y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c], the statistics per
+    (n, c) over the spatial axes: a `graph.layer_norm` over axes [2, rank) with scale 1
+    (its kernel normalises contiguous rows, which each (n, c) plane is), then a multiply
+    by `scale` and an add of `bias`, both reshaped to [C, 1, ...] to broadcast over the
+    plane. The two element-wise ops fuse into one kernel; constant scale/bias fold at
+    graph-canonicalize, computed ones are read as they are."""
+    x = n.input(0)
+    xs = graph.shape_of(x)
+    if len(xs) < 3:
+        n.fail(f"the input must be N x C x D1 x ... (rank >= 3), got shape {list(xs)}")
+    c, t = xs[1], n.out_type()
+    ptype = TensorType(f32, [c] + [1] * (len(xs) - 2))
+
+    def per_channel(i: int, what: str) -> SSAValue:
+        v = n.input(i)
+        if graph.shape_of(v) != (c,):
+            n.fail(f"{what} (input {i}) must have shape [{c}], got {list(graph.shape_of(v))}")
+        return _emit(n, graph.ReshapeOp(operands=[v], result_types=[ptype]))
+
+    scale, bias = per_channel(1, "scale"), per_channel(2, "B")
+    one = n.imp.constant(f"{n.name}_one", np.ones([1], np.float32), n)
+    y = _emit(n, graph.LayerNormOp(
+        operands=[x, one, []], result_types=[t],
+        properties={"axis": graph.IntegerAttr(2, 64), "epsilon": graph.f32_attr(n.attr("epsilon", 1e-5))}))
+    return _emit(n, graph.AddOp(_emit(n, graph.MulOp(y, scale, t)), bias, t))
 
 
 @importer("Gather")
@@ -908,6 +1239,94 @@ def _gemm(n: _Node):
 @importer("MatMul")
 def _matmul(n: _Node):
     return _emit(n, graph.MatMulOp(operands=[n.input(0), n.input(1)], result_types=[n.out_type()]))
+
+
+@importer("Einsum")
+def _einsum(n: _Node):
+    """Written out in transposes, reshapes, matmuls, multiplies, sums and gathers
+    (frontend/einsum.py): no einsum op, so nothing new to lower."""
+    eq = _str_attr(n, "equation", "")
+    values = [n.input(i) for i in range(len(n.proto.input))]
+    try:
+        return EinsumBuilder(lambda op: _emit(n, op)).build(eq, values)
+    except EinsumError as e:
+        n.fail(f"equation '{eq}': {e}")
+
+
+@importer("ConvTranspose")
+def _conv_transpose(n: _Node):
+    """2-D; 1-D as 2-D over N x C x 1 x L. Pads come from output_shape when it is given
+    (and from auto_pad SAME_*, whose output is input * stride), split as ONNX's spec,
+    its reference and onnxruntime split them: SAME_UPPER puts the smaller half first,
+    otherwise the larger. An output_shape beyond what the input reaches adds rows at
+    the end (output_padding), as onnxruntime does."""
+    x, w = n.input(0), n.input(1)
+    xs, ws = graph.shape_of(x), graph.shape_of(w)
+    if len(xs) not in (3, 4) or len(ws) != len(xs):
+        n.fail(f"only 1-D and 2-D transposed convolutions (3-D NCL / 4-D NCHW inputs) are supported, got "
+               f"input shape {list(xs)} and weight shape {list(ws)}")
+    rank = len(xs) - 2
+    strides = list(n.attr("strides", [1] * rank))
+    dil = list(n.attr("dilations", [1] * rank))
+    out_pad = list(n.attr("output_padding", [0] * rank))
+    kernel = list(n.attr("kernel_shape", ws[2:]))
+    if not len(strides) == len(dil) == len(out_pad) == rank:
+        n.fail(f"strides {strides}, dilations {dil} and output_padding {out_pad} must have {rank} values")
+    if kernel != list(ws[2:]):
+        n.fail(f"kernel_shape {kernel} differs from the weights' window {list(ws[2:])}")
+    if min(strides + dil) < 1 or min(out_pad) < 0:
+        n.fail(f"strides {strides} and dilations {dil} must be >= 1, output_padding {out_pad} >= 0")
+    auto_pad = _str_attr(n, "auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        n.fail(f"auto_pad '{auto_pad}' is not supported")
+    natural = [s * (i - 1) + p + (k - 1) * d + 1 for i, s, p, k, d in zip(xs[2:], strides, out_pad, ws[2:], dil)]
+    output_shape = n.attr("output_shape")
+    if output_shape is None and auto_pad.startswith("SAME"):
+        output_shape = [i * s for i, s in zip(xs[2:], strides)]
+    if output_shape is not None:
+        output_shape = list(output_shape)[-rank:]
+        pads = [0] * (2 * rank)
+        for i, total in enumerate(a - b for a, b in zip(natural, output_shape)):
+            small, large = total // 2, total - total // 2
+            if total < 0:
+                # An output larger than the input reaches: onnxruntime (and ONNX's reference
+                # without auto_pad) put the extra rows at the end; for SAME_* the reference
+                # splits them as the spec's formula does, onnxruntime does not.
+                if auto_pad.startswith("SAME") and (small if auto_pad == "SAME_UPPER" else large):
+                    n.fail(f"output_shape {output_shape} is larger than the input reaches ({natural}) with auto_pad "
+                           f"{auto_pad}: ONNX's reference and onnxruntime place the extra rows differently")
+                out_pad[i] -= total
+            else:
+                pads[i], pads[i + rank] = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * rank)
+    else:
+        pads = list(n.attr("pads", [0] * (2 * rank)))
+        if len(pads) != 2 * rank or min(pads) < 0:
+            n.fail(f"pads {pads} must be {2 * rank} non-negative values for {rank} spatial dimension(s)")
+    group = n.attr("group", 1)
+    if group < 1 or xs[1] % group or ws[0] != xs[1]:
+        n.fail(f"weights {list(ws)} ([C_in, C_out / group, ...]) and group = {group} do not fit an input with "
+               f"{xs[1]} channels")
+    t = n.out_type()
+    computed = [xs[0], ws[1] * group, *[
+        graph.conv_transpose_out_dim(xs[2 + i], ws[2 + i], strides[i], pads[i], pads[i + rank], dil[i], out_pad[i])
+        for i in range(rank)]]
+    if list(graph.shape_of(t)) != computed:
+        n.fail(f"ONNX shape inference gives output shape {list(graph.shape_of(t))}, but the node computes "
+               f"{computed}")
+    if min(computed[2:]) < 1:
+        n.fail(f"the output {computed} would have no elements")
+    b = [n.input(2)] if n.has_input(2) else []
+    if rank == 1:
+        strides, dil, out_pad, pads = [1, *strides], [1, *dil], [0, *out_pad], [0, pads[0], 0, pads[1]]
+        x = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, [*xs[:2], 1, xs[2]])]))
+        w = _emit(n, graph.ReshapeOp(operands=[w], result_types=[TensorType(f32, [*ws[:2], 1, ws[2]])]))
+    t4 = TensorType(f32, [*computed[:2], 1, computed[2]]) if rank == 1 else t
+    y = _emit(n, graph.ConvTranspose2dOp(operands=[x, w, b], result_types=[t4], properties={
+        "strides": graph.i64_array(strides), "pads": graph.i64_array(pads), "dilations": graph.i64_array(dil),
+        "output_padding": graph.i64_array(out_pad), "groups": graph.IntegerAttr(group, 64)}))
+    return y if rank == 2 else _emit(n, graph.ReshapeOp(operands=[y], result_types=[t]))
 
 
 # --------------------------------------------------------------------------- entry point

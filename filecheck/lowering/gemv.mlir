@@ -68,7 +68,7 @@ func.func @classifier(%x: tensor<1x1280xf32>) -> tensor<1x1000xf32> {
 // CONFIG-LABEL: func.func @matvec
 // CONFIG:         graph.matmul %x, %w {kernel_config = {k_split = 32 : i64}} :
 // CPU-LABEL:    func.func @matvec
-// CPU:            graph.matmul %x, %w {kernel_config = {k_split = 1 : i64}} :
+// CPU:            graph.matmul %x, %w {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 4 : i64}} :
 // LAUNCH-LABEL: func.func @matvec
 // LAUNCH:         opencl.launch @matmul_ksplit(%x, %{{.*}}, %{{.*}}) global [24, 32, 1] local [8, 32, 1] :
 
@@ -103,7 +103,7 @@ func.func @matvec(%x: tensor<1x300xf32>) -> tensor<1x20xf32> {
 // K = 200 < 256: the serial kernel (k_split = 1), no work-group reduction.
 
 // CONFIG-LABEL: func.func @short_k
-// CONFIG:         graph.gemm %x, %w {kernel_config = {k_split = 1 : i64}, trans_b = 1 : i64} :
+// CONFIG:         graph.gemm %x, %w {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 1 : i64}, trans_b = 1 : i64} :
 // CHECK-LABEL: __kernel void gemm(
 // CHECK-NOT:     barrier
 // CHECK:         for (int kk = 0; kk < 200; ++kk) {

@@ -131,7 +131,8 @@ class KernelSpec:
 
 def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: int,
                    then: Callable[[KernelBuilder, SSAValue], None], *, scratch: SSAValue | None = None,
-                   stride: int = 1, offset: SSAValue | int = 0, finish_if: Sequence[SSAValue] = ()) -> None:
+                   stride: int = 1, offset: SSAValue | int = 0, finish_if: Sequence[SSAValue] = (),
+                   combine: Callable[[KernelBuilder, SSAValue, SSAValue], SSAValue] | None = None) -> None:
     """Add up `partial` (a float or a float4) over `items` work-items (`lid`: this one's
     index among them), then run `then(k, total)` in work-item 0 (where `finish_if` holds too).
 
@@ -142,7 +143,9 @@ def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: i
     share one array (split-K GEMV: one per column of the work-group). Local arrays live
     at kernel scope: `kb` must be the kernel body's builder. The order of the adds
     differs from a serial loop's, well within fp32 rounding; a NaN or infinity anywhere
-    reaches the total. Used by the global means (pool.py, packed.py) and the GEMV."""
+    reaches the total. Used by the global means (pool.py, packed.py) and the GEMV.
+    `combine(k, a, b)` replaces the add (e.g. `k.fmax` for a row maximum)."""
+    add = combine or (lambda k, a, b: k.fadd(a, b))
     if items < 2 or items & (items - 1):
         raise ValueError(f"a work-group sum needs a power of two >= 2 work-items, got {items}")
     if scratch is None:
@@ -157,23 +160,26 @@ def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: i
     while half > 1:
         def fold(k: KernelBuilder, half: int = half) -> None:
             mine = slot(k, lid)
-            k.store(k.fadd(k.load(scratch, mine), k.load(scratch, slot(k, k.add(lid, half)))), scratch, mine)
+            k.store(add(k, k.load(scratch, mine), k.load(scratch, slot(k, k.add(lid, half)))), scratch, mine)
 
         kb.if_(kb.cmp("slt", lid, half), fold)
         kb.barrier()
         half //= 2
     kb.guard([kb.cmp("eq", lid, 0), *finish_if],
-             lambda k: then(k, k.fadd(k.load(scratch, slot(k, 0)), k.load(scratch, slot(k, 1)))))
+             lambda k: then(k, add(k, k.load(scratch, slot(k, 0)), k.load(scratch, slot(k, 1)))))
 
 
 def work_group_allsum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: int,
-                      hint: str | None = None) -> SSAValue:
+                      hint: str | None = None,
+                      combine: Callable[[KernelBuilder, SSAValue, SSAValue], SSAValue] | None = None) -> SSAValue:
     """The sum of `partial` over `items` work-items, returned to every one of them (a
     LayerNorm row needs its mean everywhere): `work_group_sum` into a local array of its
     own, then a barrier and a read of slot 0. Each call takes a fresh array, so a second
-    sum never overwrites a first one that a slow work-item has yet to read."""
+    sum never overwrites a first one that a slow work-item has yet to read. `combine` as
+    for `work_group_sum` (a maximum instead of a sum)."""
     scratch = kb.local_alloc(items, partial.type, hint)
-    work_group_sum(kb, partial, lid, items, lambda k, total: k.store(total, scratch, 0), scratch=scratch)
+    work_group_sum(kb, partial, lid, items, lambda k, total: k.store(total, scratch, 0), scratch=scratch,
+                   combine=combine)
     kb.barrier()
     return kb.load(scratch, 0)
 

@@ -221,7 +221,15 @@ class GemmSpec(KernelSpec):
 
 @dataclass(frozen=True)
 class MatMulSpec(KernelSpec):
-    """out[b, m, n] = sum_k A[b, m, k] * B[b, k, n]; batch strides may be 0 (broadcast)."""
+    """out[b, m, n] = sum_k A[b, m, k] * B[b, k, n]; batch strides may be 0 (broadcast).
+
+    Register tiles (`k_split` = 1): each work-item computes `tile_m` rows by `tile_n`
+    columns (kernel_config `tile_m`, `tile_n`). `tile_n` = 4 keeps a float4 accumulator
+    per row and reads B's row segment with one `vload4` (N % 4 == 0); each A element is
+    then used four times from a register, each B float4 `tile_m` times. With K % 4 == 0
+    too, A is read a float4 at a time (four K steps per loop trip). Rows past M load row
+    M - 1 and are not stored. The fused element-wise tail (`epilogue`: bias, GELU,
+    residual add) runs per output element before its store."""
 
     batch: tuple[int, ...]
     a_batch_strides: tuple[int, ...]
@@ -230,14 +238,25 @@ class MatMulSpec(KernelSpec):
     n: int
     k: int
     k_split: int = 1
-    """Work-items sharing one output's reduction (1: one work-item per output)."""
+    """Work-items sharing one output's reduction (1: one work-item per output tile)."""
+    tile_m: int = 1
+    tile_n: int = 1
 
     def __post_init__(self):
         if not _is_pow2(self.k_split):
             raise ValueError(f"k_split must be a power of two, got {self.k_split}")
+        if self.tile_n not in (1, 4) or (self.tile_n == 4 and self.n % 4):
+            raise ValueError(f"tile_n must be 1, or 4 with N % 4 == 0 (N = {self.n}), got {self.tile_n}")
+        if self.tile_m not in (1, 2, 4, 8):
+            raise ValueError(f"tile_m must be 1, 2, 4 or 8, got {self.tile_m}")
+        if self.k_split > 1 and (self.tile_m, self.tile_n) != (1, 1):
+            raise ValueError("split-K matmuls compute one output per work-group: tile_m and tile_n must be 1")
 
     def base_name(self) -> str:
-        return "matmul_ksplit" if self.k_split > 1 else "matmul"
+        if self.k_split > 1:
+            return "matmul_ksplit" + self.epilogue.suffix()
+        tile = f"_{self.tile_m}x{self.tile_n}" if (self.tile_m, self.tile_n) != (1, 1) else ""
+        return f"matmul{tile}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
@@ -249,35 +268,93 @@ class MatMulSpec(KernelSpec):
     def global_size(self) -> tuple[int, ...]:
         if self.k_split > 1:
             return self.split().global_size()
-        return (self.n, self.m, max(1, numel(self.batch)))
+        return (self.n // self.tile_n if self.tile_n > 1 else self.n, -(-self.m // self.tile_m),
+                max(1, numel(self.batch)))
 
     def local_size(self) -> tuple[int, ...] | None:
         return self.split().local_size() if self.k_split > 1 else None
+
+    def _coords(self, kb: KernelBuilder, z: SSAValue) -> list[SSAValue]:
+        return kb.unravel(z, self.batch) if self.batch else []
+
+    def _store(self, kb: KernelBuilder, value: SSAValue, out: SSAValue, extras, bc, z, row, col) -> None:
+        """Epilogue and store of one output element (row, col) of batch entry z."""
+        value = self.epilogue.apply(kb, value, [*bc, row, col], extras)
+        kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, self.m), row), self.n), col))
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         if self.k_split > 1:
             self.split_body(kb, args)
             return
-        (a, b), _, out = self.split_args(args)
-        col, row, z = kb.global_id(0, "col"), kb.global_id(1, "row"), kb.global_id(2, "z")
-        bc = kb.unravel(z, self.batch) if self.batch else []
+        (a, b), extras, out = self.split_args(args)
+        tm, tn = self.tile_m, self.tile_n
+        cid, rid, z = kb.global_id(0, "col"), kb.global_id(1, "row"), kb.global_id(2, "z")
+        bc = self._coords(kb, z)
         a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
         b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
         m, n, k = self.m, self.n, self.k
-        a_row = kb.add(a_base, kb.mul(row, k))
-        b_col = kb.add(b_base, col)
+        row0 = kb.mul(rid, tm, "row0") if tm > 1 else rid
+        # rows past M (the last tile of a ragged M) read row M - 1 and are never stored
+        rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) for r in range(1, tm)] if m % tm else \
+            [row0] + [kb.add(row0, r) for r in range(1, tm)]
+        a_rows = [kb.add(a_base, kb.mul(r, k)) for r in rows]
+        if tn == 1:
+            b_col = kb.add(b_base, cid)
 
-        def step(kb1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-            return [kb1.fma(kb1.load(a, kb1.add(a_row, kk)), kb1.load(b, kb1.add(b_col, kb1.mul(kk, n))), acc[0])]
+            def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                vb = k1.load(b, k1.add(b_col, k1.mul(kk, n)))
+                return [k1.fma(k1.load(a, k1.add(ar, kk)), vb, acc[r]) for r, ar in enumerate(a_rows)]
 
-        (acc,) = kb.for_(0, k, 1, [kb.f(0.0)], step, "kk")
-        kb.store(acc, out, kb.add(kb.mul(kb.add(kb.mul(z, m), row), n), col))
+            accs = kb.for_(0, k, 1, [kb.f(0.0)] * tm, step, "kk")
+            lanes = [[acc] for acc in accs]
+            cols = [cid]
+        else:
+            kv = kb.vector(f32)
+            b4_col = kb.add(kb.div(b_base, 4), cid) if self.batch else cid  # in float4 units: N % 4 == 0
+            n4 = n // 4
+            if k % 4 == 0:
+                a4_rows = [kb.div(ar, 4) for ar in a_rows]  # K % 4 == 0: A's rows start at multiples of 4
+
+                def step4(k1: KernelBuilder, kq: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    k0 = k1.mul(kq, 4)
+                    vb = [k1.vload4(b, k1.add(b4_col, k1.mul(k1.add(k0, j), n4))) for j in range(4)]
+                    out_acc = []
+                    for r, a4r in enumerate(a4_rows):
+                        va = k1.vload4(a, k1.add(a4r, kq))
+                        t = acc[r]
+                        for j in range(4):
+                            t = k1.fma(k1.vector(f32).splat(k1.lane(va, j)), vb[j], t)
+                        out_acc.append(t)
+                    return out_acc
+
+                accs = kb.for_(0, k // 4, 1, [kv.f(0.0)] * tm, step4, "kq")
+            else:
+                def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                    vb = k1.vload4(b, k1.add(b4_col, k1.mul(kk, n4)))
+                    return [k1.fma(k1.vector(f32).splat(k1.load(a, k1.add(ar, kk))), vb, acc[r])
+                            for r, ar in enumerate(a_rows)]
+
+                accs = kb.for_(0, k, 1, [kv.f(0.0)] * tm, step, "kk")
+            lanes = [[kb.lane(acc, j) for j in range(4)] for acc in accs]
+            col0 = kb.mul(cid, 4, "col0")
+            cols = [col0] + [kb.add(col0, j) for j in range(1, 4)]
+        for r in range(tm):
+            row = kb.add(row0, r) if r else row0
+
+            def store_row(k1: KernelBuilder, r: int = r, row: SSAValue = row) -> None:
+                for j, col in enumerate(cols):
+                    self._store(k1, lanes[r][j], out, extras, bc, z, row, col)
+
+            if m % tm and r:
+                kb.if_(kb.cmp("slt", row, m), store_row)
+            else:
+                store_row(kb)
 
     def split_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         """As GemmSpec's, per batch entry (grid axis 2); B is [K, N] per batch entry, so
         this is the column-contiguous layout unless N = 1 (then K is contiguous and,
         with K % 4 == 0, the loads are float4)."""
-        (a, b), _, out = self.split_args(args)
+        (a, b), extras, out = self.split_args(args)
         sk = self.split()
         scratch = sk.scratch(kb)
         row, col, s, c = sk.ids(kb)
@@ -292,6 +369,6 @@ class MatMulSpec(KernelSpec):
         partial = sk.product(kb, a, b, s, a_terms, b_terms, vec4)
 
         def finish(k1: KernelBuilder, total: SSAValue) -> None:
-            k1.store(total, out, k1.add(k1.mul(k1.add(k1.mul(z, m), row), n), col))
+            self._store(k1, total, out, extras, bc, z, row, col)
 
         sk.reduce(kb, scratch, partial, s, c, col, finish)

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Benchmark the transformer and newer-CNN graphs of shared/models/next (issue 12).
+
+    python bench/transformers.py [--models tiny_bert,vit_b_32,swin_t,efficientnet_v2_s]
+                                 [--plans nchw,buffer4c,texture] [--device pocl|nvidia]
+                                 [--repeat N] [--json out.json]
+
+Per model and plan: compile time, our median wall latency (`CompiledModel.run`, with the
+host<->device copies) and summed device time (OpenCL events, `CompiledModel.profile`),
+the max relative error against onnxruntime (max |ours - ort| / max |ort|, same weights and
+input), and the peers measured in the same run:
+
+- onnxruntime's CPU latency (always; on a CPU-only machine it is the ratio's peer);
+- with a CUDA device: PyTorch eager and CUDA-graph replay (fp32, TF32 off) of the same
+  architecture built from torchvision / torch.nn with random weights (the exported graphs
+  rename and transpose weights, so they are not loaded into the twins: latency only).
+
+Device time is split into families (matmul/gemm, softmax, layer norm, copies = transpose /
+slice / concat / gather / pad, element-wise, conv, other): what share of a transformer is
+its matrix products, softmax, normalisation and data movement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH_DIR.parent), str(BENCH_DIR)]
+
+from bench import CACHE_DIR, log, max_rel_err, shared_dir, time_calls  # noqa: E402
+
+MODELS = ["tiny_bert", "vit_b_32", "swin_t", "efficientnet_v2_s"]
+PLANS = {
+    "nchw": {"textures": False, "layout": "nchw"},
+    "buffer4c": {"textures": False, "layout": "nchw4c"},
+    "texture": {"textures": True},
+    "texture-fp16": {"textures": True, "precision": "fp16-acc32"},
+}
+FAMILIES = (
+    ("matmul", ("matmul", "gemm", "gemv")),
+    ("softmax", ("softmax",)),
+    ("layer_norm", ("layer_norm",)),
+    ("copies", ("transpose", "slice", "concat", "gather", "pad", "copy", "expand", "pack", "unpack")),
+    ("conv", ("conv", "dwconv", "winograd")),
+)
+
+
+def family(kernel: str) -> str:
+    for name, prefixes in FAMILIES:
+        if kernel.startswith(prefixes):
+            return name
+    return "other (element-wise, pools)"
+
+
+def materialized(shared: Path, name: str) -> Path:
+    import hashlib
+    import os
+
+    graph = shared / "models" / "next" / f"{name}.onnx"
+    digest = hashlib.sha256(graph.read_bytes()).hexdigest()[:12]
+    out = CACHE_DIR / f"{name}-next-seed0-{digest}.onnx"
+    if not out.exists():
+        sys.path.insert(0, str(shared / "models"))
+        from materialize import materialize
+
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(materialize(str(graph), seed=0).SerializeToString())
+        os.replace(tmp, out)
+    return out
+
+
+def torch_twin(name: str):
+    """The architecture of `name` in PyTorch (random weights), or None."""
+    import torch
+    import torchvision
+
+    if name == "tiny_bert":  # 4 post-norm layers, d 256, 4 heads, FFN 1024, GELU, batch first
+        layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, activation="gelu", batch_first=True)
+        return torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+    return getattr(torchvision.models, name)(weights=None)
+
+
+def torch_times(name, x, warmup, repeat):
+    """(eager ms, CUDA-graph ms) medians, or (None, None) without CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None, None
+    if not torch.cuda.is_available():
+        return None, None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    net = torch_twin(name).eval().to("cuda")
+    xt = torch.from_numpy(x).to("cuda")
+    with torch.inference_mode():
+        eager, _ = time_calls(lambda: net(xt), warmup, repeat, sync=torch.cuda.synchronize)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                net(xt)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            net(xt)
+        graph, _ = time_calls(g.replay, warmup, repeat, sync=torch.cuda.synchronize)
+    return statistics.median(eager), statistics.median(graph)
+
+
+def bench(name, args, shared):
+    import onnx
+    import onnxruntime as ort
+
+    import adreno_mlir
+
+    path = materialized(shared, name)
+    model = onnx.load(str(path))
+    inp = model.graph.input[0]
+    x = np.random.default_rng(1).standard_normal([d.dim_value for d in inp.type.tensor_type.shape.dim])
+    feeds = {inp.name: x.astype(np.float32)}
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ort_times, ref = time_calls(lambda: sess.run(None, feeds), args.warmup, args.repeat)
+    row = {"model": name, "ort_ms": statistics.median(ort_times), "plans": {}}
+    row["torch_ms"], row["torch_graph_ms"] = torch_times(name, feeds[inp.name], args.warmup, args.repeat)
+    log(f"[{name}] onnxruntime {row['ort_ms']:.2f} ms, torch eager {row['torch_ms']}, graph {row['torch_graph_ms']}")
+    for plan in args.plans.split(","):
+        v: dict = {}
+        row["plans"][plan] = v
+        try:
+            t0 = time.perf_counter()
+            cm = adreno_mlir.compile(model, device=args.device, **PLANS[plan])
+            v["compile_s"] = time.perf_counter() - t0
+            times, out = time_calls(lambda: cm.run(feeds), args.warmup, args.repeat)
+            v["ms"] = statistics.median(times)
+            v["max_rel_err"] = max(max_rel_err(out[k], r) for k, r in zip(cm.output_names, ref))
+            prof = cm.profile(feeds, repeat=max(3, min(args.repeat, 10)))
+            v["device_ms"] = sum(prof.values())
+            fams: dict[str, float] = {}
+            for k, ms in prof.items():
+                fams[family(k)] = fams.get(family(k), 0.0) + ms
+            v["families"] = {k: {"ms": ms, "share": ms / v["device_ms"]} for k, ms in fams.items()}
+            v["top"] = sorted(prof.items(), key=lambda kv: -kv[1])[:8]
+            peer = row["torch_ms"] or row["ort_ms"]
+            v["ratio"] = v["ms"] / peer
+            if row["torch_graph_ms"]:
+                v["ratio_graph"] = v["ms"] / row["torch_graph_ms"]
+            log(f"[{name}] {plan}: {v['ms']:.2f} ms (device {v['device_ms']:.2f}), err {v['max_rel_err']:.2e}, "
+                + ", ".join(f"{k} {d['share']:.0%}" for k, d in v["families"].items()))
+            del cm
+        except Exception as e:  # keep going with the other plans
+            v["error"] = f"{type(e).__name__}: {e}"
+            log(traceback.format_exc())
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--plans", default="nchw,buffer4c,texture")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--shared", default=None)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    unknown = [p for p in args.plans.split(",") if p not in PLANS]
+    if unknown:
+        ap.error(f"unknown plans {unknown}; choose from {', '.join(PLANS)}")
+    shared = shared_dir(args.shared)
+    rows = [bench(m, args, shared) for m in args.models.split(",")]
+    peer = "torch eager" if rows and rows[0]["torch_ms"] else "onnxruntime"
+    print(f"| model | plan | ours ms | device ms | {peer} ms | ratio | CUDA graph ms | ratio | max rel err |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        for plan, v in r["plans"].items():
+            if "error" in v:
+                print(f"| {r['model']} | {plan} | error: {v['error'][:80]} |")
+                continue
+            g = r["torch_graph_ms"]
+            print(f"| {r['model']} | {plan} | {v['ms']:.2f} | {v['device_ms']:.2f} | "
+                  f"{(r['torch_ms'] or r['ort_ms']):.2f} | {v['ratio']:.2f} | {g and f'{g:.2f}' or '-'} | "
+                  f"{v.get('ratio_graph') and '%.2f' % v['ratio_graph'] or '-'} | {v['max_rel_err']:.1e} |")
+    print()
+    for r in rows:
+        for plan, v in r["plans"].items():
+            if "families" in v:
+                print(f"{r['model']} {plan}: " + ", ".join(
+                    f"{k} {d['share']:.0%}" for k, d in sorted(v["families"].items(), key=lambda kv: -kv[1]["ms"])))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
