@@ -810,10 +810,23 @@ class SubOp(BinaryOp):
         return np.subtract(a, b)
 
 
+class MulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    """Constant folding, and the exported GELU pattern (which ends in a multiply)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise, RecognizeGelu
+
+        return (FoldConstantElementwise(), RecognizeGelu())
+
+
 @irdl_op_definition
 class MulOp(BinaryOp):
     name = "graph.mul"
     KIND: ClassVar[str] = "mul"
+    traits = traits_def(
+        Pure(), Elementwise(), ImageOperands(), NCHW4cConvertible(), MulHasCanonicalizationPatterns(),
+    )
 
     @classmethod
     def emit(cls, kb, a, b):

@@ -4,6 +4,7 @@
   a transpose that only moves unit axes becomes a reshape;
 - reshape(reshape(x)) and transpose(transpose(x)) collapse into one op;
 - a gather with evenly spaced indices becomes a slice (+ a reshape);
+- PyTorch's exported exact GELU (Div, Erf, Add, Mul, Mul) becomes one graph.gelu;
 - element-wise ops and reshapes whose operands are all constants are evaluated with
   numpy, each element-wise op with its own `evaluate` (small results inline, larger
   ones into the weight store);
@@ -152,6 +153,54 @@ class GatherToSlice(RewritePattern):
         if sliced != graph.shape_of(op.result):
             new.append(graph.ReshapeOp(operands=[sl.result], result_types=[op.result.type]))
         rewriter.replace(op, new, [new[-1].results[0]])
+
+
+def _scalar(v, want: float, rel: float = 1e-6) -> bool:
+    """Whether `v` is a constant whose every element is `want` (within `rel`)."""
+    arr = constant_value(v) if isinstance(v.owner, graph.ConstantOp) else None
+    return arr is not None and arr.size >= 1 and bool(np.all(np.abs(arr - want) <= rel * abs(want)))
+
+
+def _other(op, v):
+    """The operand of binary `op` that is not `v` (None if neither is)."""
+    if op.lhs is v:
+        return op.rhs
+    return op.lhs if op.rhs is v else None
+
+
+class RecognizeGelu(RewritePattern):
+    """PyTorch's exact GELU as exported to ONNX before opset 20, `x * (erf(x / sqrt 2) + 1)
+    * 0.5` (Div or Mul by 1/sqrt 2; operands in either order; the 0.5 applied first or
+    last), becomes one `graph.gelu`. Its input then has one user, so graph-fuse puts the
+    whole GELU into the epilogue of the matmul or convolution before it (ViT's MLP: one
+    kernel instead of two, the activation never written out)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MulOp, rewriter: PatternRewriter, /):
+        for half_side, rest in ((op.rhs, op.lhs), (op.lhs, op.rhs)):
+            if not _scalar(half_side, 0.5) or not isinstance(rest.owner, graph.MulOp):
+                continue
+            x = self._gelu_input(rest.owner)
+            if x is not None and graph.shape_of(x) == graph.shape_of(op.result):
+                rewriter.replace(op, graph.GeluOp(x, op.result.type))
+                return
+
+    @staticmethod
+    def _gelu_input(mul: graph.MulOp):
+        """x when `mul` is x * (erf(x / sqrt 2) + 1), else None."""
+        for gate, x in ((mul.rhs, mul.lhs), (mul.lhs, mul.rhs)):
+            add = gate.owner
+            if not isinstance(add, graph.AddOp):
+                continue
+            erf_value = add.lhs if _scalar(add.rhs, 1.0) else add.rhs if _scalar(add.lhs, 1.0) else None
+            if erf_value is None or not isinstance(erf_value.owner, graph.ErfOp):
+                continue
+            scaled = erf_value.owner.input.owner
+            if isinstance(scaled, graph.DivOp) and scaled.lhs is x and _scalar(scaled.rhs, 2.0 ** 0.5):
+                return x
+            if isinstance(scaled, graph.MulOp) and (k := _other(scaled, x)) is not None and _scalar(k, 0.5 ** 0.5):
+                return x
+        return None
 
 
 def graph_patterns() -> list[RewritePattern]:

@@ -387,6 +387,12 @@ class Rules:
                 split = (128 if k >= 4096 else 64) if k_contiguous else 32
             elif float4 and k % 4 == 0:
                 split = 8
+        elif self.gpu and k >= 1024 and isinstance(op, graph.MatMulOp):
+            # Long reductions with enough outputs: 8 work-items per output still help a GPU
+            # (ViT-B/32's and Swin-T's K = 3072 / 1536 MLP products: their matmul time on
+            # the H200 fell from 8.8 to 6.9 ms with 8, 7.0 with 4, 8.1 with 32;
+            # bench/schedule_sweep.py --family matmul, docs/bench/issue12).
+            split = 8
         return {"k_split": split}
 
     def tiles(self, op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:

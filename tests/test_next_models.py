@@ -17,7 +17,7 @@ import pytest
 import adreno_mlir
 from tests.conftest import NEXT, materialized_model
 
-NEXT_MODELS = ["tiny_bert", "vit_b_32", "efficientnet_v2_s"]
+NEXT_MODELS = ["tiny_bert", "vit_b_32", "swin_t", "efficientnet_v2_s"]
 TRANSFORMERS = {"tiny_bert", "vit_b_32", "swin_t"}
 
 PLANS = {

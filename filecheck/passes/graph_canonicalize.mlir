@@ -68,3 +68,36 @@ func.func @fold_activations() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, t
   %e = graph.erf %d : tensor<2xf32>
   func.return %hs, %hg, %lr, %e : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
 }
+
+// PyTorch's exported exact GELU (x / sqrt 2, erf, + 1, * x, * 0.5) is one graph.gelu;
+// with the 0.5 on the left and x * 0.7071 instead of the division too. A chain whose
+// constant is not 0.5 stays as it is.
+// CHECK-LABEL: func.func @gelu
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>)
+// CHECK:        %[[G:.*]] = graph.gelu %[[X]] : tensor<2x8xf32>
+// CHECK-NEXT:   %[[H:.*]] = graph.gelu %[[G]] : tensor<2x8xf32>
+// CHECK:        %[[NOT:.*]] = graph.mul %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT:   func.return %[[H]], %[[NOT]]
+func.func @gelu(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %sqrt2 = graph.constant dense<1.41421354> : tensor<1xf32>
+  %rsqrt2 = graph.constant dense<0.707106769> : tensor<1xf32>
+  %one = graph.constant dense<1.0> : tensor<1xf32>
+  %half = graph.constant dense<0.5> : tensor<1xf32>
+  %third = graph.constant dense<0.333> : tensor<1xf32>
+  %d = graph.div %x, %sqrt2 : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  %e = graph.erf %d : tensor<2x8xf32>
+  %a = graph.add %e, %one : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  %m = graph.mul %x, %a : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g = graph.mul %m, %half : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  %d2 = graph.mul %g, %rsqrt2 : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  %e2 = graph.erf %d2 : tensor<2x8xf32>
+  %a2 = graph.add %one, %e2 : (tensor<1xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %m2 = graph.mul %a2, %g : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %h = graph.mul %half, %m2 : (tensor<1xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %d3 = graph.div %x, %sqrt2 : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  %e3 = graph.erf %d3 : tensor<2x8xf32>
+  %a3 = graph.add %e3, %one : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  %m3 = graph.mul %x, %a3 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %not = graph.mul %m3, %third : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
+  func.return %h, %not : tensor<2x8xf32>, tensor<2x8xf32>
+}
