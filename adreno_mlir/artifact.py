@@ -54,9 +54,13 @@ if TYPE_CHECKING:
     from adreno_mlir.runtime.program_cache import CacheArg
 
 FORMAT_NAME = "adreno-mlir-artifact"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bumped on any change a reader of the previous version would misread (docs/artifact.md,
-"Versioning"); `load()` accepts exactly this version."""
+"Versioning"). Version 2 added i32 inputs (token ids, with a `bound`); an artifact whose
+inputs are all f32 is still written as version 1, which every earlier reader (the C
+runtime included) runs. `load()` accepts versions 1 and 2."""
+
+READ_VERSIONS = (1, 2)
 
 MANIFEST = "manifest.json"
 SOURCE_FILE = "kernels.cl"
@@ -189,7 +193,7 @@ def save_artifact(path: str | Path, *, plan: Plan, weights: Sequence[np.ndarray]
         body = plan.to_json()
         manifest = {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
+            "format_version": FORMAT_VERSION if any(t.dtype != "f32" for t in plan.inputs) else 1,
             "producer": {"name": "adreno-mlir", "version": _producer_version()},
             "target": target,
             "plan": plan_description,
@@ -337,12 +341,12 @@ def read_manifest(path: str | Path) -> tuple[Path, dict[str, Any]]:
         raise ArtifactError(f"{file} is not an adreno-mlir artifact manifest (format {found!r}, "
                             f"expected {FORMAT_NAME!r})")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         producer = manifest.get("producer", {})
         by = f" by adreno-mlir {producer.get('version')}" if isinstance(producer, dict) else ""
         raise ArtifactError(
             f"{file} has artifact format version {version!r}{by}; this adreno-mlir "
-            f"({_producer_version()}) reads format version {FORMAT_VERSION} only. Recompile the model "
+            f"({_producer_version()}) reads format versions {', '.join(map(str, READ_VERSIONS))} only. Recompile the model "
             "with this version (adreno-mlir compile MODEL.onnx -o X.adreno, or compile(...).save(...))")
     return root, manifest
 

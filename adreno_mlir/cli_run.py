@@ -174,6 +174,15 @@ def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray
     feeds: dict[str, np.ndarray] = {}
     specs = specs or []  # every input not given is random (any number of inputs, or none)
     rng = np.random.default_rng(seed)
+    bounds = {t.name: t.bound for t in cm.launch_plan.inputs if t.dtype == "i32"}
+
+    def random_input(name: str) -> np.ndarray:
+        """Normal floats, or for token ids (int64, as ONNX models take them) uniform ids
+        in [0, bound)."""
+        if name in bounds:
+            return rng.integers(0, bounds[name], cm.input_shapes[name]).astype(np.int64)
+        return rng.standard_normal(cm.input_shapes[name]).astype(np.float32)
+
     for spec in specs:
         name, _, value = spec.rpartition("=")
         if not name:
@@ -185,14 +194,15 @@ def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray
         if name not in cm.input_names:
             raise CompileError(f"unknown input '{name}'; the model's inputs are {cm.input_names}")
         if value == "random":
-            feeds[name] = rng.standard_normal(cm.input_shapes[name]).astype(np.float32)
+            feeds[name] = random_input(name)
         else:
             try:
                 feeds[name] = np.load(value)
             except (OSError, ValueError) as e:
                 raise CompileError(f"cannot read input '{name}' from {value}: {e}") from None
     for name in cm.input_names:
-        feeds.setdefault(name, rng.standard_normal(cm.input_shapes[name]).astype(np.float32))
+        if name not in feeds:
+            feeds[name] = random_input(name)
     return feeds
 
 
@@ -333,7 +343,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="compile (.onnx) or load (.adreno artifact) and run a model on an OpenCL device")
     r.add_argument("model", help="an .onnx file, or an artifact written by `adreno-mlir compile -o X.adreno`")
     r.add_argument("--input", action="append",
-                   help="FILE.npy, NAME=FILE.npy or NAME=random (default: random normal data)")
+                   help="FILE.npy, NAME=FILE.npy or NAME=random (default: random normal data; token ids "
+                        "uniform over their table)")
     r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
     r.add_argument("--compare", choices=["onnxruntime"], help="compare the outputs with a reference")
     r.add_argument("--tolerance", type=_tolerance, default=None,

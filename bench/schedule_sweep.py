@@ -100,13 +100,13 @@ def matmul_variants():
             n = graph.shape_of(h.results[0])[-1]
             return {**c, "tile_m": tm, "tile_n": tn if n % 4 == 0 else 1}
         yield f"tile{tm}x{tn}", edit
-    for split in (4, 8, 16, 32):
-        def edit_split(h, c, split=split):
-            if not isinstance(h, (graph.MatMulOp, graph.GemmOp)) or not tileable(h):
+    for split, min_k in ((4, 1024), (8, 1024), (16, 1024), (32, 1024), (4, 256), (8, 256), (16, 256)):
+        def edit_split(h, c, split=split, min_k=min_k):
+            if not isinstance(h, graph.MatMulOp):
                 return None
-            k = graph.shape_of(h.a if isinstance(h, graph.GemmOp) else h.lhs)[-1]
-            return {**c, "k_split": split, "tile_m": 1, "tile_n": 1} if k >= 1024 else None
-        yield f"ksplit{split}(K>=1024)", edit_split
+            k = graph.shape_of(h.lhs)[-1]
+            return {**c, "k_split": split, "tile_m": 1, "tile_n": 1} if k >= min_k else None
+        yield f"ksplit{split}(K>={min_k})", edit_split
 
 
 def norm_variants():

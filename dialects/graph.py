@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
@@ -201,13 +202,14 @@ class GraphOp(IRDLOperation):
 
 
 class ElementwiseHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
-    """Element-wise ops on constants are evaluated (with the op's `evaluate`)."""
+    """Element-wise ops on constants are evaluated (with the op's `evaluate`); a transpose
+    scaled by a scalar moves below the scaling (towards the matmul that can absorb it)."""
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise
+        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise, SinkTransposeBelowScalarOp
 
-        return (FoldConstantElementwise(),)
+        return (FoldConstantElementwise(), SinkTransposeBelowScalarOp())
 
 
 class ClipHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
@@ -221,9 +223,13 @@ class ClipHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
 class ReshapeHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise, RemoveIdentityReshape
+        from adreno_mlir.passes.graph_canonicalize import (
+            FoldConstantElementwise,
+            HoistUnitReshapeAboveTranspose,
+            RemoveIdentityReshape,
+        )
 
-        return (RemoveIdentityReshape(), FoldConstantElementwise())
+        return (RemoveIdentityReshape(), HoistUnitReshapeAboveTranspose(), FoldConstantElementwise())
 
 
 class TransposeHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
@@ -248,6 +254,16 @@ class GatherHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
         from adreno_mlir.passes.graph_canonicalize import GatherToSlice
 
         return (GatherToSlice(),)
+
+
+class MatMulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    """A transpose feeding only a matmul becomes the matmul's `lhs_perm` / `rhs_perm`."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import FoldTransposeIntoMatMul
+
+        return (FoldTransposeIntoMatMul(),)
 
 
 # --------------------------------------------------------------------------- constants
@@ -811,13 +827,18 @@ class SubOp(BinaryOp):
 
 
 class MulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
-    """Constant folding, and the exported GELU pattern (which ends in a multiply)."""
+    """Constant folding, the exported GELU pattern (which ends in a multiply), and the
+    element-wise transpose sinking (attention scales its transposed keys)."""
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise, RecognizeGelu
+        from adreno_mlir.passes.graph_canonicalize import (
+            FoldConstantElementwise,
+            RecognizeGelu,
+            SinkTransposeBelowScalarOp,
+        )
 
-        return (FoldConstantElementwise(), RecognizeGelu())
+        return (FoldConstantElementwise(), RecognizeGelu(), SinkTransposeBelowScalarOp())
 
 
 @irdl_op_definition
@@ -1682,6 +1703,35 @@ class LayerNormOp(GraphOp):
 
 
 @irdl_op_definition
+class TakeOp(GraphOp):
+    """Gather with run-time indices (an embedding lookup: token ids into a table):
+    `result = input.take(indices, axis)`, of shape `input[:axis] + indices + input[axis+1:]`.
+    The indices are an `i32` tensor (the frontend narrows int64 model inputs; the runtime
+    checks every id against the table's extent before it uploads them); a negative id
+    counts from the end, as in ONNX."""
+
+    name = "graph.take"
+    input = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        x, idx = shape_of(self.input), shape_of(self.indices)
+        axis = self.axis.value.data
+        if not 0 <= axis < len(x):
+            raise VerifyException(f"'graph.take' axis {axis} out of range for rank {len(x)}")
+        element = self.indices.type.get_element_type()
+        if element != i32:
+            raise VerifyException(f"'graph.take' indices must be an i32 tensor, got {self.indices.type}")
+        if self.input.type.get_element_type() != f32:
+            raise VerifyException(f"'graph.take' reads an f32 tensor, got {self.input.type}")
+        _expect_shape(self, shape_of(self.result), (*x[:axis], *idx, *x[axis + 1:]))
+
+
+@irdl_op_definition
 class GatherOp(GraphOp):
     """ONNX Gather with constant indices: the result is `input.take(indices, axis)`,
     of shape `input[:axis] + indices_shape + input[axis+1:]` (indices already made
@@ -1777,15 +1827,44 @@ def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
 
 @irdl_op_definition
 class MatMulOp(GraphOp):
+    """ONNX MatMul (numpy matmul semantics). `lhs_perm` / `rhs_perm` (absent: identity)
+    say the operand is read as `transpose(operand, perm)`: the operand is the tensor as
+    stored, and the kernel reads it through permuted strides instead of a transpose
+    kernel copying it first (graph-canonicalize's FoldTransposeIntoMatMul sets them)."""
+
     name = "graph.matmul"
     lhs = operand_def(AnyTensor)
     rhs = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure(), EpilogueHead())
+    lhs_perm = opt_prop_def(DenseArrayBase)
+    rhs_perm = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), EpilogueHead(), MatMulHasCanonicalizationPatterns())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
+    def lhs_permutation(self) -> tuple[int, ...]:
+        return ints(self.lhs_perm) if self.lhs_perm is not None else tuple(range(len(shape_of(self.lhs))))
+
+    def rhs_permutation(self) -> tuple[int, ...]:
+        return ints(self.rhs_perm) if self.rhs_perm is not None else tuple(range(len(shape_of(self.rhs))))
+
+    def lhs_shape(self) -> tuple[int, ...]:
+        """The shape of the left operand as the product reads it (after `lhs_perm`)."""
+        s = shape_of(self.lhs)
+        return tuple(s[p] for p in self.lhs_permutation())
+
+    def rhs_shape(self) -> tuple[int, ...]:
+        """The shape of the right operand as the product reads it (after `rhs_perm`)."""
+        s = shape_of(self.rhs)
+        return tuple(s[p] for p in self.rhs_permutation())
+
     def verify_shapes(self) -> None:
-        _expect_shape(self, shape_of(self.result), matmul_shape(shape_of(self.lhs), shape_of(self.rhs)))
+        for side, perm, value in (("lhs", self.lhs_perm, self.lhs), ("rhs", self.rhs_perm, self.rhs)):
+            rank = len(shape_of(value))
+            if perm is not None and sorted(ints(perm)) != list(range(rank)):
+                raise VerifyException(
+                    f"'graph.matmul' {side}_perm {list(ints(perm))} is not a permutation of 0..{rank - 1} "
+                    f"(the {side} operand has rank {rank})")
+        _expect_shape(self, shape_of(self.result), matmul_shape(self.lhs_shape(), self.rhs_shape()))
 
 
 # --------------------------------------------------------------------------- kernels in IR
@@ -1982,6 +2061,7 @@ Graph = Dialect(
         LogSoftmaxOp,
         LayerNormOp,
         GatherOp,
+        TakeOp,
         GemmOp,
         MatMulOp,
         FusedOp,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, f16, f32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, f16, f32, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from adreno_mlir.dialects import graph, opencl, texture
@@ -99,7 +99,9 @@ class HostBuilder:
         self.store = store_of(module)
         self.config: dict[str, Any] = {}
         """The `kernel_config` of the kernel being lowered (set by the driver)."""
-        in_types = [opencl.BufferType(numel(a.type), f32) for a in fn.args]
+        # Model inputs are f32 buffers, integer ones (token ids) i32.
+        in_types = [opencl.BufferType(numel(a.type), i32 if a.type.get_element_type() == i32 else f32)
+                    for a in fn.args]
         self.block = Block(arg_types=in_types)
         self.buffers: dict[SSAValue, SSAValue] = {}
         self._int_constants: dict[int, SSAValue] = {}

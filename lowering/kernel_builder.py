@@ -533,4 +533,5 @@ def finish(kb: KernelBuilder) -> None:
 
 GLOBAL_F32 = opencl.PointerType("global", f32)
 GLOBAL_F16 = opencl.PointerType("global", f16)
+GLOBAL_I32 = opencl.PointerType("global", i32)
 BOOL = i1

@@ -12,10 +12,10 @@ from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, con
 from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
 from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
 from adreno_mlir.lowering.kernels.data_movement import PadSpec
-from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec
+from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
 from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
-from adreno_mlir.passes.select_kernel_config import tileable
+from adreno_mlir.passes.select_kernel_config import matmul_geometry_of, tileable
 from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
@@ -360,20 +360,30 @@ def _collapse_rows(strides: tuple[int, ...], rows_shape: tuple[int, ...], n: int
     return (live[-1][0], col) if live else (0, col)
 
 
+class Take(KernelPattern):
+    """An embedding lookup: a gather with run-time i32 ids."""
+
+    heads = (graph.TakeOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.TakeOp = group.head
+        shape = graph.shape_of(op.input)
+        axis = op.axis.value.data
+        outer = numel(shape[:axis])
+        inner = numel(shape[axis + 1:])
+        spec = TakeSpec(outer=outer, axis_len=shape[axis], count=numel(graph.shape_of(op.indices)), inner=inner)
+        hb.launch(spec, [hb.buffer(op.input), hb.buffer(op.indices), hb.alloc(op.result)], loc)
+
+
 class MatMul(KernelPattern):
     heads = (graph.MatMulOp,)
 
     def lower(self, hb, group, cfg, loc):
         op: graph.MatMulOp = group.head
-        a, b = graph.shape_of(op.lhs), graph.shape_of(op.rhs)
-        a2 = (1, *a) if len(a) == 1 else a
-        b2 = (*b, 1) if len(b) == 1 else b
-        batch = graph.broadcast_shapes(a2[:-2], b2[:-2])
-        a_full = (*[1] * (len(batch) - len(a2[:-2])), *a2[:-2])
-        b_full = (*[1] * (len(batch) - len(b2[:-2])), *b2[:-2])
-        a_bs = tuple(0 if d == 1 else s for d, s in zip(a_full, contiguous_strides(a_full)))
-        b_bs = tuple(0 if d == 1 else s for d, s in zip(b_full, contiguous_strides(b_full)))
-        m, k, n = a2[-2], a2[-1], b2[-1]
+        # Operands are read through the strides of their perms (lhs_perm / rhs_perm): a
+        # transposed operand costs no copy.
+        a, b = op.lhs_shape(), op.rhs_shape()
+        geo = matmul_geometry_of(op)
         # The epilogue runs at (batch..., M, N) coordinates; a 1-D operand's result lacks
         # M or N, so its extra inputs get stride 0 there.
         epi, extras = _epi_args(hb, group, graph.shape_of(group.head.results[0]))
@@ -382,18 +392,20 @@ class MatMul(KernelPattern):
                 st = st[:-1] + (0,) + st[-1:] if len(a) == 1 else st
                 return st + (0,) if len(b) == 1 else st
             epi = Epilogue(epi.expr, tuple(widen(st) for st in epi.strides))
-        a_batch, b_batch = tuple(s * m * k for s in a_bs), tuple(s * k * n for s in b_bs)
-        if batch and not any(b_batch) and all(st or d == 1 for st, d in zip(a_batch, batch)):
-            # B shared by every batch entry and A contiguous: the batch is more rows of one
-            # product (PyTorch's attention projections multiply [L, 1, E] by [E, 3E]), so
+        rows = geo.collapse_rows()
+        if rows is not None:
+            # B shared by every batch entry and A's batch and rows nesting like one axis
+            # (checked with A's real strides): the batch is more rows of one product
+            # (PyTorch's attention projections multiply [L, 1, E] by [E, 3E]), so
             # register tiles span batch entries instead of B being re-read per entry.
-            rows = numel(batch) * m
-            collapsed = [_collapse_rows(st, (*batch, m), n) for st in epi.strides]
+            collapsed = [_collapse_rows(st, (*geo.batch, geo.m), geo.n) for st in epi.strides]
             if all(c is not None for c in collapsed):
                 epi = Epilogue(epi.expr, tuple(collapsed))  # type: ignore[arg-type]
-                batch, a_batch, b_batch, m = (), (), (), rows
+                geo = rows
         try:
-            spec = MatMulSpec(batch=tuple(batch), a_batch_strides=a_batch, b_batch_strides=b_batch, m=m, n=n, k=k,
+            spec = MatMulSpec(batch=geo.batch, a_batch_strides=geo.a_batch_strides,
+                              b_batch_strides=geo.b_batch_strides, m=geo.m, n=geo.n, k=geo.k,
+                              a_strides=geo.a_strides, b_strides=geo.b_strides,
                               k_split=cfg.get("k_split", 1), tile_m=cfg.get("tile_m", 1),
                               tile_n=cfg.get("tile_n", 1), epilogue=epi)
         except ValueError as e:
@@ -404,5 +416,5 @@ class MatMul(KernelPattern):
 NCHW_PATTERNS: tuple[KernelPattern, ...] = (
     ElementwiseMap(), Convolution(), ConvTranspose(), Gemm(), Pool(), Reduce(), Resize(), Concat(), Transpose(),
     Slice(),
-    Softmax(), MatMul(), LayerNorm(), Gather(), Pad(), Expand(),
+    Softmax(), MatMul(), LayerNorm(), Gather(), Take(), Pad(), Expand(),
 )

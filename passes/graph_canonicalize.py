@@ -3,6 +3,10 @@
 - identity reshapes/transposes/clips/pads/expands and single-input concats disappear;
   a transpose that only moves unit axes becomes a reshape;
 - reshape(reshape(x)) and transpose(transpose(x)) collapse into one op;
+- a transpose read only by a matmul becomes the matmul's `lhs_perm` / `rhs_perm` (the
+  kernel reads through strides, no copy); to get there, a reshape that only inserts or
+  drops unit axes moves above a transpose, and a transpose moves below an element-wise
+  op with a scalar (attention's scaled keys);
 - a gather with evenly spaced indices becomes a slice (+ a reshape);
 - PyTorch's exported exact GELU (Div, Erf, Add, Mul, Mul) becomes one graph.gelu;
 - element-wise ops and reshapes whose operands are all constants are evaluated with
@@ -96,6 +100,177 @@ class RemoveIdentityTranspose(RewritePattern):
             rewriter.replace(op, graph.TransposeOp(
                 operands=[inner.input], result_types=[op.result.type],
                 properties={"perm": graph.i64_array(composed)}))
+
+
+def _only_user(value, op: Operation) -> bool:
+    """Whether `op` is the one user of `value` (once: `x @ x` uses it twice)."""
+    uses = list(value.uses)
+    return len(uses) == 1 and uses[0].operation is op
+
+
+def unit_reshape_of_transpose(x: tuple[int, ...], perm: tuple[int, ...],
+                              out: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(shape, perm) with `reshape(transpose(x, perm), out) == transpose(reshape(x, shape), perm')`,
+    when the reshape only inserts or drops unit axes; else None.
+
+    Such a reshape keeps the non-unit axes of the transposed tensor in order, the i-th
+    one landing at output position pos[i]. Those axes are x's non-unit axes in the
+    transpose's order: the i-th is x's non-unit axis q[i]. So reshape x (a free view:
+    its non-unit axes keep their order) to `out`'s rank with its r-th non-unit axis at
+    pos[r] and unit axes elsewhere, then send pos[q[i]] to pos[i]: every output
+    coordinate reads the element it read before."""
+    y = tuple(x[p] for p in perm)
+    if [d for d in y if d != 1] != [d for d in out if d != 1]:
+        return None
+    x_live = [a for a in range(len(x)) if x[a] != 1]
+    q = [x_live.index(perm[j]) for j in range(len(y)) if y[j] != 1]
+    pos = [a for a in range(len(out)) if out[a] != 1]
+    shape = [1] * len(out)
+    for r, a in enumerate(pos):
+        shape[a] = x[x_live[r]]
+    new_perm = list(range(len(out)))
+    for i, a in enumerate(pos):
+        new_perm[a] = pos[q[i]]
+    return tuple(shape), tuple(new_perm)
+
+
+class HoistUnitReshapeAboveTranspose(RewritePattern):
+    """reshape(transpose(x)) -> transpose(reshape(x)) when the reshape only inserts or
+    drops unit axes and the transpose has no other user: still one copy (the reshape is
+    a view either way), but the transpose now meets what reads the reshape, which can
+    absorb it (FoldTransposeIntoMatMul) or compose with it (attention's head split
+    [L, H, D] -> [H, L, D] -> [1, H, L, D], then the key transpose)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ReshapeOp, rewriter: PatternRewriter, /):
+        t = op.input.owner
+        if not isinstance(t, graph.TransposeOp) or not _only_user(t.result, op):
+            return
+        if not isinstance(t.input.type, TensorType) or not isinstance(op.result.type, TensorType):
+            return
+        found = unit_reshape_of_transpose(graph.shape_of(t.input), graph.ints(t.perm), graph.shape_of(op.result))
+        if found is None:
+            return
+        shape, perm = found
+        new: list[Operation] = []
+        src = t.input
+        if shape != graph.shape_of(src):
+            new.append(graph.ReshapeOp(operands=[src], result_types=[TensorType(src.type.element_type, shape)]))
+            src = new[-1].results[0]
+        if list(perm) != list(range(len(perm))):
+            new.append(graph.TransposeOp(operands=[src], result_types=[op.result.type],
+                                         properties={"perm": graph.i64_array(perm)}))
+            new[-1].location = t.location
+        if not new:
+            rewriter.replace(op, [], [src])
+        else:
+            rewriter.replace(op, new, [new[-1].results[0]])
+
+
+def _is_scalar_operand(other, value) -> bool:
+    """Whether `other` holds one element and broadcasting it against `value` keeps
+    `value`'s shape (its rank is at most `value`'s)."""
+    if not isinstance(other.type, TensorType):
+        return False
+    s = graph.shape_of(other)
+    return int(np.prod(s)) == 1 and len(s) <= len(graph.shape_of(value))
+
+
+def _reaches_matmul(value, depth: int = 8) -> bool:
+    """Whether `value` flows into a matmul operand through single-user scalar
+    element-wise ops, unit-axis reshapes and transposes: the chain a transpose moved
+    onto `value` can travel down to be folded (HoistUnitReshapeAboveTranspose,
+    RemoveIdentityTranspose's composition, FoldTransposeIntoMatMul)."""
+    for _ in range(depth):
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return False
+        user = uses[0].operation
+        if isinstance(user, graph.MatMulOp):
+            return True
+        if isinstance(user, graph.ReshapeOp):
+            a, b = graph.shape_of(user.input), graph.shape_of(user.result)
+            if [d for d in a if d != 1] != [d for d in b if d != 1]:
+                return False
+        elif isinstance(user, graph.BinaryOp):
+            other = user.rhs if user.lhs is value else user.lhs
+            if not _is_scalar_operand(other, value):
+                return False
+        elif not isinstance(user, graph.TransposeOp):
+            return False
+        value = user.results[0]
+    return False
+
+
+class SinkTransposeBelowScalarOp(RewritePattern):
+    """op(transpose(x), s) -> transpose(op(x, s)) for a binary element-wise op whose other
+    operand `s` holds one element (of rank at most the transpose's): the op applies the
+    same scalar everywhere, so it commutes with any permutation. The transpose, its only
+    user gone, then meets what reads the op's result: PyTorch's attention scales its
+    transposed keys by 1/sqrt(sqrt(d)) right before the score matmul, which absorbs it.
+
+    Only where the result flows into a matmul (`_reaches_matmul`): elsewhere the move
+    saves nothing and could split an element-wise chain that graph-fuse would have
+    made one kernel."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, graph.BinaryOp) or not isinstance(op.result.type, TensorType):
+            return
+        for index, other in ((0, op.rhs), (1, op.lhs)):
+            t = op.operands[index].owner
+            if not isinstance(t, graph.TransposeOp) or not _only_user(t.result, op):
+                continue
+            if not isinstance(t.input.type, TensorType) or not _is_scalar_operand(other, t.result):
+                continue
+            if not _reaches_matmul(op.result):
+                return
+            operands = [t.input, other] if index == 0 else [other, t.input]
+            inner = type(op).create(
+                operands=operands, properties=dict(op.properties), attributes=dict(op.attributes),
+                result_types=[TensorType(op.result.type.element_type, graph.shape_of(t.input))])
+            inner.location = op.location
+            outer = graph.TransposeOp(operands=[inner.results[0]], result_types=[op.result.type],
+                                      properties={"perm": t.perm})
+            outer.location = t.location
+            rewriter.replace(op, [inner, outer], [outer.result])
+            return
+
+
+class FoldTransposeIntoMatMul(RewritePattern):
+    """matmul(transpose(x, p), y) -> matmul(x, y) {lhs_perm = p} (composed with a perm the
+    matmul already has), and likewise for the right operand: the kernel reads x through
+    permuted strides (nchw_lowering.MatMul), so the transpose kernel and its copy go.
+    Only when the matmul is the transpose's one user: otherwise the transpose is
+    materialised for the others anyway and the matmul reads that contiguous copy. An
+    identity perm is dropped (absent means identity: one spelling of each matmul)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MatMulOp, rewriter: PatternRewriter, /):
+        changed = False
+        for index, name in ((0, "lhs_perm"), (1, "rhs_perm")):
+            perm = op.properties.get(name)
+            if perm is not None and list(graph.ints(perm)) == list(range(len(graph.ints(perm)))):
+                op.properties.pop(name)
+                changed = True
+            t = op.operands[index].owner
+            if not isinstance(t, graph.TransposeOp) or not _only_user(t.result, op):
+                continue
+            if not isinstance(t.input.type, TensorType):  # the kernel reads plain buffers only
+                continue
+            old = op.lhs_permutation() if index == 0 else op.rhs_permutation()
+            inner = graph.ints(t.perm)
+            composed = [inner[p] for p in old]
+            operands = list(op.operands)
+            operands[index] = t.input
+            op.operands = operands
+            if composed == list(range(len(composed))):
+                op.properties.pop(name, None)
+            else:
+                op.properties[name] = graph.i64_array(composed)
+            rewriter.erase_op(t)
+            changed = True
+        if changed:
+            rewriter.notify_op_modified(op)
 
 
 class RemoveNoOpClip(RewritePattern):

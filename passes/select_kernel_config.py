@@ -57,6 +57,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where
+from adreno_mlir.lowering.kernels.matmul import MatMulGeometry, float4_columns, matmul_geometry, read_strides
 
 CONFIG_ATTR = "kernel_config"
 
@@ -216,19 +217,27 @@ def tileable(op: Operation) -> bool:
 
 def matmul_dims(op: Operation) -> tuple[int, int, int]:
     """(M, N, batch entries) of a Gemm or MatMul. A MatMul whose B has no batch of its
-    own runs its batch as extra rows (see nchw_lowering.MatMul): M counts them."""
+    own runs its batch as extra rows when A's strides allow (see nchw_lowering.MatMul):
+    M counts them."""
     if isinstance(op, graph.GemmOp):
         m, n = graph.shape_of(op.results[0])
         return m, n, 1
-    a, b = graph.shape_of(op.lhs), graph.shape_of(op.rhs)
-    m = a[-2] if len(a) > 1 else 1
-    n = b[-1] if len(b) > 1 else 1
+    geo = matmul_geometry_of(op)
+    rows = geo.collapse_rows()
+    if rows is not None:  # B shared by every batch entry: one tall product
+        return rows.m, rows.n, 1
     batch = 1
-    for d in graph.shape_of(op.results[0])[:-2] if len(a) > 1 and len(b) > 1 else ():
+    for d in geo.batch:
         batch *= d
-    if len(b) <= 2:  # B shared by every batch entry: one tall product
-        return m * batch, n, 1
-    return m, n, batch
+    return geo.m, geo.n, batch
+
+
+def matmul_geometry_of(op: graph.MatMulOp) -> MatMulGeometry:
+    """How a MatMul's kernel reads its operands: the shapes after `lhs_perm` / `rhs_perm`,
+    read through the permuted strides of the stored tensors (one source for the rules
+    here and the lowering, so a rule never picks what the lowering must refuse)."""
+    return matmul_geometry(op.lhs_shape(), read_strides(graph.shape_of(op.lhs), op.lhs_permutation()),
+                           op.rhs_shape(), read_strides(graph.shape_of(op.rhs), op.rhs_permutation()))
 
 
 # --------------------------------------------------------------------------- the rules
@@ -378,9 +387,10 @@ class Rules:
             k_contiguous = bool(op.trans_b.value.data)
             float4 = k_contiguous and (not trans_a or out[0] == 1)
         else:
-            a, b = graph.shape_of(op.lhs), graph.shape_of(op.rhs)
-            k, k_contiguous = a[-1], len(b) == 1 or b[-1] == 1
-            float4 = k_contiguous
+            # Through lhs_perm / rhs_perm: attention's transposed keys are K-contiguous.
+            geo = matmul_geometry_of(op)
+            k, k_contiguous = geo.k, geo.n == 1 or geo.b_strides[0] == 1
+            float4 = k_contiguous and geo.a_strides[1] == 1
         split = 1
         if outputs < self.min_work_items and k >= 256:
             if self.gpu:
@@ -404,13 +414,20 @@ class Rules:
         H200 (vit_b_32 + tiny_bert products: 6.6 ms untiled, 11.2 ms 1x4, 25.1 ms 4x4;
         bench/schedule_sweep.py --family matmul, docs/bench/issue12). A Gemm takes tiles
         only when it can run as a matmul (not transA; transB only with a constant B,
-        transposed at compile time); otherwise both stay 1."""
+        transposed at compile time); otherwise both stay 1. A MatMul whose B is read
+        through a `rhs_perm` takes tile_n = 4 only where B's rows are still aligned float4s
+        (`float4_columns`: attention's transposed keys are not; its head-split values are)."""
         if cfg["k_split"] > 1 or not tileable(op):
             return cfg  # no tiles to choose: the keys are left out (they would read 1)
         m, n, batch = matmul_dims(op)
         if self.gpu:
             return {**cfg, "tile_m": 1, "tile_n": 1}
-        return {**cfg, "tile_m": 4 if m >= 4 else 1, "tile_n": 4 if n % 4 == 0 else 1}
+        if isinstance(op, graph.MatMulOp):  # B read through rhs_perm: float4 rows only where aligned
+            geo = matmul_geometry_of(op)
+            columns4 = float4_columns(geo.n, geo.b_strides, geo.b_batch_strides)
+        else:
+            columns4 = n % 4 == 0
+        return {**cfg, "tile_m": 4 if m >= 4 else 1, "tile_n": 4 if columns4 else 1}
 
     def conv(self, op: graph.Conv2dOp, kernel: str | None = None) -> dict[str, Any]:
         out = graph.shape_of(op.result)

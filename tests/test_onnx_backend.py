@@ -116,7 +116,7 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
 }
 
 # Op types whose inputs after the first are parameters the compiler needs as constants.
-PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize", "Gather",
+PARAMETER_OPS = {"Clip", "Reshape", "Slice", "Squeeze", "Unsqueeze", "ReduceMean", "Resize",
                  "Pad", "Split", "Expand", "Tile",
                  "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                  "ReduceLogSum", "ReduceLogSumExp"}

@@ -25,13 +25,16 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FloatAttr,
+    IntegerAttr,
     ModuleOp,
     NameLoc,
     NoneAttr,
     StringAttr,
     TensorType,
     f32,
+    i32,
 )
 from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
@@ -51,6 +54,9 @@ NOT_FOLDABLE = {
 """Op types never evaluated at import time: random ones (a model asks for fresh values each run),
 control flow and sequences (the graph dialect has no values of those kinds). Every other
 standard op whose inputs are all constants is evaluated with `onnx.reference` and folded."""
+
+INDEX_INPUT_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+"""Element types of model inputs accepted as Gather indices (token ids)."""
 
 FOLD_LIMIT = 1 << 16
 """Largest constant (elements) given to shape inference as a value; bigger ones go in as typed inputs."""
@@ -108,6 +114,11 @@ class OnnxImporter:
         self.types: dict[str, TensorType] = {}
         self.builder: Builder | None = None
         self.const_ops: dict[str, SSAValue] = {}
+        self.int_inputs: set[str] = set()
+        """Integer model inputs (token ids feeding Gathers); `i32` tensors in the IR."""
+        self.index_bounds: dict[str, int] = {}
+        """Per integer input, the smallest table extent its ids index (the runtime checks
+        every id against it)."""
 
     def is_used(self, name: str) -> bool:
         """Whether a tensor is read by a node or is a model output."""
@@ -135,11 +146,19 @@ class OnnxImporter:
             tt = vi.type.tensor_type
             if not vi.type.HasField("tensor_type"):
                 raise FrontendError(f"model input '{vi.name}' is not a tensor")
-            if tt.elem_type != onnx.TensorProto.FLOAT:
+            if tt.elem_type in INDEX_INPUT_TYPES:
+                dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+                if 0 in dims:  # no ids at all: nothing an embedding lookup could use
+                    dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+                    raise FrontendError(f"model input '{vi.name}' has element type {dt} and shape {dims} with no "
+                                        "elements; integer inputs are supported as Gather indices only, and empty "
+                                        "tensors are not supported")
+                self.int_inputs.add(vi.name)  # token ids: checked in _check_int_inputs
+            elif tt.elem_type != onnx.TensorProto.FLOAT:
                 dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
                 raise FrontendError(
-                    f"model input '{vi.name}' has element type {dt}; only float32 inputs are "
-                    "supported (cast the input in the model or export it as float32)"
+                    f"model input '{vi.name}' has element type {dt}; only float32 inputs (and int32 / int64 "
+                    "indices of a Gather) are supported (cast the input in the model or export it as float32)"
                 )
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
             if all(d is not None for d in dims) and 0 in dims:
@@ -154,6 +173,31 @@ class OnnxImporter:
                     "static shapes only: export the model with fixed input dimensions"
                 )
         self._fold_to_fixpoint()
+        self._check_int_inputs()
+
+    def _check_int_inputs(self) -> None:
+        """Integer model inputs are token ids: every reader must be a Gather that takes
+        them as its indices (an embedding lookup, `graph.take`). Anything else would
+        compute on integers, which no kernel does: refuse it, naming the node."""
+        g = self.model.graph
+        outputs = {o.name for o in g.output}
+        for name in sorted(self.int_inputs):
+            dt = onnx.helper.tensor_dtype_to_np_dtype(
+                next(vi for vi in self.graph_inputs if vi.name == name).type.tensor_type.elem_type)
+            if name in outputs:
+                raise FrontendError(f"model input '{name}' has element type {dt} and is a model output; integer "
+                                    "inputs are supported only as the indices of a Gather (an embedding lookup)")
+            for node in g.node:
+                if name not in node.input:
+                    continue
+                if node.op_type == "Gather" and node.input[0] != name and list(node.input[1:]) == [name]:
+                    continue
+                node_name = node.name or f"{node.op_type}_{node.output[0]}"
+                raise FrontendError(
+                    f"model input '{name}' has element type {dt}, and node '{node_name}' ({node.op_type}) reads it "
+                    "as a tensor; integer inputs are supported only as the indices of a Gather (an embedding "
+                    "lookup): other integer arithmetic must be shape arithmetic on constants, or the input "
+                    "must be float32")
 
     def _light_model(self) -> onnx.ModelProto:
         """The graph with only small constants as initializers: big weights become typed
@@ -271,6 +315,10 @@ class OnnxImporter:
             where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
             raise FrontendError(f"{where}: tensor '{name}' has shape {shape} with no elements; "
                                 "empty tensors are not supported")
+        if name in self.int_inputs:
+            t = TensorType(i32, shape)
+            self.types[name] = t
+            return t
         if tt.elem_type != onnx.TensorProto.FLOAT:
             where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
             dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
@@ -373,6 +421,9 @@ class OnnxImporter:
         )
         fn.attributes["graph.inputs"] = ArrayAttr([StringAttr(vi.name) for vi in self.graph_inputs])
         fn.attributes["graph.outputs"] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        if self.index_bounds:  # what the runtime checks integer inputs against
+            fn.attributes["graph.index_bounds"] = DictionaryAttr(
+                {k: IntegerAttr(v, 64) for k, v in sorted(self.index_bounds.items())})
         module = ModuleOp([fn])
         attach(module, self.store)
         return module
@@ -1207,6 +1258,11 @@ def _gather(n: _Node):
     x = n.input(0)
     shape = graph.shape_of(x)
     axis = n.attr("axis", 0) % len(shape)
+    if n.proto.input[1] in n.imp.int_inputs:  # token ids given at run time: an embedding lookup
+        ids = n.proto.input[1]
+        n.imp.index_bounds[ids] = min(n.imp.index_bounds.get(ids, shape[axis]), shape[axis])
+        return _emit(n, graph.TakeOp(operands=[x, n.input(1)], result_types=[n.out_type()],
+                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
     idx = np.asarray(n.const_input(1, "Gather indices"))
     if idx.dtype.kind not in "iu":
         n.fail(f"indices have element type {idx.dtype}; ONNX Gather takes int32 or int64 indices")

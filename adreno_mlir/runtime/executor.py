@@ -229,7 +229,7 @@ class Executable:
             for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)[0]):
                 totals[launch.kernel] = totals.get(launch.kernel, 0.0) + ms
             return totals
-        arrays = [np.ascontiguousarray(arr, dtype=np.float32) for arr in inputs]
+        arrays = self._input_arrays(inputs)
         runs: list[dict[str, float]] = []
         with self._lock:  # the same memory as run(): no run of another thread in between
             if self._launches is None:
@@ -248,6 +248,12 @@ class Executable:
                 runs.append(totals)
         return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
 
+    def _input_arrays(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Each input as its buffer holds it: float32, or int32 token ids (the caller,
+        `CompiledModel.run`, has checked them against their bound)."""
+        return [np.ascontiguousarray(arr, dtype=np.int32 if t.dtype == "i32" else np.float32)
+                for t, arr in zip(self.plan.inputs, inputs)]
+
     def run(self, inputs: list[np.ndarray], runtime: str | None = None) -> list[np.ndarray]:
         """Outputs (flat float32 arrays) for `inputs`; `runtime="pyopencl"` forces the
         pyopencl path even when the native one is open. Thread-safe: the pyopencl path
@@ -255,7 +261,7 @@ class Executable:
         every call uses the same queue and memory."""
         if self.native is not None and runtime != "pyopencl":
             return self.native.run(inputs)
-        arrays = [np.ascontiguousarray(arr, dtype=np.float32) for arr in inputs]
+        arrays = self._input_arrays(inputs)
         results = [np.empty(size, np.float32) for size in self._output_counts]
         with self._lock:
             if self._launches is None:

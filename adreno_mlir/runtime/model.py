@@ -60,11 +60,21 @@ class RunnableModel:
                 + (f", unknown {unknown}" if unknown else "")
             )
         arrays = []
+        tensors = {t.name: t for t in self.executable.plan.inputs}
         for name in self.input_names:
             x = feeds[name]
             if not isinstance(x, np.ndarray):
                 raise InputError(f"input '{name}' must be a numpy array, got {type(x).__name__}")  # noqa: TRY004
-            if x.dtype != np.float32:
+            t = tensors.get(name)
+            if t is not None and t.dtype == "i32":
+                if x.dtype.kind not in "iu":
+                    raise InputError(f"input '{name}' has dtype {x.dtype}; expected integer token ids "
+                                     "(int32 or int64)")
+                if x.size and (int(x.min()) < -t.bound or int(x.max()) >= t.bound):
+                    bad = x[(x < -t.bound) | (x >= t.bound)].reshape(-1)[:5].tolist()
+                    raise InputError(f"input '{name}' has ids {bad} outside [-{t.bound}, {t.bound}), the "
+                                     "extent of the table they index")
+            elif x.dtype != np.float32:
                 raise InputError(f"input '{name}' has dtype {x.dtype}; expected float32")
             if tuple(x.shape) != self.input_shapes[name]:
                 raise InputError(

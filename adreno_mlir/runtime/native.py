@@ -181,12 +181,12 @@ def library() -> ctypes.CDLL:
 
 def manifest_for(plan) -> bytes:
     """The manifest fields the C library reads, for a plan held in memory (no files)."""
-    from adreno_mlir.artifact import FORMAT_NAME, FORMAT_VERSION
+    from adreno_mlir.artifact import FORMAT_NAME
     from adreno_mlir.runtime.plan import WEIGHT_ALIGNMENT
 
     body = plan.to_json()
-    return json.dumps({
-        "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+    return json.dumps({  # version 1: the C runtime's (f32 tensors; an i32 input is refused by name)
+        "format": FORMAT_NAME, "format_version": 1,
         "program": {"source": "kernels.cl", "build_options": body["build_options"]},
         "inputs": body["inputs"], "outputs": body["outputs"], "allocations": body["allocations"],
         "weights": {"file": "weights.bin", "alignment": WEIGHT_ALIGNMENT, "bytes": plan.weights_nbytes,
@@ -296,8 +296,8 @@ def open_native(runtime: str, plan, source: str, weights_blob, context, program)
     """A NativeModel for `runtime` ("auto" | "native"), or None when "auto" cannot have one."""
     if runtime == "native":
         return NativeModel(plan, source, bytes(weights_blob), context, program)
-    if library_path() is None:
-        return None
+    if library_path() is None or any(t.dtype != "f32" for t in plan.inputs):
+        return None  # the C runtime exchanges f32 tensors only: integer inputs run on pyopencl
     try:
         return NativeModel(plan, source, bytes(weights_blob), context, program)
     except NativeRuntimeError as e:

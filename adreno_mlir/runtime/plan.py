@@ -42,6 +42,10 @@ any OpenCL vector type, so a C runtime may map the file and point at it directly
 DTYPES = {"f32": np.float32, "f16": np.float16}
 """Element types a plan's weights, inputs and outputs may have, by manifest name."""
 
+TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32}
+"""Element types of model inputs and outputs: f32, and i32 for integer inputs (token ids
+of an embedding lookup, whose `bound` says which ids are valid)."""
+
 IMAGE_FORMATS = ("rgba_f32", "rgba_f16")
 """2D image formats: CL_RGBA with CL_FLOAT or CL_HALF_FLOAT channels."""
 
@@ -100,6 +104,9 @@ class Tensor:
     dtype: str
     allocation: int
     layout: str = "nchw"
+    bound: int | None = None
+    """i32 inputs (token ids): valid ids are in [-bound, bound), the extent of the table
+    they index (negative ids count from its end); a runtime rejects others."""
 
     @property
     def count(self) -> int:
@@ -176,8 +183,11 @@ class Plan:
             return {"kind": a.kind, "value": a.value}
 
         def tensor(t: Tensor) -> dict[str, Any]:
-            return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "layout": t.layout,
-                    "allocation": t.allocation}
+            out = {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "layout": t.layout,
+                   "allocation": t.allocation}
+            if t.bound is not None:
+                out["bound"] = t.bound
+            return out
 
         return {
             "build_options": list(self.build_options),
@@ -226,10 +236,12 @@ class Plan:
                 k = t["allocation"]
                 if not (0 <= k < len(allocations)) or not isinstance(allocations[k], BufferAlloc):
                     raise PlanError(f"{where} ({t['name']}) names allocation {k}, which is not a buffer")
-                if t["dtype"] not in DTYPES:
-                    raise PlanError(f"{where} ({t['name']}) has dtype {t['dtype']!r}")
+                if t["dtype"] not in TENSOR_DTYPES or (t["dtype"] == "i32") != ("bound" in t):
+                    raise PlanError(f"{where} ({t['name']}) has dtype {t['dtype']!r}"
+                                    + (" without a bound" if t["dtype"] == "i32" else ""))
+                bound = None if "bound" not in t else _positive(t["bound"], f"{where}.bound")
                 return Tensor(str(t["name"]), tuple(int(d) for d in t["shape"]), t["dtype"], k,
-                              t.get("layout", "nchw"))
+                              t.get("layout", "nchw"), bound)
 
             def arg(a: Mapping[str, Any], where: str) -> Arg:
                 kind = a["kind"]
@@ -392,8 +404,11 @@ def plan_from_module(
         if not (isinstance(v.type, opencl.BufferType) and v.type.element == f32):
             raise PlanError(f"{what} has type {v.type}; the runtime exchanges f32 buffers only")
 
-    for arg in fn.body.block.args:
-        check_f32_buffer(arg, "a model input")
+    bounds = fn.attributes.get("graph.index_bounds")
+    bounds = {} if bounds is None else {k: v.value.data for k, v in bounds.data.items()}
+    for name, arg in zip(input_names, fn.body.block.args):
+        if not (name in bounds and isinstance(arg.type, opencl.BufferType) and arg.type.element == i32):
+            check_f32_buffer(arg, "a model input")
         refs[arg] = Arg("allocation", new_alloc(arg.type))
 
     for i, op in enumerate(ops):
@@ -441,7 +456,9 @@ def plan_from_module(
                 free.setdefault(pool_key(v.type), []).append(refs[v].index)
 
     def tensor(name: str, v, shapes: Mapping[str, Sequence[int]] | None, what: str) -> Tensor:
-        check_f32_buffer(v, f"{what} '{name}'")
+        integer = what == "input" and name in bounds
+        if not integer:
+            check_f32_buffer(v, f"{what} '{name}'")
         ref = refs[v]
         if ref.kind != "allocation":
             raise PlanError(f"{what} '{name}' is a constant weight; the runtime cannot return it "
@@ -449,7 +466,8 @@ def plan_from_module(
         shape = tuple(int(d) for d in shapes[name]) if shapes and name in shapes else (v.type.size.data,)
         if int(np.prod(shape, dtype=np.int64)) != v.type.size.data:
             raise PlanError(f"{what} '{name}' has shape {list(shape)} but {v.type.size.data} elements in the IR")
-        return Tensor(name, shape, "f32", ref.index)
+        return Tensor(name, shape, "i32", ref.index, bound=bounds[name]) if integer else \
+            Tensor(name, shape, "f32", ref.index)
 
     plan = Plan(
         allocations=tuple(allocations), weights=tuple(weights),

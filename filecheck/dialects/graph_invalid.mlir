@@ -109,3 +109,19 @@ func.func @constant() -> tensor<2xf32> {
   func.return %r : tensor<2xf32>
 }
 // CHECK: 'graph.constant' needs exactly one of a weight reference (@name) or an inline dense<...> value
+
+// -----
+
+func.func @matmul_perm_rank(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  %m = graph.matmul %a, %b {lhs_perm = array<i64: 1, 0>} : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  func.return %m : tensor<2x3x5xf32>
+}
+// CHECK: 'graph.matmul' lhs_perm [1, 0] is not a permutation of 0..2 (the lhs operand has rank 3)
+
+// -----
+
+func.func @matmul_perm_shape(%a: tensor<3x4xf32>, %b: tensor<5x4xf32>) -> tensor<3x4xf32> {
+  %m = graph.matmul %a, %b {rhs_perm = array<i64: 1, 0>} : (tensor<3x4xf32>, tensor<5x4xf32>) -> tensor<3x4xf32>
+  func.return %m : tensor<3x4xf32>
+}
+// CHECK: 'graph.matmul' result shape [3, 4] does not match the shape implied by its operands and attributes: [3, 5]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
@@ -112,8 +113,15 @@ class KernelSpec:
         into the kernel, so launches that differ only in them share one kernel."""
         return ()
 
+    def pointer_types(self) -> dict[str, Any]:
+        """Buffer arguments whose pointee is not f32, by name (an embedding lookup's i32
+        token ids)."""
+        return {}
+
     def build(self, name: str) -> opencl.KernelOp:
-        args = [(n, GLOBAL_F32) for n in self.arg_names()] + [(n, i32) for n in self.scalar_names()]
+        other = self.pointer_types()
+        args = ([(n, other.get(n, GLOBAL_F32)) for n in self.arg_names()]
+                + [(n, i32) for n in self.scalar_names()])
         kernel, kb = new_kernel(name, args)
         self.body(kb, list(kernel.args))
         finish(kb)

@@ -121,3 +121,41 @@ class GatherSpec(KernelSpec):
         src = kb.to_int(kb.load(table, p))
         index = kb.add(kb.mul(kb.add(kb.mul(o, self.axis_len), src), self.inner), i)
         kb.store(kb.load(x, index), out, gid)
+
+
+@dataclass(frozen=True)
+class TakeSpec(KernelSpec):
+    """`graph.take`, a gather with run-time i32 indices (an embedding lookup): output
+    element (o, p, i) copies input (o, ids[p], i), the input viewed as [outer, axis_len,
+    inner]. A negative id counts from the end (ONNX); ids are clamped into the table
+    so a bad id can never read outside it (the runtimes reject out-of-range ids before
+    they upload them, so clamping never decides a result)."""
+
+    outer: int
+    axis_len: int
+    count: int
+    inner: int
+
+    def base_name(self) -> str:
+        return "take"
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("input", "ids")
+
+    def pointer_types(self) -> dict:
+        from adreno_mlir.lowering.kernel_builder import GLOBAL_I32
+
+        return {"ids": GLOBAL_I32}
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.outer * self.count * self.inner,)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x, ids), _, out = self.split_args(args)
+        gid = kb.global_id(0, "i")
+        o, p, i = kb.unravel(gid, (self.outer, self.count, self.inner), ("o", "p", "in"))
+        raw = kb.load(ids, p, "id")
+        wrapped = kb.select(kb.cmp("slt", raw, 0), kb.add(raw, self.axis_len), raw)
+        src = kb.min_i(kb.max_i(wrapped, 0), self.axis_len - 1)
+        index = kb.add(kb.mul(kb.add(kb.mul(o, self.axis_len), src), self.inner), i)
+        kb.store(kb.load(x, index), out, gid)

@@ -12,8 +12,8 @@ neighbouring addresses), the shares are added by a tree reduction in local memor
 the work-item with s = 0 applies alpha and the epilogue and stores. The work-group's
 shape follows B's layout, the operand that is read once and dominates the traffic:
 
-- K contiguous in B (Gemm with transB = 1, as PyTorch exports a Linear layer): one
-  output per work-group, local size (S, 1[, 1]), grid (S * N, M[, batch]). When A's row
+- K contiguous in B (Gemm with transB = 1, as PyTorch exports a Linear layer; a MatMul
+  reading attention's keys through `rhs_perm`): one output per work-group, local size (S, 1[, 1]), grid (S * N, M[, batch]). When A's row
   is contiguous too and K % 4 == 0 the loads are float4 (`vload4` of A's row and B's
   row, whose starts are then multiples of 4 floats); otherwise scalar.
 - N contiguous in B (transB = 0, MatMul): neighbouring work-items must take
@@ -21,18 +21,27 @@ shape follows B's layout, the operand that is read once and dominates the traffi
   columns (`split_k_cols`) times S shares: local size (cols, S[, 1]), grid (N rounded
   up to cols, S * M[, batch]). Columns past N load column N - 1 (in bounds, never
   stored) so that every work-item reaches every barrier.
+
+A MatMul reads each operand through strides (`MatMulSpec.a_strides`, `b_strides` and
+the batch strides), not as a contiguous [batch..., M, K] / [batch..., K, N] array: a
+`graph.matmul` with `lhs_perm` / `rhs_perm` reads a transposed operand in place instead
+of a transpose kernel copying it first (attention's keys, its head split/merge). Every
+path takes any strides; the float4 loads only where the strides keep them aligned and
+contiguous (see `MatMulSpec`), the scalar loads elsewhere. A kernel that reads a
+non-contiguous operand is named with `_tA` / `_tB` / `_tAB`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_sum
+from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel, work_group_sum
 
 SPLIT_K_GROUP = 256
 """Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
@@ -219,17 +228,116 @@ class GemmSpec(KernelSpec):
         sk.reduce(kb, scratch, partial, s, c, col, finish)
 
 
+def read_strides(stored_shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
+    """Element strides with which `transpose(stored, perm)` is read from the contiguous
+    `stored` tensor (`graph.matmul`'s `lhs_perm` / `rhs_perm`); 0 along unit axes, whose
+    coordinate is always 0."""
+    cs = contiguous_strides(stored_shape)
+    return tuple(0 if stored_shape[p] == 1 else cs[p] for p in perm)
+
+
+class MatMulGeometry(NamedTuple):
+    """out[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n] with each operand read through
+    element strides: A at sum(b * a_batch_strides) + m * a_strides[0] + k * a_strides[1],
+    B at sum(b * b_batch_strides) + k * b_strides[0] + n * b_strides[1]. A batch stride is
+    0 where the operand is broadcast."""
+
+    batch: tuple[int, ...]
+    a_batch_strides: tuple[int, ...]
+    b_batch_strides: tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    a_strides: tuple[int, int]
+    """(row stride, K stride) of A."""
+    b_strides: tuple[int, int]
+    """(K stride, column stride) of B."""
+
+    def collapse_rows(self) -> MatMulGeometry | None:
+        """The batch read as more rows of one product, when B is shared by every batch
+        entry and A's batch axes and rows nest like one row axis (PyTorch's attention
+        projections multiply [L, 1, E] by [E, 3E]): register tiles then span batch
+        entries instead of B being re-read per entry. None when that does not hold
+        (B has a batch; A is broadcast along a batch axis or read transposed across it)."""
+        if not self.batch or any(self.b_batch_strides):
+            return None
+        live = [(st, d) for st, d in zip((*self.a_batch_strides, self.a_strides[0]), (*self.batch, self.m))
+                if d != 1]
+        if any(st == 0 for st, _ in live):
+            return None
+        if any(outer != inner * d_inner for (outer, _), (inner, d_inner) in zip(live, live[1:])):
+            return None
+        rows = numel(self.batch) * self.m
+        row_stride = live[-1][0] if live else self.k
+        return self._replace(batch=(), a_batch_strides=(), b_batch_strides=(), m=rows,
+                             a_strides=(row_stride, self.a_strides[1]))
+
+
+def matmul_geometry(a_shape: Sequence[int], a_read: Sequence[int], b_shape: Sequence[int],
+                    b_read: Sequence[int]) -> MatMulGeometry:
+    """The geometry of numpy's matmul of A (shape `a_shape`, read through strides
+    `a_read`) and B: a 1-D A is one row, a 1-D B one column, batch axes broadcast."""
+    a = (1, *a_shape) if len(a_shape) == 1 else tuple(a_shape)
+    a_st = (0, *a_read) if len(a_shape) == 1 else tuple(a_read)
+    b = (*b_shape, 1) if len(b_shape) == 1 else tuple(b_shape)
+    b_st = (*b_read, 0) if len(b_shape) == 1 else tuple(b_read)
+    batch = broadcast_batch(a[:-2], b[:-2])
+
+    def batch_strides(dims, strides):
+        pad = len(batch) - len(dims)
+        return (0,) * pad + tuple(0 if d == 1 else st for d, st in zip(dims, strides))
+
+    return MatMulGeometry(batch, batch_strides(a[:-2], a_st[:-2]), batch_strides(b[:-2], b_st[:-2]),
+                          m=a[-2], n=b[-1], k=a[-1], a_strides=(a_st[-2], a_st[-1]), b_strides=(b_st[-2], b_st[-1]))
+
+
+def broadcast_batch(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+def float4_columns(n: int, b_strides: Sequence[int], b_batch_strides: Sequence[int]) -> bool:
+    """Whether B's rows can be read as float4s (tile_n = 4): columns contiguous, N % 4 == 0,
+    and every row start (K and batch strides) a multiple of 4 floats, so each vload4 is
+    aligned."""
+    return n % 4 == 0 and b_strides[1] == 1 and all(st % 4 == 0 for st in (b_strides[0], *b_batch_strides))
+
+
+def _contiguous_batch(batch_strides: Sequence[int], batch: Sequence[int], inner: int) -> bool:
+    """Whether batch strides are those of a contiguous array whose entries hold `inner`
+    elements (broadcast axes, stride 0, skipped)."""
+    expected = inner
+    for st, d in zip(reversed(batch_strides), reversed(batch)):
+        if st == 0:
+            continue
+        if st != expected:
+            return False
+        expected *= d
+    return True
+
+
 @dataclass(frozen=True)
 class MatMulSpec(KernelSpec):
     """out[b, m, n] = sum_k A[b, m, k] * B[b, k, n]; batch strides may be 0 (broadcast).
 
+    A is read at `sum(b * a_batch_strides) + a_strides[0] * m + a_strides[1] * k`, B at
+    `sum(b * b_batch_strides) + b_strides[0] * k + b_strides[1] * n` (MatMulGeometry); the defaults are
+    contiguous [M, K] / [K, N] operands. The output is contiguous.
+
     Register tiles (`k_split` = 1): each work-item computes `tile_m` rows by `tile_n`
     columns (kernel_config `tile_m`, `tile_n`). `tile_n` = 4 keeps a float4 accumulator
-    per row and reads B's row segment with one `vload4` (N % 4 == 0); each A element is
-    then used four times from a register, each B float4 `tile_m` times. With K % 4 == 0
-    too, A is read a float4 at a time (four K steps per loop trip). Rows past M load row
-    M - 1 and are not stored. The fused element-wise tail (`epilogue`: bias, GELU,
-    residual add) runs per output element before its store."""
+    per row and reads B's row segment with one `vload4` (only where `float4_columns`
+    holds; anything else is a LoweringError, never a misaligned load); each A element is
+    then used four times from a register, each B float4 `tile_m` times. With K % 4 == 0,
+    A's K stride 1 and its other strides multiples of 4 too, A is read a float4 at a time
+    (four K steps per loop trip); otherwise A is read a float at a time. Rows past M
+    load row M - 1 and are not stored. The fused element-wise tail (`epilogue`: bias,
+    GELU, residual add) runs per output element before its store.
+
+    Split-K (`k_split` > 1) takes any strides too: B's K stride picks the work-group
+    layout (SplitK), float4 loads only when both operands are K-contiguous and aligned."""
 
     batch: tuple[int, ...]
     a_batch_strides: tuple[int, ...]
@@ -241,29 +349,68 @@ class MatMulSpec(KernelSpec):
     """Work-items sharing one output's reduction (1: one work-item per output tile)."""
     tile_m: int = 1
     tile_n: int = 1
+    a_strides: tuple[int, int] | None = None
+    """(row stride, K stride) of A; None: contiguous, (K, 1)."""
+    b_strides: tuple[int, int] | None = None
+    """(K stride, column stride) of B; None: contiguous, (N, 1)."""
 
     def __post_init__(self):
+        # Strides of extents of 1 are never multiplied by anything but 0: normalised, so
+        # that equal kernels have equal specs (one kernel, one name).
+        a_rs, a_ks = self.a_strides or (self.k, 1)
+        b_ks, b_cs = self.b_strides or (self.n, 1)
+        if self.m == 1:
+            a_rs = self.k
+        if self.n == 1:
+            b_cs = 1
+        if self.k == 1:
+            a_ks, b_ks = 1, self.n
+        object.__setattr__(self, "a_strides", (a_rs, a_ks))
+        object.__setattr__(self, "b_strides", (b_ks, b_cs))
         if not _is_pow2(self.k_split):
             raise ValueError(f"k_split must be a power of two, got {self.k_split}")
         if self.tile_n not in (1, 4) or (self.tile_n == 4 and self.n % 4):
             raise ValueError(f"tile_n must be 1, or 4 with N % 4 == 0 (N = {self.n}), got {self.tile_n}")
+        if self.tile_n == 4 and not float4_columns(self.n, self.b_strides, self.b_batch_strides):
+            raise ValueError(
+                f"tile_n = 4 reads B's rows as float4s, but B is read with K stride {b_ks}, column stride {b_cs} "
+                f"and batch strides {list(self.b_batch_strides)} (a transposed operand, rhs_perm): it needs "
+                "column stride 1 and the other strides multiples of 4; use tile_n = 1")
         if self.tile_m not in (1, 2, 4, 8):
             raise ValueError(f"tile_m must be 1, 2, 4 or 8, got {self.tile_m}")
         if self.k_split > 1 and (self.tile_m, self.tile_n) != (1, 1):
             raise ValueError("split-K matmuls compute one output per work-group: tile_m and tile_n must be 1")
 
+    @property
+    def a_contiguous(self) -> bool:
+        return self.a_strides == (self.k, 1) and _contiguous_batch(self.a_batch_strides, self.batch, self.m * self.k)
+
+    @property
+    def b_contiguous(self) -> bool:
+        return self.b_strides == (self.n, 1) and _contiguous_batch(self.b_batch_strides, self.batch, self.k * self.n)
+
+    @property
+    def a_float4(self) -> bool:
+        """A's rows read as float4s along K (with tile_n = 4)."""
+        a_rs, a_ks = self.a_strides
+        return self.k % 4 == 0 and a_ks == 1 and all(st % 4 == 0 for st in (a_rs, *self.a_batch_strides))
+
+    def _layout_suffix(self) -> str:
+        strided = ("" if self.a_contiguous else "A") + ("" if self.b_contiguous else "B")
+        return f"_t{strided}" if strided else ""
+
     def base_name(self) -> str:
         if self.k_split > 1:
-            return "matmul_ksplit" + self.epilogue.suffix()
+            return "matmul_ksplit" + self._layout_suffix() + self.epilogue.suffix()
         tile = f"_{self.tile_m}x{self.tile_n}" if (self.tile_m, self.tile_n) != (1, 1) else ""
-        return f"matmul{tile}{self.epilogue.suffix()}"
+        return f"matmul{tile}{self._layout_suffix()}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
 
     def split(self) -> SplitK:
-        return SplitK(k=self.k, split=self.k_split, n=self.n, m=self.m, a_ks=1, b_ks=self.n,
-                      batch=max(1, numel(self.batch)))
+        return SplitK(k=self.k, split=self.k_split, n=self.n, m=self.m, a_ks=self.a_strides[1],
+                      b_ks=self.b_strides[0], batch=max(1, numel(self.batch)))
 
     def global_size(self) -> tuple[int, ...]:
         if self.k_split > 1:
@@ -292,32 +439,35 @@ class MatMulSpec(KernelSpec):
         bc = self._coords(kb, z)
         a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
         b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
-        m, n, k = self.m, self.n, self.k
+        m, k = self.m, self.k
+        a_rs, a_ks = self.a_strides
+        b_ks, b_cs = self.b_strides
         row0 = kb.mul(rid, tm, "row0") if tm > 1 else rid
         # rows past M (the last tile of a ragged M) read row M - 1 and are never stored
         rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) for r in range(1, tm)] if m % tm else \
             [row0] + [kb.add(row0, r) for r in range(1, tm)]
-        a_rows = [kb.add(a_base, kb.mul(r, k)) for r in rows]
+        a_rows = [kb.add(a_base, kb.mul(r, a_rs)) for r in rows]
         if tn == 1:
-            b_col = kb.add(b_base, cid)
+            b_col = kb.add(b_base, kb.mul(cid, b_cs))
 
             def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                vb = k1.load(b, k1.add(b_col, k1.mul(kk, n)))
-                return [k1.fma(k1.load(a, k1.add(ar, kk)), vb, acc[r]) for r, ar in enumerate(a_rows)]
+                vb = k1.load(b, k1.add(b_col, k1.mul(kk, b_ks)))
+                return [k1.fma(k1.load(a, k1.add(ar, k1.mul(kk, a_ks))), vb, acc[r]) for r, ar in enumerate(a_rows)]
 
             accs = kb.for_(0, k, 1, [kb.f(0.0)] * tm, step, "kk")
             lanes = [[acc] for acc in accs]
             cols = [cid]
         else:
+            # float4_columns holds (checked in __post_init__): B's rows start at multiples of 4
             kv = kb.vector(f32)
-            b4_col = kb.add(kb.div(b_base, 4), cid) if self.batch else cid  # in float4 units: N % 4 == 0
-            n4 = n // 4
-            if k % 4 == 0:
-                a4_rows = [kb.div(ar, 4) for ar in a_rows]  # K % 4 == 0: A's rows start at multiples of 4
+            b4_col = kb.add(kb.div(b_base, 4), cid) if self.batch else cid  # in float4 units
+            b4_ks = b_ks // 4
+            if self.a_float4:
+                a4_rows = [kb.div(ar, 4) for ar in a_rows]  # A's rows start at multiples of 4
 
                 def step4(k1: KernelBuilder, kq: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
                     k0 = k1.mul(kq, 4)
-                    vb = [k1.vload4(b, k1.add(b4_col, k1.mul(k1.add(k0, j), n4))) for j in range(4)]
+                    vb = [k1.vload4(b, k1.add(b4_col, k1.mul(k1.add(k0, j), b4_ks))) for j in range(4)]
                     out_acc = []
                     for r, a4r in enumerate(a4_rows):
                         va = k1.vload4(a, k1.add(a4r, kq))
@@ -330,8 +480,8 @@ class MatMulSpec(KernelSpec):
                 accs = kb.for_(0, k // 4, 1, [kv.f(0.0)] * tm, step4, "kq")
             else:
                 def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-                    vb = k1.vload4(b, k1.add(b4_col, k1.mul(kk, n4)))
-                    return [k1.fma(k1.vector(f32).splat(k1.load(a, k1.add(ar, kk))), vb, acc[r])
+                    vb = k1.vload4(b, k1.add(b4_col, k1.mul(kk, b4_ks)))
+                    return [k1.fma(k1.vector(f32).splat(k1.load(a, k1.add(ar, k1.mul(kk, a_ks)))), vb, acc[r])
                             for r, ar in enumerate(a_rows)]
 
                 accs = kb.for_(0, k, 1, [kv.f(0.0)] * tm, step, "kk")
@@ -351,21 +501,24 @@ class MatMulSpec(KernelSpec):
                 store_row(kb)
 
     def split_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        """As GemmSpec's, per batch entry (grid axis 2); B is [K, N] per batch entry, so
-        this is the column-contiguous layout unless N = 1 (then K is contiguous and,
-        with K % 4 == 0, the loads are float4)."""
+        """As GemmSpec's, per batch entry (grid axis 2). B's K stride picks the layout: a
+        contiguous B ([K, N] per batch entry) is column-contiguous unless N = 1; a B read
+        transposed (attention's keys, rhs_perm) is K-contiguous. float4 loads when both
+        operands are K-contiguous, K % 4 == 0 and every other stride a multiple of 4."""
         (a, b), extras, out = self.split_args(args)
         sk = self.split()
         scratch = sk.scratch(kb)
         row, col, s, c = sk.ids(kb)
         z = kb.global_id(2, "z")
         m, n, k = self.m, self.n, self.k
+        a_rs, a_ks = self.a_strides
+        b_cs = self.b_strides[1]
         bc = kb.unravel(z, self.batch) if self.batch else []
-        a_terms = [*zip(bc, self.a_batch_strides), *([(row, k)] if m > 1 else [])]
+        a_terms = [*zip(bc, self.a_batch_strides), *([(row, a_rs)] if m > 1 else [])]
         col_ld = kb.min_i(col, n - 1) if not sk.k_contiguous and n % sk.cols else col
-        # N = 1: the column is always 0 (and B's rows are K-contiguous)
-        b_terms = [*zip(bc, self.b_batch_strides), *([(col_ld, 1)] if n > 1 else [])]
-        vec4 = sk.k_contiguous and k % 4 == 0 and all(st % 4 == 0 for _, st in (*a_terms, *b_terms))
+        # N = 1: the column is always 0
+        b_terms = [*zip(bc, self.b_batch_strides), *([(col_ld, b_cs)] if n > 1 else [])]
+        vec4 = sk.k_contiguous and a_ks == 1 and k % 4 == 0 and all(st % 4 == 0 for _, st in (*a_terms, *b_terms))
         partial = sk.product(kb, a, b, s, a_terms, b_terms, vec4)
 
         def finish(k1: KernelBuilder, total: SSAValue) -> None:
