@@ -1768,6 +1768,14 @@ class GatherOp(GraphOp):
 # --------------------------------------------------------------------------- matrix products
 
 
+class GemmHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from adreno_mlir.passes.graph_canonicalize import PretransposeGemmWeight
+
+        return (PretransposeGemmWeight(),)
+
+
 @irdl_op_definition
 class GemmOp(GraphOp):
     """alpha * op(A) @ op(B) + beta * C, ONNX Gemm on 2-D tensors."""
@@ -1782,7 +1790,7 @@ class GemmOp(GraphOp):
     trans_a = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
     trans_b = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
     irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
-    traits = traits_def(Pure(), EpilogueHead())
+    traits = traits_def(Pure(), EpilogueHead(), GemmHasCanonicalizationPatterns())
     assembly_format = (
         "$a `,` $b (`,` $c^)? attr-dict `:` type($a) `,` type($b) (`,` type($c)^)? "
         "`->` type($result)"

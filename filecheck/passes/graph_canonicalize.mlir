@@ -101,3 +101,17 @@ func.func @gelu(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
   %not = graph.mul %m3, %third : (tensor<2x8xf32>, tensor<1xf32>) -> tensor<2x8xf32>
   func.return %h, %not : tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// A Gemm with transB and a constant B gets B transposed at compile time once it has 16 or
+// more output rows (a token matrix: coalesced reads of B on a GPU); a GEMV keeps transB
+// for its K-contiguous split-K kernel.
+// CHECK-LABEL: func.func @pretranspose
+// CHECK:         %{{.*}} = graph.gemm %tokens, %{{.*}}, %bias : tensor<16x4xf32>, tensor<4x3xf32>, tensor<3xf32> -> tensor<16x3xf32>
+// CHECK:         %{{.*}} = graph.gemm %vector, %w, %bias {trans_b = 1 : i64} : tensor<1x4xf32>, tensor<3x4xf32>, tensor<3xf32> -> tensor<1x3xf32>
+func.func @pretranspose(%tokens: tensor<16x4xf32>, %vector: tensor<1x4xf32>) -> (tensor<16x3xf32>, tensor<1x3xf32>) {
+  %w = graph.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0]]> : tensor<3x4xf32>
+  %bias = graph.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
+  %a = graph.gemm %tokens, %w, %bias {trans_b = 1 : i64} : tensor<16x4xf32>, tensor<3x4xf32>, tensor<3xf32> -> tensor<16x3xf32>
+  %b = graph.gemm %vector, %w, %bias {trans_b = 1 : i64} : tensor<1x4xf32>, tensor<3x4xf32>, tensor<3xf32> -> tensor<1x3xf32>
+  func.return %a, %b : tensor<16x3xf32>, tensor<1x3xf32>
+}
