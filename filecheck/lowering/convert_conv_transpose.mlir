@@ -96,14 +96,15 @@ func.func @grouped(%x: tensor<2x6x4x5xf32>, %w: tensor<6x2x1x1xf32>) -> tensor<2
 
 // Between NCHW4c convolutions: convert-layout-nchw4c packs the convolutions (images with
 // annotate-texture-scope) but leaves the transposed convolution on plain tensors (it has
-// no NCHW4c kernel): its input is unpacked, its result packed again for the ReLU.
+// no NCHW4c kernel): its input is unpacked; the ReLU on its plain result stays plain too
+// (it fuses into the transposed convolution) and is packed for the next convolution.
 
 // LAYOUT-LABEL: func.func @between
 // LAYOUT:         graph.conv2d {{.*}} -> !texture.tensor<1x2x6x6x4xf32, nchw4c, #texture.image
 // LAYOUT-NEXT:    %c0 = texture.unpack %{{.*}} -> tensor<1x8x6x6xf32>
 // LAYOUT:         %u = graph.conv_transpose2d %c0, %w1 {strides = array<i64: 2, 2>} : tensor<1x8x6x6xf32>, tensor<8x6x2x2xf32> -> tensor<1x6x12x12xf32>
-// LAYOUT-NEXT:    %[[P:[0-9]+]] = texture.pack %u : tensor<1x6x12x12xf32> -> !texture.tensor<1x2x12x12x4xf32, nchw4c, #texture.image
-// LAYOUT-NEXT:    graph.relu %[[P]]
+// LAYOUT-NEXT:    %r = graph.relu %u : tensor<1x6x12x12xf32>
+// LAYOUT-NEXT:    %{{[0-9]+}} = texture.pack %r : tensor<1x6x12x12xf32> -> !texture.tensor<1x2x12x12x4xf32, nchw4c, #texture.image
 func.func @between(%x: tensor<1x3x6x6xf32>) -> tensor<1x4x12x12xf32> {
   %w0 = graph.constant dense<0.25> : tensor<8x3x3x3xf32>
   %c0 = graph.conv2d %x, %w0 {pads = array<i64: 1, 1, 1, 1>} : tensor<1x3x6x6xf32>, tensor<8x3x3x3xf32> -> tensor<1x8x6x6xf32>
