@@ -93,7 +93,7 @@ def matmul_variants():
     from adreno_mlir.passes.select_kernel_config import tileable
 
     yield "default", lambda h, c: None
-    for tm, tn in ((1, 1), (1, 4), (2, 4), (4, 4), (8, 4)):
+    for tm, tn in ((1, 1), (4, 1), (8, 1), (1, 4), (2, 4), (4, 4), (8, 4)):
         def edit(h, c, tm=tm, tn=tn):
             if not isinstance(h, (graph.MatMulOp, graph.GemmOp)) or c.get("k_split", 1) > 1 or not tileable(h):
                 return None

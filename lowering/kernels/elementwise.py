@@ -97,8 +97,8 @@ class GatherSpec(KernelSpec):
     """`graph.gather` whose indices are not evenly spaced (evenly spaced ones became
     slices): the input viewed as [outer, axis_len, inner], the output as [outer, count,
     inner]; output element (o, p, i) copies input (o, indices[p], i). The indices come
-    from a constant table argument of floats (every kernel argument is a float buffer;
-    integers below 2**24 are exact in a float, which the lowering checks)."""
+    from a constant table argument of floats (weights are float buffers; integers below
+    2**24 are exact in a float, which the lowering checks)."""
 
     outer: int
     axis_len: int
@@ -114,27 +114,25 @@ class GatherSpec(KernelSpec):
     def global_size(self) -> tuple[int, ...]:
         return (self.outer * self.count * self.inner,)
 
+    def source_row(self, kb: KernelBuilder, indices: SSAValue, p: SSAValue) -> SSAValue:
+        """The input row that output row `p` copies."""
+        return kb.to_int(kb.load(indices, p))
+
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        (x, table), _, out = self.split_args(args)
+        (x, indices), _, out = self.split_args(args)
         gid = kb.global_id(0, "i")
         o, p, i = kb.unravel(gid, (self.outer, self.count, self.inner), ("o", "p", "in"))
-        src = kb.to_int(kb.load(table, p))
+        src = self.source_row(kb, indices, p)
         index = kb.add(kb.mul(kb.add(kb.mul(o, self.axis_len), src), self.inner), i)
         kb.store(kb.load(x, index), out, gid)
 
 
 @dataclass(frozen=True)
-class TakeSpec(KernelSpec):
-    """`graph.take`, a gather with run-time i32 indices (an embedding lookup): output
-    element (o, p, i) copies input (o, ids[p], i), the input viewed as [outer, axis_len,
-    inner]. A negative id counts from the end (ONNX); ids are clamped into the table
-    so a bad id can never read outside it (the runtimes reject out-of-range ids before
-    they upload them, so clamping never decides a result)."""
-
-    outer: int
-    axis_len: int
-    count: int
-    inner: int
+class TakeSpec(GatherSpec):
+    """`graph.take`, a gather with run-time i32 indices (an embedding lookup). A negative
+    id counts from the end (ONNX); ids are clamped into the table so a bad id can never
+    read outside it (the runtime rejects out-of-range ids before it uploads them, so
+    clamping never decides a result)."""
 
     def base_name(self) -> str:
         return "take"
@@ -147,15 +145,7 @@ class TakeSpec(KernelSpec):
 
         return {"ids": GLOBAL_I32}
 
-    def global_size(self) -> tuple[int, ...]:
-        return (self.outer * self.count * self.inner,)
-
-    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        (x, ids), _, out = self.split_args(args)
-        gid = kb.global_id(0, "i")
-        o, p, i = kb.unravel(gid, (self.outer, self.count, self.inner), ("o", "p", "in"))
-        raw = kb.load(ids, p, "id")
+    def source_row(self, kb: KernelBuilder, indices: SSAValue, p: SSAValue) -> SSAValue:
+        raw = kb.load(indices, p, "id")
         wrapped = kb.select(kb.cmp("slt", raw, 0), kb.add(raw, self.axis_len), raw)
-        src = kb.min_i(kb.max_i(wrapped, 0), self.axis_len - 1)
-        index = kb.add(kb.mul(kb.add(kb.mul(o, self.axis_len), src), self.inner), i)
-        kb.store(kb.load(x, index), out, gid)
+        return kb.min_i(kb.max_i(wrapped, 0), self.axis_len - 1)
