@@ -17,7 +17,11 @@ from xdsl.passes import ModulePass, PassPipeline
 
 from adreno_mlir.errors import CompileError
 
-GRAPH_OPT = ("graph-opt", "graph-canonicalize,fold-batchnorm,graph-canonicalize")
+def graph_opt(target: str) -> tuple[str, str]:
+    """Graph cleanups, then attention fusion (after canonicalize has folded the key
+    transposes into the MatMuls' perms; before layout: graph.attention stays plain;
+    `fuse-attention` fuses for GPU targets only, where it pays)."""
+    return ("graph-opt", f"graph-canonicalize,fold-batchnorm,graph-canonicalize,fuse-attention{{target={target}}}")
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
@@ -43,10 +47,10 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     ]
     winograd = ("winograd", f"conv-winograd{{target={target}}}")
     if layout == "nchw":
-        return [GRAPH_OPT, winograd, *tail]
+        return [graph_opt(target), winograd, *tail]
     images = "true" if textures else "false"
     return [
-        GRAPH_OPT,
+        graph_opt(target),
         ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
         winograd,
         ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),

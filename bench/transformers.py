@@ -137,7 +137,10 @@ def bench(name, args, shared):
         row["plans"][plan] = v
         try:
             t0 = time.perf_counter()
-            cm = adreno_mlir.compile(model, device=args.device, **PLANS[plan])
+            options = dict(PLANS[plan])
+            if args.without:
+                options["pipeline"] = lambda p: p.replace(f"{args.without},", "").replace(f",{args.without}", "")
+            cm = adreno_mlir.compile(model, device=args.device, **options)
             v["compile_s"] = time.perf_counter() - t0
             times, out = time_calls(lambda: cm.run(feeds), args.warmup, args.repeat)
             v["ms"] = statistics.median(times)
@@ -171,6 +174,8 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--without", default=None, metavar="PASS",
+                    help="compile with PASS removed from the default pipeline (e.g. fuse-attention): what it buys")
     args = ap.parse_args(argv)
     unknown = [p for p in args.plans.split(",") if p not in PLANS]
     if unknown:

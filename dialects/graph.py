@@ -257,13 +257,14 @@ class GatherHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
 
 
 class MatMulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
-    """A transpose feeding only a matmul becomes the matmul's `lhs_perm` / `rhs_perm`."""
+    """A transpose feeding only a matmul becomes the matmul's `lhs_perm` / `rhs_perm`; a
+    scalar multiply of an operand moves after the matmul."""
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from adreno_mlir.passes.graph_canonicalize import FoldTransposeIntoMatMul
+        from adreno_mlir.passes.graph_canonicalize import FoldTransposeIntoMatMul, HoistScalarMulThroughMatMul
 
-        return (FoldTransposeIntoMatMul(),)
+        return (FoldTransposeIntoMatMul(), HoistScalarMulThroughMatMul())
 
 
 # --------------------------------------------------------------------------- constants
@@ -827,18 +828,20 @@ class SubOp(BinaryOp):
 
 
 class MulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
-    """Constant folding, the exported GELU pattern (which ends in a multiply), and the
-    element-wise transpose sinking (attention scales its transposed keys)."""
+    """Constant folding, the exported GELU pattern (which ends in a multiply), the
+    element-wise transpose sinking (attention scales its transposed keys) and chains of
+    scalar multiplies."""
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
         from adreno_mlir.passes.graph_canonicalize import (
             FoldConstantElementwise,
+            FoldScalarMulChain,
             RecognizeGelu,
             SinkTransposeBelowScalarOp,
         )
 
-        return (FoldConstantElementwise(), RecognizeGelu(), SinkTransposeBelowScalarOp())
+        return (FoldConstantElementwise(), RecognizeGelu(), SinkTransposeBelowScalarOp(), FoldScalarMulChain())
 
 
 @irdl_op_definition
@@ -1691,8 +1694,13 @@ class LayerNormOp(GraphOp):
             raise VerifyException(f"'graph.layer_norm' axis {axis} out of range for rank {len(x)}")
         trailing = x[axis % len(x):]
         for what, v in (("scale", self.scale), ("bias", self.bias)):
-            if v is not None and (len(shape_of(v)) > len(trailing)
-                                  or broadcast_shapes(shape_of(v), trailing) != tuple(trailing)):
+            if v is None:
+                continue
+            try:
+                fits = len(shape_of(v)) <= len(trailing) and broadcast_shapes(shape_of(v), trailing) == tuple(trailing)
+            except VerifyException:
+                fits = False
+            if not fits:
                 raise VerifyException(
                     f"'graph.layer_norm' {what} of shape {list(shape_of(v))} does not broadcast to the "
                     f"normalized axes {list(trailing)}"
@@ -1873,6 +1881,79 @@ class MatMulOp(GraphOp):
                     f"'graph.matmul' {side}_perm {list(ints(perm))} is not a permutation of 0..{rank - 1} "
                     f"(the {side} operand has rank {rank})")
         _expect_shape(self, shape_of(self.result), matmul_shape(self.lhs_shape(), self.rhs_shape()))
+
+
+@irdl_op_definition
+class AttentionOp(GraphOp):
+    """softmax(scale * (Q @ K) + bias, axis=-1) @ V as one op (`fuse-attention` forms it
+    from the MatMul -> scale -> add -> Softmax -> MatMul chain), so the [..., M, L] score
+    matrix never reaches global memory: one kernel keeps each query row's scores in local
+    memory. Q is read as [..., M, D], K as [..., D, L] (the first product's right operand,
+    i.e. already the keys transposed), V as [..., L, Dv]; `q_perm` / `k_perm` / `v_perm`
+    (absent: identity) read an operand as `transpose(stored, perm)`, as graph.matmul's
+    perms do. Batch axes broadcast as numpy's matmul; `bias` (optional) broadcasts to the
+    scores' shape [..., M, L] without widening it."""
+
+    name = "graph.attention"
+    q = operand_def(AnyTensor)
+    k = operand_def(AnyTensor)
+    v = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    scale = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1.0))
+    q_perm = opt_prop_def(DenseArrayBase)
+    k_perm = opt_prop_def(DenseArrayBase)
+    v_perm = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$q `,` $k `,` $v (`,` $bias^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($bias)^)? "
+        "`->` type($result)"
+    )
+
+    def permutation(self, which: str) -> tuple[int, ...]:
+        """`q_perm` / `k_perm` / `v_perm`, the identity when absent."""
+        perm = getattr(self, f"{which}_perm")
+        value = getattr(self, which)
+        return ints(perm) if perm is not None else tuple(range(len(shape_of(value))))
+
+    def read_shape(self, which: str) -> tuple[int, ...]:
+        """The shape of operand `which` ("q", "k" or "v") as the products read it (after its perm)."""
+        s = shape_of(getattr(self, which))
+        return tuple(s[p] for p in self.permutation(which))
+
+    def scores_shape(self) -> tuple[int, ...]:
+        """[..., M, L]: the shape of scale * (Q @ K) (+ bias)."""
+        return matmul_shape(self.read_shape("q"), self.read_shape("k"))
+
+    def verify_shapes(self) -> None:
+        for which in ("q", "k", "v"):
+            rank = len(shape_of(getattr(self, which)))
+            perm = getattr(self, f"{which}_perm")
+            if perm is not None and sorted(ints(perm)) != list(range(rank)):
+                raise VerifyException(
+                    f"'graph.attention' {which}_perm {list(ints(perm))} is not a permutation of 0..{rank - 1} "
+                    f"(the {which} operand has rank {rank})")
+            if rank < 2:
+                raise VerifyException(f"'graph.attention' {which} must have rank >= 2, got rank {rank}")
+        q, k, v = self.read_shape("q"), self.read_shape("k"), self.read_shape("v")
+        if q[-1] != k[-2]:
+            raise VerifyException(
+                f"'graph.attention' Q [..., M, D] = {list(q)} and K [..., D, L] = {list(k)} differ in D")
+        if k[-1] != v[-2]:
+            raise VerifyException(
+                f"'graph.attention' K [..., D, L] = {list(k)} and V [..., L, Dv] = {list(v)} differ in L")
+        scores = self.scores_shape()
+        if self.bias is not None:
+            b = shape_of(self.bias)
+            try:
+                widened = broadcast_shapes(b, scores)
+            except VerifyException:
+                widened = None
+            if len(b) > len(scores) or widened != scores:
+                raise VerifyException(
+                    f"'graph.attention' bias of shape {list(b)} does not broadcast to the scores' shape "
+                    f"{list(scores)}")
+        _expect_shape(self, shape_of(self.result), matmul_shape(scores, v))
 
 
 # --------------------------------------------------------------------------- kernels in IR
@@ -2072,6 +2153,7 @@ Graph = Dialect(
         TakeOp,
         GemmOp,
         MatMulOp,
+        AttentionOp,
         FusedOp,
         YieldOp,
         Conv2dSplitKOp,

@@ -8,12 +8,13 @@ import numpy as np
 from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
+from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides, numel
 from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
 from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
 from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
-from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
+from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec, read_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
 from adreno_mlir.passes.select_kernel_config import matmul_geometry_of, tileable
 from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
@@ -303,6 +304,45 @@ class Softmax(KernelPattern):
         hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
 
 
+class Attention(KernelPattern):
+    """graph.attention (fuse-attention's op): one AttentionSpec kernel, its operands read
+    through their perms' strides with broadcast batch axes at stride 0. The op has no
+    NCHW4c kernel, so this is its lowering on every plan."""
+
+    heads = (graph.AttentionOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.AttentionOp = group.head
+        if group.has_epilogue:
+            raise LoweringError(f"{where(op)}: graph.attention takes no fused element-wise epilogue")
+        out = graph.shape_of(op.result)
+        batch, (m, dv) = tuple(out[:-2]), out[-2:]
+        d, keys = op.read_shape("k")[-2:]
+        if keys > MAX_KEYS:
+            raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its kernel keeps a row's scores "
+                                f"in local memory, at most {MAX_KEYS}; leave fuse-attention out of the pipeline")
+
+        def strides(which: str) -> tuple[int, ...]:
+            read = read_strides(graph.shape_of(getattr(op, which)), op.permutation(which))
+            shape = op.read_shape(which)
+            lead = len(batch) - (len(shape) - 2)
+            batch_st = tuple(0 if dim == 1 else st for dim, st in zip(shape[:-2], read[:-2]))
+            return (0,) * lead + batch_st + tuple(read[-2:])
+
+        bias_st = None
+        if op.bias is not None:
+            bias_st = broadcast_strides(graph.shape_of(op.bias), (*batch, m, keys))
+        try:
+            spec = AttentionSpec(batch=batch, m=m, d=d, keys=keys, dv=dv, q_strides=strides("q"),
+                                 k_strides=strides("k"), v_strides=strides("v"), bias_strides=bias_st,
+                                 scale=op.scale.value.data, items=cfg.get("reduce_items", 1))
+        except ValueError as e:
+            raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
+        ins = [hb.buffer(op.q), hb.buffer(op.k), hb.buffer(op.v)]
+        ins += [hb.buffer(op.bias)] if op.bias is not None else []
+        hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
+
+
 class LayerNorm(KernelPattern):
     heads = (graph.LayerNormOp,)
 
@@ -416,5 +456,5 @@ class MatMul(KernelPattern):
 NCHW_PATTERNS: tuple[KernelPattern, ...] = (
     ElementwiseMap(), Convolution(), ConvTranspose(), Gemm(), Pool(), Reduce(), Resize(), Concat(), Transpose(),
     Slice(),
-    Softmax(), MatMul(), LayerNorm(), Gather(), Take(), Pad(), Expand(),
+    Softmax(), MatMul(), LayerNorm(), Gather(), Take(), Pad(), Expand(), Attention(),
 )

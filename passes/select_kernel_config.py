@@ -15,6 +15,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
+| fused attention (graph.attention) | `reduce_items` (work-items per query row: 1 = a serial row, else 2-128) |
 | Gemm, MatMul | `k_split` (work-items sharing one output's reduction: 1 = one per output) |
 | MatMul | `tile_m` (rows per work-item: 1, 2, 4, 8), `tile_n` (columns per work-item: 1, or 4 as a float4 when N % 4 == 0) |
 | every NCHW4c kernel | `compute` (`"f32"`, or `"f16"`: half arithmetic, weights uploaded in half; absent: f32) |
@@ -134,6 +135,8 @@ def kernel_kind(head: Operation) -> str | None:
         return "gemm"
     if isinstance(head, (graph.LayerNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp)):
         return "norm"
+    if isinstance(head, graph.AttentionOp):
+        return "attention"
     return None
 
 
@@ -157,6 +160,7 @@ _INT_KEYS = {
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
     "norm": {"reduce_items": (1, 16, 32, 64, 128, 256)},
+    "attention": {"reduce_items": (1, 2, 4, 8, 16, 32, 64, 128)},
     "gemm": {"k_split": (1, 2, 4, 8, 16, 32, 64, 128, 256), "tile_m": (1, 2, 4, 8), "tile_n": (1, 4)},
 }
 
@@ -274,6 +278,8 @@ class Rules:
             cfg = self.tiles(head, self.gemm(head))
         elif kind == "norm":
             cfg = self.norm(head)
+        elif kind == "attention":
+            cfg = self.attention(head)
         if self.work_group:
             cfg["work_group"] = self.work_group
         if self.compute != "f32" and is_packed_kernel(head):
@@ -359,6 +365,17 @@ class Rules:
         items = 1
         if self.gpu:
             items = max((n for n in (16, 32, 64, 128, 256) if 2 * n <= length), default=1)
+        return {"reduce_items": items}
+
+    def attention(self, op: graph.AttentionOp) -> dict[str, Any]:
+        """Fused attention: `reduce_items` work-items per query row (AttentionSpec). GPUs: the
+        most (16 to 128) that give each at least two keys, since a row's work-group also
+        shares its Dv output columns; CPUs: 1 (a serial row per work-item: PoCL's cores are
+        already busy with the rows, and a barrier costs more there)."""
+        keys = op.scores_shape()[-1]
+        items = 1
+        if self.gpu:
+            items = max((n for n in (16, 32, 64, 128) if 2 * n <= keys), default=1)
         return {"reduce_items": items}
 
     def gemm(self, op: Operation) -> dict[str, Any]:

@@ -71,3 +71,18 @@ def test_graph_ir_holds_only_compute(name):
     folded_late = [f"{op.name} at {op.location}" for op in ops
                    if op.operands and all(isinstance(v.owner, graph.ConstantOp) for v in op.operands)]
     assert not folded_late, f"{name}: ops on constants only: {folded_late[:5]}"
+
+
+@pytest.mark.parametrize("name", ["tiny_bert", "swin_t"])
+def test_fused_attention_for_gpu_profiles(name):
+    """For a GPU profile fuse-attention turns each attention block into one kernel
+    (Swin-T's with its relative-position bias); the result still matches onnxruntime when
+    run here."""
+    path = _path(name)
+    cm = adreno_mlir.compile(path, layout="nchw", textures=False, target="adreno-740")
+    assert "__kernel void attention" in cm.source
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(2).standard_normal(cm.input_shapes["input"]).astype(np.float32)
+    (got,) = cm.run({"input": x}).values()
+    (ref,) = sess.run(None, {"input": x})
+    assert float(np.abs(got - ref).max() / np.abs(ref).max()) <= 1e-4

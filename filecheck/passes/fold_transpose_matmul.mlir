@@ -74,20 +74,19 @@ func.func @same_operand_twice(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 }
 
 // PyTorch's exported attention: a head split [L, H, D] -> [H, L, D], a reshape adding
-// the batch axis, the key transpose, and a scalar scale before the scores. The unit
-// reshape moves above the head split (a view of the stored tensor), the two transposes
-// compose, the scale moves above them (one scalar commutes with any permutation), and
-// the matmul reads the scaled [1, L, H, D] tensors through perms: no transpose left.
+// the batch axis, the key transpose, and a scalar scale on each side before the scores.
+// The unit reshape moves above the head split (a view of the stored tensor), the two
+// transposes compose, the scales move after the matmul and fold into one (0.5 * 0.5),
+// and the matmul reads the [1, L, H, D] tensors through perms: no transpose left.
 // CHECK-LABEL: func.func @attention
 // CHECK-SAME:    (%[[Q:.*]]: tensor<10x4x16xf32>, %[[K:.*]]: tensor<10x4x16xf32>)
-// CHECK-DAG:     %[[C:.*]] = graph.constant
 // CHECK-DAG:     %[[Q4:.*]] = graph.reshape %[[Q]] : (tensor<10x4x16xf32>) -> tensor<1x10x4x16xf32>
-// CHECK-DAG:     %[[QS:.*]] = graph.mul %[[Q4]], %[[C]] : (tensor<1x10x4x16xf32>, tensor<1xf32>) -> tensor<1x10x4x16xf32>
 // CHECK-DAG:     %[[K4:.*]] = graph.reshape %[[K]] : (tensor<10x4x16xf32>) -> tensor<1x10x4x16xf32>
-// CHECK-DAG:     %[[KS:.*]] = graph.mul %[[K4]], %[[C]] : (tensor<1x10x4x16xf32>, tensor<1xf32>) -> tensor<1x10x4x16xf32>
-// CHECK:         %[[S:.*]] = graph.matmul %[[QS]], %[[KS]] {lhs_perm = array<i64: 0, 2, 1, 3>, rhs_perm = array<i64: 0, 2, 3, 1>} : (tensor<1x10x4x16xf32>, tensor<1x10x4x16xf32>) -> tensor<1x4x10x10xf32>
+// CHECK:         %[[S:.*]] = graph.matmul %[[Q4]], %[[K4]] {lhs_perm = array<i64: 0, 2, 1, 3>, rhs_perm = array<i64: 0, 2, 3, 1>} : (tensor<1x10x4x16xf32>, tensor<1x10x4x16xf32>) -> tensor<1x4x10x10xf32>
+// CHECK-NEXT:    %[[C:.*]] = graph.constant dense<2.500000e-01> : tensor<1xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.mul %[[S]], %[[C]]
 // CHECK-NOT:     graph.transpose
-// CHECK:         func.return %[[S]]
+// CHECK:         func.return %[[R]]
 func.func @attention(%q: tensor<10x4x16xf32>, %k: tensor<10x4x16xf32>) -> tensor<1x4x10x10xf32> {
   %c = graph.constant dense<0.5> : tensor<1xf32>
   %qh = graph.transpose %q {perm = array<i64: 1, 0, 2>} : (tensor<10x4x16xf32>) -> tensor<4x10x16xf32>

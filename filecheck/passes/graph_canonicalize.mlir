@@ -115,3 +115,20 @@ func.func @pretranspose(%tokens: tensor<16x4xf32>, %vector: tensor<1x4xf32>) -> 
   %b = graph.gemm %vector, %w, %bias {trans_b = 1 : i64} : tensor<1x4xf32>, tensor<3x4xf32>, tensor<3xf32> -> tensor<1x3xf32>
   func.return %a, %b : tensor<16x3xf32>, tensor<1x3xf32>
 }
+
+// Scalar factors of matmul operands (attention scales q and k by sqrt(scale) each) move
+// after the matmul and fold into one factor, which then fuses as the matmul's epilogue.
+// CHECK-LABEL: func.func @scaled_matmul
+// CHECK-SAME: (%[[Q:.*]]: tensor<4x8x16xf32>, %[[K:.*]]: tensor<4x16x8xf32>)
+// CHECK-NEXT:   %[[S:.*]] = graph.matmul %[[Q]], %[[K]] : (tensor<4x8x16xf32>, tensor<4x16x8xf32>) -> tensor<4x8x8xf32>
+// CHECK-NEXT:   %[[C:.*]] = graph.constant dense<1.250000e-01> : tensor<1xf32>
+// CHECK-NEXT:   %[[R:.*]] = graph.mul %[[S]], %[[C]] : (tensor<4x8x8xf32>, tensor<1xf32>) -> tensor<4x8x8xf32>
+// CHECK-NEXT:   func.return %[[R]]
+func.func @scaled_matmul(%q: tensor<4x8x16xf32>, %k: tensor<4x16x8xf32>) -> tensor<4x8x8xf32> {
+  %c = graph.constant dense<0.5> : tensor<1xf32>
+  %c2 = graph.constant dense<0.25> : tensor<1xf32>
+  %qs = graph.mul %q, %c : (tensor<4x8x16xf32>, tensor<1xf32>) -> tensor<4x8x16xf32>
+  %ks = graph.mul %k, %c2 : (tensor<4x16x8xf32>, tensor<1xf32>) -> tensor<4x16x8xf32>
+  %s = graph.matmul %qs, %ks : (tensor<4x8x16xf32>, tensor<4x16x8xf32>) -> tensor<4x8x8xf32>
+  func.return %s : tensor<4x8x8xf32>
+}
