@@ -227,8 +227,9 @@ def _local_3_of_4(m):
 
 # (mutation, expected status, phrase of the message)
 MALFORMED = {
-    "format-version": (lambda p: _edit_manifest(p, lambda m: m.update(format_version=2)),
-                       "ADRENO_ERR_VERSION", "format version 2"),
+    # a version neither reader knows (the Python loader reads 1 and 2, the C runtime 1)
+    "format-version": (lambda p: _edit_manifest(p, lambda m: m.update(format_version=99)),
+                       "ADRENO_ERR_VERSION", "format version 99"),
     "not-an-artifact": (lambda p: (p / "manifest.json").unlink(), "ADRENO_ERR_IO", "is not an adreno-mlir artifact"),
     "other-format": (lambda p: _edit_manifest(p, lambda m: m.update(format="onnx")),
                      "ADRENO_ERR_VERSION", "not an adreno-mlir artifact manifest"),
