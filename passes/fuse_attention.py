@@ -178,10 +178,10 @@ class FuseAttention(RewritePattern):
             if dead is None:
                 continue
             consts = [v for v in dead.operands if isinstance(v.owner, graph.ConstantOp)]
-            rewriter.erase_op(dead)
+            rewriter.erase(dead)
             for c in consts:  # the scale constants, now unread
                 if not c.uses:
-                    rewriter.erase_op(c.owner)
+                    rewriter.erase(c.owner)
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ class FoldTransposeIntoMatMul(RewritePattern):
                 op.properties.pop(name, None)
             else:
                 op.properties[name] = graph.i64_array(composed)
-            rewriter.erase_op(t)
+            rewriter.erase(t)
             changed = True
         if changed:
             rewriter.notify_op_modified(op)
@@ -441,7 +441,7 @@ class FoldScalarMulChain(RewritePattern):
                 fused = graph.MulOp(x, const.result, op.result.type)
                 fused.location = op.location
                 rewriter.replace(op, fused)
-                rewriter.erase_op(inner)
+                rewriter.erase(inner)
                 return
 
 
@@ -472,7 +472,7 @@ class HoistScalarMulThroughMatMul(RewritePattern):
                 scaled = graph.MulOp(product.result, c, op.result.type)
                 scaled.location = mul.location
                 rewriter.replace(op, [product, scaled], [scaled.result])
-                rewriter.erase_op(mul)
+                rewriter.erase(mul)
                 return
 
 
