@@ -351,16 +351,19 @@ class LayerNorm(KernelPattern):
         shape = graph.shape_of(op.input)
         axis = op.norm_axis()
         row_shape = tuple(shape[axis:])
-        rows = 1
-        for d in shape[:axis]:
-            rows *= d
         bias = op.bias
         spec = LayerNormSpec(
-            rows=rows, row_shape=row_shape, scale_strides=broadcast_strides(graph.shape_of(op.scale), row_shape),
+            rows=numel(shape[:axis]), row_shape=row_shape, scale_strides=broadcast_strides(graph.shape_of(op.scale), row_shape),
             bias_strides=None if bias is None else broadcast_strides(graph.shape_of(bias), row_shape),
             epsilon=op.epsilon.value.data, items=cfg.get("reduce_items", 1))
         ins = [hb.buffer(op.input), hb.buffer(op.scale)] + ([] if bias is None else [hb.buffer(bias)])
         hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
+
+
+def _gather_geometry(shape, axis: int, count: int) -> dict[str, int]:
+    """GatherSpec's / TakeSpec's view of a gather: the input as [outer, axis_len, inner],
+    `count` rows taken along the axis."""
+    return dict(outer=numel(shape[:axis]), axis_len=shape[axis], count=count, inner=numel(shape[axis + 1:]))
 
 
 class Gather(KernelPattern):
@@ -376,17 +379,12 @@ class Gather(KernelPattern):
         if shape[axis] > 1 << 24:
             raise LoweringError(f"{where(op)}: gathering along an axis of {shape[axis]} elements (over 2**24) "
                                 "is not supported: its index table is stored as floats")
-        outer = inner = 1
-        for d in shape[:axis]:
-            outer *= d
-        for d in shape[axis + 1:]:
-            inner *= d
-        spec = GatherSpec(outer=outer, axis_len=shape[axis], count=len(indices), inner=inner)
+        spec = GatherSpec(**_gather_geometry(shape, axis, len(indices)))
         table = hb.weight((op.input.name_hint or "gather") + "_indices", indices.astype(np.float32))
         hb.launch(spec, [hb.buffer(op.input), table, hb.alloc(op.result)], loc)
 
 
-def _collapse_rows(strides: tuple[int, ...], rows_shape: tuple[int, ...], n: int) -> tuple[int, int] | None:
+def _collapse_rows(strides: tuple[int, ...], rows_shape: tuple[int, ...]) -> tuple[int, int] | None:
     """An extra input's (row, column) strides when the leading axes `rows_shape` (batch
     axes and M) are read as one row axis: possible when those axes' strides are all 0
     (a bias) or nest like a contiguous array's; None otherwise."""
@@ -407,11 +405,8 @@ class Take(KernelPattern):
 
     def lower(self, hb, group, cfg, loc):
         op: graph.TakeOp = group.head
-        shape = graph.shape_of(op.input)
-        axis = op.axis.value.data
-        outer = numel(shape[:axis])
-        inner = numel(shape[axis + 1:])
-        spec = TakeSpec(outer=outer, axis_len=shape[axis], count=numel(graph.shape_of(op.indices)), inner=inner)
+        spec = TakeSpec(**_gather_geometry(graph.shape_of(op.input), op.axis.value.data,
+                                           numel(graph.shape_of(op.indices))))
         hb.launch(spec, [hb.buffer(op.input), hb.buffer(op.indices), hb.alloc(op.result)], loc)
 
 
@@ -438,7 +433,7 @@ class MatMul(KernelPattern):
             # (checked with A's real strides): the batch is more rows of one product
             # (PyTorch's attention projections multiply [L, 1, E] by [E, 3E]), so
             # register tiles span batch entries instead of B being re-read per entry.
-            collapsed = [_collapse_rows(st, (*geo.batch, geo.m), geo.n) for st in epi.strides]
+            collapsed = [_collapse_rows(st, (*geo.batch, geo.m)) for st in epi.strides]
             if all(c is not None for c in collapsed):
                 epi = Epilogue(epi.expr, tuple(collapsed))  # type: ignore[arg-type]
                 geo = rows

@@ -36,6 +36,7 @@ warning: a shared tuning file may hold other models' entries).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,12 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
     return {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
 
 
+def group_items(extent: int, most: int = 256) -> int:
+    """Work-items per work-group reduction on a GPU: the most of 16, 32, ... `most` that
+    still give each at least two elements of `extent`; 1 (a serial loop) under 32."""
+    return max((n for n in (16, 32, 64, 128, 256) if n <= most and 2 * n <= extent), default=1)
+
+
 def tileable(op: Operation) -> bool:
     """Whether a Gemm/MatMul runs as a (tiled) MatMulSpec: a MatMul always; a Gemm
     without transA whose B is either not transposed or a constant (transposed at
@@ -347,7 +354,7 @@ class Rules:
             extent *= shape[a]
         items = 1
         if self.gpu:
-            items = max((n for n in (16, 32, 64, 128, 256) if 2 * n <= extent), default=1)
+            items = group_items(extent)
         return {"reduce_items": items}
 
     def norm(self, op: Operation) -> dict[str, Any]:
@@ -359,12 +366,10 @@ class Rules:
         if isinstance(op, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
             length = shape[op.axis.value.data % len(shape)]
         else:
-            length = 1
-            for d in shape[op.norm_axis():]:
-                length *= d
+            length = math.prod(shape[op.norm_axis():])
         items = 1
         if self.gpu:
-            items = max((n for n in (16, 32, 64, 128, 256) if 2 * n <= length), default=1)
+            items = group_items(length)
         return {"reduce_items": items}
 
     def attention(self, op: graph.AttentionOp) -> dict[str, Any]:
@@ -375,7 +380,7 @@ class Rules:
         keys = op.scores_shape()[-1]
         items = 1
         if self.gpu:
-            items = max((n for n in (16, 32, 64, 128) if 2 * n <= keys), default=1)
+            items = group_items(keys, most=128)
         return {"reduce_items": items}
 
     def gemm(self, op: Operation) -> dict[str, Any]:

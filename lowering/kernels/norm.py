@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allsum
+from adreno_mlir.lowering.kernels.common import KernelSpec, broadcast_strides, numel, work_group_allsum
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,7 @@ class LayerNormSpec(KernelSpec):
 
     @property
     def length(self) -> int:
-        n = 1
-        for d in self.row_shape:
-            n *= d
-        return n
+        return numel(self.row_shape)
 
     def base_name(self) -> str:
         return "layer_norm" + (f"_wg{self.items}" if self.items > 1 else "")
@@ -52,8 +49,7 @@ class LayerNormSpec(KernelSpec):
         return (self.items, 1) if self.items > 1 else None
 
     def _param_index(self, kb: KernelBuilder, j: SSAValue, strides: tuple[int, ...]) -> SSAValue:
-        dense = tuple(_contiguous(self.row_shape))
-        if strides == dense:
+        if strides == broadcast_strides(self.row_shape, self.row_shape):  # scale/bias of the row's own shape
             return j
         return kb.linear(kb.unravel(j, self.row_shape), strides)
 
@@ -93,10 +89,3 @@ class LayerNormSpec(KernelSpec):
 
         kb.for_(lid, n, step, [], write, "j")
 
-
-def _contiguous(shape: tuple[int, ...]) -> list[int]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc if d != 1 else 0)
-        acc *= d
-    return list(reversed(strides))
