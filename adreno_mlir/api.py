@@ -165,10 +165,10 @@ that takes the default pipeline string of the plan and returns the one to run.""
 
 def plan_pipeline(layout: str, textures: bool, storage: str, target_name: str,
                   work_group: tuple[int, ...] = (), pipeline: PipelineArg = None,
-                  compute: str = "f32") -> list[tuple[str, str]]:
+                  compute: str = "f32", overrides: str = "") -> list[tuple[str, str]]:
     """The stages a compile runs: the plan's default stages, or a caller's pipeline
     (one stage per pass)."""
-    stages = stages_for(layout, textures, storage, target_name, work_group, compute)
+    stages = stages_for(layout, textures, storage, target_name, work_group, compute, overrides)
     if pipeline is None:
         return stages
     spec = pipeline(pipeline_string(stages)) if callable(pipeline) else pipeline
@@ -225,6 +225,7 @@ def lower(
     passes: Sequence[type[ModulePass]] = (),
     timings: dict[str, float] | None = None,
     compute: str = "f32",
+    overrides: str = "",
 ) -> tuple[list[StageResult], str]:
     """Run a plan's stages (or a caller's `pipeline`, which may name the pass classes in
     `passes`) on `module` in place; returns the stage timings and the OpenCL C program
@@ -233,7 +234,8 @@ def lower(
     from adreno_mlir.lowering.opencl_printer import opencl_source
 
     stages = run_stages(make_context(), module,
-                        plan_pipeline(layout, textures, storage, target_name, work_group, pipeline, compute),
+                        plan_pipeline(layout, textures, storage, target_name, work_group, pipeline, compute,
+                                      overrides),
                         after_stage, passes, verify_each=pipeline is not None)
     if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
            for o in module.body.block.ops):
@@ -261,6 +263,8 @@ def compile(
     cache: CacheArg = None,
     runtime: str | None = None,
     calibration=None,
+    tuning_db: str | Path | None = None,
+    overrides: str | Path | dict | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -292,6 +296,12 @@ def compile(
     runtime:   the launch path of `run`: "auto" (default, or $ADRENO_MLIR_RUNTIME: the
                native C runtime of runtime/c when it is built, else pyopencl), "native"
                or "pyopencl" (adreno_mlir.runtime.native). `cm.runtime` says which ran.
+    tuning_db: a tuning database (`adreno-mlir tune`): the best measured kernel configs
+               for this device, driver and compiler version become select-kernel-config's
+               overrides (visible in `cm.pipeline`); entries for other devices, drivers or
+               compiler versions are ignored with a warning (adreno_mlir.tuning).
+    overrides: kernel configs to apply (a JSON file, or the same as a dict): see
+               select-kernel-config. Entries from `tuning_db` come first, these win.
     """
     from adreno_mlir.options import check_precision, check_work_group
     from adreno_mlir.runtime import Executable, default_context
@@ -309,6 +319,15 @@ def compile(
     context = default_context(device)
     if compute == "f16":
         check_half_support(context.devices[0])
+    overrides_file = ""
+    if tuning_db is not None or overrides is not None:
+        from adreno_mlir.tuning import overrides_file_for
+
+        overrides_file = overrides_file_for(context.devices[0], tuning_db, overrides)
+        if isinstance(pipeline, str):
+            raise CompileError("tuning_db= and overrides= apply to the plan's pipeline; with your own pipeline string "
+                               f'give select-kernel-config{{overrides="{overrides_file}"}} in it (or pass pipeline '
+                               "as a function that edits the default string)")
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
     t_import = time.perf_counter()
@@ -335,7 +354,7 @@ def compile(
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
     stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes,
-                           timings, compute)
+                           timings, compute, overrides_file)
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
                           input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime)
@@ -349,7 +368,7 @@ def compile(
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
         stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline,
-                               passes, timings, compute)
+                               passes, timings, compute, overrides_file)
         executable = instantiate(module, source)
     total = time.perf_counter() - start
     lowering = sum(st.seconds for st in stages if st.name == "opencl")

@@ -86,8 +86,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         _write_stage(m, path, weights_dir)
         written.append(path)
 
+    overrides = ""
+    if args.tuning_db:
+        from adreno_mlir.runtime import default_context
+        from adreno_mlir.tuning import overrides_file_for
+
+        overrides = overrides_file_for(default_context(args.device).devices[0], args.tuning_db)
     results, source = lower(module, layout, textures, storage, target, work_group_sizes(args.work_group, target),
-                            None if artifact_only else after, compute=check_precision(args.precision).compute)
+                            None if artifact_only else after, compute=check_precision(args.precision).compute,
+                            overrides=overrides)
     plan, weights = plan_from_module(module, store_of(module), input_shapes=in_shapes, output_shapes=out_shapes)
     pipeline = ",".join(r.pipeline for r in results)
     cl_path = out / (Path(args.model).stem + ".cl")
@@ -229,7 +236,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise CompileError(f"no such model file: {path}")
         model = adreno_mlir.compile(path, target=args.target, device=args.device, textures=_textures(args),
                                     precision=args.precision, layout=args.layout, work_group=args.work_group,
-                                    cache=_cache(args), runtime=args.runtime)
+                                    cache=_cache(args), runtime=args.runtime, tuning_db=args.tuning_db)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
         print(f"program build: {model.build_info.seconds:.2f} s (cache {model.build_info.cache}; "
               "part of the compile time)")
@@ -314,9 +321,13 @@ def _plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--work-group", type=_work_group_flag, default="driver", metavar="{driver,auto,X,Y,Z}",
                    help="local sizes: the driver's choice, the target's preferred size, or a preferred "
                         "size such as 16,4,4 (the last two are experimental)")
+    p.add_argument("--tuning-db", metavar="DB",
+                   help="use the best kernel configs measured for this device in a tuning database "
+                        "(`adreno-mlir tune`)")
 
 
-_PLAN_DEFAULTS = {"target": "auto", "textures": "auto", "precision": "fp32", "layout": None, "work_group": "driver"}
+_PLAN_DEFAULTS = {"target": "auto", "textures": "auto", "precision": "fp32", "layout": None, "work_group": "driver",
+                  "tuning_db": None}
 """The plan flags and their defaults (`run` on an artifact notes the ones it ignores)."""
 
 
@@ -360,11 +371,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--save", help="save the outputs to this .npz file")
     r.set_defaults(func=_cmd_run)
 
+    from adreno_mlir.tuning.cli import add_tune_command
+
+    add_tune_command(sub)
+
     b = sub.add_parser("build-native", help="build the native runtime (libadreno_rt, adreno-run) with CMake")
     b.add_argument("-o", "--output", default=None,
                    help="build folder (default runtime/c/build, where adreno_mlir looks for the library)")
     b.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer + UBSan")
     b.set_defaults(func=_cmd_build_native)
+
+    from adreno_mlir.cli_analyze import add_command as add_analyze
+
+    add_analyze(sub)  # `adreno-mlir analyze`: the roofline estimate per kernel
 
 
 def _cmd_build_native(args: argparse.Namespace) -> int:

@@ -25,18 +25,23 @@ def graph_opt(target: str) -> tuple[str, str]:
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
-               work_group: tuple[int, ...] = (), compute: str = "f32") -> list[tuple[str, str]]:
+               work_group: tuple[int, ...] = (), compute: str = "f32",
+               overrides: str = "") -> list[tuple[str, str]]:
     """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
     (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
     target profile, split-K, shared storage for concats (plan-memory) and the lowering.
     The NCHW plan runs the same passes; conv-winograd, split-k and plan-memory find
     nothing to do there (all three apply to NCHW4c tensors only). `compute` "f16"
-    (precision fp16) has select-kernel-config give every NCHW4c kernel `compute = "f16"`."""
+    (precision fp16) has select-kernel-config give every NCHW4c kernel `compute = "f16"`;
+    `overrides` names a JSON file of kernel configs for it (a tuning database's best
+    entries, `compile(tuning_db=...)`)."""
     config = f"select-kernel-config{{target={target}"
     if compute != "f32":
         config += f" compute={compute}"
     if work_group:
         config += " work-group=" + ",".join(str(d) for d in work_group)
+    if overrides:
+        config += f' overrides="{overrides}"'
     config += "}"
     tail = [
         ("fuse", "graph-fuse"),

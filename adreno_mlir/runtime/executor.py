@@ -229,8 +229,17 @@ class Executable:
             for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)[0]):
                 totals[launch.kernel] = totals.get(launch.kernel, 0.0) + ms
             return totals
+        times = self.profile_launches(inputs, repeat)
+        totals = {}
+        for launch, ms in zip(self.plan.launches, np.median(times, axis=0)):
+            totals[launch.kernel] = totals.get(launch.kernel, 0.0) + float(ms)
+        return totals
+
+    def profile_launches(self, inputs: list[np.ndarray], repeat: int = 5, warmup: int = 1) -> np.ndarray:
+        """Device milliseconds of every launch in every run: an array [repeat, launches]
+        (pyopencl path, OpenCL events on a profiling queue; `warmup` runs first, untimed).
+        The tuner reads the spread between runs, not only the median."""
         arrays = self._input_arrays(inputs)
-        runs: list[dict[str, float]] = []
         with self._lock:  # the same memory as run(): no run of another thread in between
             if self._launches is None:
                 self._setup_pyopencl()
@@ -238,15 +247,13 @@ class Executable:
             q = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
             for buf, arr in zip(self.inputs, arrays):
                 cl.enqueue_copy(q, buf, arr)
-            for _ in range(repeat):
-                events = [(l.name, cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size))
-                          for l in launches]
+            out = np.zeros((repeat, len(launches)))
+            for r in range(-warmup, repeat):
+                events = [cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size) for l in launches]
                 q.finish()
-                totals: dict[str, float] = {}
-                for name, ev in events:
-                    totals[name] = totals.get(name, 0.0) + (ev.profile.end - ev.profile.start) * 1e-6
-                runs.append(totals)
-        return {k: float(np.median([r[k] for r in runs])) for k in runs[0]}
+                if r >= 0:
+                    out[r] = [(ev.profile.end - ev.profile.start) * 1e-6 for ev in events]
+        return out
 
     def _input_arrays(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Each input as its buffer holds it: float32, or int32 token ids (the caller,

@@ -1,0 +1,164 @@
+"""The configuration space of one kernel: which `kernel_config` values the tuner tries.
+
+A space is a few named dimensions (each a tuple of choices) read off the kernel's head op
+and its default configuration, plus `normalize`, which turns any point of the product
+into a configuration the lowering accepts (keys a choice makes meaningless are dropped,
+e.g. register tiles under a split-K matmul), so two points that mean the same kernel are
+one candidate. The default configuration is always a candidate, and the first one.
+
+Per kernel kind (passes/select_kernel_config.py documents each key):
+
+| kind | dimensions |
+|---|---|
+| conv on NCHW4c | x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks); depthwise: x_block, dw_rows |
+| conv on NCHW | kernel vec4/scalar (vec4 only where the default is vec4), co_block, x_block (vec4) |
+| Winograd matmul | tiles_per_item 1/2/4, co_blocks 1/2/4 |
+| reductions, LayerNorm/Softmax | reduce_items 1, 16 ... 256 (up to the reduced extent) |
+| attention | reduce_items 1, 2 ... 128 (up to the keys) |
+| Gemm/MatMul | k_split 1 ... 128 (up to K / 2), tile_m 1/2/4/8 and tile_n 1/4 when not split |
+| every kernel but reductions | work_group: the driver's choice or one of a few preferred local sizes |
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.ir import Operation
+
+from adreno_mlir.dialects import graph
+from adreno_mlir.passes.select_kernel_config import (
+    config_of,
+    head_of,
+    kernel_kind,
+    kernel_op,
+    kernel_signature,
+    matmul_dims,
+    tileable,
+)
+
+DRIVER = "driver"
+"""The work_group choice that leaves the local size to the OpenCL driver (no key)."""
+
+WORK_GROUPS: tuple[Any, ...] = (DRIVER, (64, 1, 1), (16, 4, 1), (8, 8, 1), (4, 4, 4))
+"""Preferred local sizes tried (the lowering shrinks each axis to a divisor of the grid)."""
+
+_NO_WORK_GROUP = {"reduce", "norm", "attention"}
+"""Kinds whose kernels fix their own local size (a work-group per row)."""
+
+
+@dataclass(frozen=True)
+class Space:
+    """The candidates of one kernel signature."""
+
+    signature: str
+    kind: str
+    default: dict[str, Any]
+    dims: tuple[tuple[str, tuple[Any, ...]], ...]
+    """(key, choices) in suggestion order."""
+    name: str = ""
+    """The ONNX node of one kernel with this signature (for messages)."""
+
+    def size(self) -> int:
+        return len(self.candidates())
+
+    def normalize(self, point: dict[str, Any]) -> dict[str, Any]:
+        """The full configuration for a point of the dimensions' product."""
+        cfg = {**self.default, **point}
+        if cfg.get("work_group") == DRIVER:
+            cfg.pop("work_group")
+        if self.kind == "gemm" and cfg.get("k_split", 1) > 1:
+            cfg.pop("tile_m", None)
+            cfg.pop("tile_n", None)
+        if self.kind == "conv" and cfg.get("kernel") == "scalar":
+            cfg.pop("x_block", None)
+        return cfg
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """Every distinct configuration, the default first."""
+        seen = {_key(self.default): self.default}
+        keys = [k for k, _ in self.dims]
+        for values in itertools.product(*(c for _, c in self.dims)):
+            cfg = self.normalize(dict(zip(keys, values)))
+            seen.setdefault(_key(cfg), cfg)
+        return list(seen.values())
+
+
+def _key(cfg: dict[str, Any]) -> tuple:
+    return tuple(sorted(cfg.items()))
+
+
+def space_of(op: Operation, gpu: bool) -> Space | None:
+    """The space of the kernel `op` heads (after select-kernel-config), or None for
+    kernels with nothing to tune."""
+    kop = kernel_op(op)
+    head = head_of(kop)
+    kind = kernel_kind(head)
+    default = config_of(kop)
+    dims: list[tuple[str, tuple[Any, ...]]] = []
+    if kind == "conv4c":
+        ci = graph.shape_of(head.input)
+        ci_blocks = max(1, math.ceil(_logical_channels(head) / 4)) if ci else 1
+        depthwise = isinstance(head, graph.Conv2dOp) and head.groups.value.data > 1
+        dims.append(("x_block", (1, 2, 4)))
+        if depthwise:
+            dims.append(("dw_rows", (0, 1)))
+        elif isinstance(head, graph.Conv2dOp) and head.groups.value.data == 1:
+            dims.append(("co_blocks", (1, 2)))
+            dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
+    elif kind == "conv":
+        if default.get("kernel") == "vec4":
+            depthwise = head.groups.value.data > 1
+            dims += [("kernel", ("vec4",)), ("co_block", (4,) if depthwise else (4, 8)), ("x_block", (1, 2, 4))]
+        else:
+            out = graph.shape_of(head.result)
+            cog = out[1] // head.groups.value.data
+            dims += [("co_block", tuple(b for b in (1, 2, 4, 8) if cog % b == 0))]
+    elif kind == "winograd_matmul":
+        dims += [("tiles_per_item", (1, 2, 4)), ("co_blocks", (1, 2, 4))]
+    elif kind in ("reduce", "norm"):
+        extent = _reduced_extent(head)
+        dims.append(("reduce_items", tuple(n for n in (1, 16, 32, 64, 128, 256) if n == 1 or n <= extent)))
+    elif kind == "attention":
+        keys = head.scores_shape()[-1]
+        dims.append(("reduce_items", tuple(n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n == 1 or n <= keys)))
+    elif kind == "gemm":
+        k = _gemm_k(head)
+        dims.append(("k_split", tuple(s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s == 1 or 2 * s <= k)))
+        if tileable(head):
+            m, n, _ = matmul_dims(head)
+            dims.append(("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(m, 1))))
+            if default.get("tile_n", 1) == 4 or n % 4 == 0:
+                dims.append(("tile_n", (1, 4)))
+    else:
+        return None
+    if kind not in _NO_WORK_GROUP:
+        dims.append(("work_group", WORK_GROUPS))
+    dims = [(k, c) for k, c in dims if c]
+    desc = getattr(kop.location, "desc", None)
+    return Space(kernel_signature(kop), kind, default, tuple(dims), desc.data if desc is not None else "")
+
+
+def _logical_channels(head) -> int:
+    shape = graph.shape_of(head.input)
+    return int(shape[1]) * (4 if len(shape) == 5 else 1)
+
+
+def _reduced_extent(head) -> int:
+    shape = graph.shape_of(head.input)
+    if isinstance(head, graph.GlobalAvgPoolOp):
+        return int(math.prod(shape[2:]))
+    if isinstance(head, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
+        return int(shape[head.axis.value.data % len(shape)])
+    if isinstance(head, graph.LayerNormOp):
+        return int(math.prod(shape[head.norm_axis():]))
+    return int(math.prod(shape[a] for a in graph.ints(head.axes)))
+
+
+def _gemm_k(head) -> int:
+    if isinstance(head, graph.GemmOp):
+        a = graph.shape_of(head.a)
+        return int(a[0] if head.trans_a.value.data else a[1])
+    return int(head.lhs_shape()[-1])

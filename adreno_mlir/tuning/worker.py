@@ -1,0 +1,354 @@
+"""Measuring kernel configurations on one OpenCL device, in a process of its own.
+
+The tuner never builds or runs a candidate in its own process: a configuration that
+hangs the device or crashes the driver must cost one measurement, not the tuning run.
+`DeviceWorker` owns a child process (multiprocessing, spawn) that imports the model
+once and then answers requests: compile the model with a set of kernel configurations
+(select-kernel-config overrides keyed by kernel signature), check every output against
+the default configuration's outputs on the same seeded random inputs, and time every
+launch with OpenCL events (warm-up, then `repeat` runs). A request that does not answer
+within the timeout kills the child (a hang); a child that dies is a crash. Either way
+the next request starts a fresh child.
+
+Launch times are attributed to kernel signatures through the launches' locations (the
+ONNX node of each kernel): every launch of a node (a split-K convolution's partial and
+summing kernels, a Winograd convolution's transforms) counts towards the tunable kernel
+of that node, so a configuration pays for the extra kernels it causes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker measures: a model, how it is compiled, and how it is timed."""
+
+    model: str | bytes
+    """Path of the .onnx file (or its bytes, for workers on other hosts)."""
+    device: str | None = None
+    """The OpenCL device (as `compile(device=...)`)."""
+    compile_options: dict = field(default_factory=dict)
+    """target, textures, precision, layout (as `compile`)."""
+    repeat: int = 10
+    warmup: int = 2
+    rtol: float = 1e-4
+    """Largest error allowed against the default's outputs, relative to their largest
+    magnitude (fp16 storage needs more: the tuner passes 2e-2)."""
+    seed: int = 0
+    fault_hook: str = ""
+    """`module:function` called in the worker with each request's overrides, returning
+    None or a fault to act out ("hang", "crash", "wrong", "build"): how the tests make a
+    candidate fail in each way without a broken device."""
+
+
+@dataclass
+class Result:
+    """The answer to one request."""
+
+    status: str
+    """"ok", or why it failed: compile_error, build_error, wrong_output, timeout, crash."""
+    times: dict[str, list[float]] = field(default_factory=dict)
+    """Per kernel signature, its device ms in every run (its launches summed)."""
+    total: list[float] = field(default_factory=list)
+    """The model's device ms (every launch) in every run."""
+    error: str = ""
+    seconds: float = 0.0
+    worker: str = ""
+
+
+@dataclass
+class Setup:
+    """What a worker reports when it starts: the device and the model's kernels."""
+
+    device_key: Any
+    spaces: list
+    baseline: Result
+    seconds: float
+
+
+class WorkerFailed(Exception):
+    """The worker process hung (timeout) or died (crash)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+# --------------------------------------------------------------------------- the child
+
+
+class _Measurer:
+    """The child's state: the imported model, its reference outputs, its kernels."""
+
+    def __init__(self, job: Job):
+        from adreno_mlir.api import plan_options
+        from adreno_mlir.frontend import import_onnx
+        from adreno_mlir.runtime import default_context
+        from adreno_mlir.tuning.db import device_key
+
+        self.job = job
+        path = job.model
+        if isinstance(path, bytes):
+            fd, name = tempfile.mkstemp(suffix=".onnx")
+            with os.fdopen(fd, "wb") as f:
+                f.write(path)
+            path = name
+        self.graph = import_onnx(path)
+        self.device = default_context(job.device).devices[0]
+        self.key = device_key(self.device)
+        opts = job.compile_options
+        self.layout, self.textures, self.storage, self.target = plan_options(
+            opts.get("target", "auto"), job.device, opts.get("textures"), opts.get("precision", "fp32"),
+            opts.get("layout"))
+        self.hook = _load_hook(job.fault_hook)
+        self.overrides_dir = Path(tempfile.mkdtemp(prefix="adreno-tune-"))
+        self.spaces, self.loc_to_sig = self._kernels()
+        self.reference: list[np.ndarray] | None = None
+        self.feeds: dict[str, np.ndarray] = {}
+
+    def _kernels(self):
+        """The tunable kernels (after select-kernel-config) and, per ONNX node, the
+        signature its launches count towards."""
+        from adreno_mlir.context import make_context
+        from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR, is_kernel
+        from adreno_mlir.pipeline import run_stages, stages_for
+        from adreno_mlir.target import get_profile
+        from adreno_mlir.tuning.space import space_of
+
+        from adreno_mlir.api import work_group_sizes
+        from adreno_mlir.options import check_precision
+
+        opts = self.job.compile_options
+        compute = check_precision(opts.get("precision", "fp32")).compute
+        wg = work_group_sizes("driver", self.target)
+        stages = stages_for(self.layout, self.textures, self.storage, self.target, wg, compute)
+        upto = [s for s in stages[: [n for n, _ in stages].index("config") + 1]]
+        module = self.graph.clone()
+        from adreno_mlir.weights import attach, store_of
+
+        attach(module, store_of(self.graph).overlay())
+        run_stages(make_context(), module, upto)
+        gpu = get_profile(self.target).is_gpu
+        spaces: dict[str, Any] = {}
+        loc_to_sig: dict[str, str] = {}
+        ambiguous: set[str] = set()
+        for op in module.walk():
+            if CONFIG_ATTR not in op.attributes or not is_kernel(op):
+                continue
+            space = space_of(op, gpu)
+            desc = getattr(op.location, "desc", None)
+            if space is None or desc is None:
+                continue
+            loc = desc.data
+            if loc in loc_to_sig and loc_to_sig[loc] != space.signature:
+                ambiguous.add(loc)
+            loc_to_sig[loc] = space.signature
+            spaces.setdefault(space.signature, space)
+        for loc in ambiguous:  # two tunable kernels of one node: their times cannot be told apart
+            spaces.pop(loc_to_sig.pop(loc), None)
+        loc_to_sig = {k: v for k, v in loc_to_sig.items() if v in spaces}
+        return list(spaces.values()), loc_to_sig
+
+    def measure(self, overrides: dict[str, dict], worker: str) -> Result:
+        import adreno_mlir
+        from adreno_mlir.errors import CompileError
+        from adreno_mlir.runtime.executor import RuntimeError_
+        from adreno_mlir.tuning.db import canonical
+
+        start = time.perf_counter()
+        fault = self.hook(overrides) if self.hook is not None and overrides else None
+        if fault == "hang":
+            while True:
+                time.sleep(60)
+        if fault == "crash":
+            os._exit(134)
+        path = ""
+        if overrides:
+            path = str(self.overrides_dir / f"{abs(hash(canonical({k: canonical(v) for k, v in overrides.items()})))}.json")
+            import json
+
+            Path(path).write_text(json.dumps(
+                {k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()} for k, v in overrides.items()}))
+        try:
+            cm = adreno_mlir.compile(self.graph, device=self.job.device, runtime="pyopencl", calibration=False,
+                                     overrides=path or None, **self.job.compile_options)
+            if fault == "build":
+                raise RuntimeError_("the OpenCL compiler rejected the generated program:\n(fault hook) build failure")
+        except RuntimeError_ as e:
+            return Result("build_error", error=str(e)[:2000], seconds=time.perf_counter() - start, worker=worker)
+        except CompileError as e:
+            return Result("compile_error", error=str(e)[:2000], seconds=time.perf_counter() - start, worker=worker)
+        except Exception as e:  # noqa: BLE001 - a configuration the compiler did not expect
+            return Result("compile_error", error=f"internal compiler error: {type(e).__name__}: {e}"[:2000],
+                          seconds=time.perf_counter() - start, worker=worker)
+        if not self.feeds:
+            self.feeds = _random_feeds(cm, self.job.seed)
+        outs = list(cm.run(self.feeds).values())
+        if fault == "wrong":
+            outs = [o + 1.0 for o in outs]
+        if self.reference is None:
+            self.reference = outs
+        else:
+            err = _max_error(outs, self.reference)
+            if not err <= self.job.rtol:
+                return Result("wrong_output", error=f"max error {err:.3g} against the default configuration's outputs "
+                              f"(limit {self.job.rtol:g})", seconds=time.perf_counter() - start, worker=worker)
+        from adreno_mlir.dialects import opencl
+
+        locs = [getattr(o.location, "desc", None) for o in cm.module.walk() if isinstance(o, opencl.LaunchOp)]
+        locs = [d.data if d is not None else None for d in locs]
+        inputs = cm._check_inputs(self.feeds)
+        runs = cm.executable.profile_launches(inputs, self.job.repeat, self.job.warmup)
+        if len(locs) != runs.shape[1]:
+            return Result("crash", error=f"{len(locs)} launch locations for {runs.shape[1]} launches",
+                          worker=worker)
+        times: dict[str, np.ndarray] = {}
+        for k, loc in enumerate(locs):
+            sig = self.loc_to_sig.get(loc)
+            if sig is not None:
+                times[sig] = times.get(sig, 0.0) + runs[:, k]
+        return Result("ok", {s: [float(x) for x in t] for s, t in times.items()},
+                      [float(x) for x in runs.sum(axis=1)], seconds=time.perf_counter() - start, worker=worker)
+
+
+def _random_feeds(cm, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    bounds = {t.name: t.bound for t in cm.launch_plan.inputs if t.dtype == "i32"}
+    return {n: (rng.integers(0, bounds[n], cm.input_shapes[n]).astype(np.int64) if n in bounds
+                else rng.standard_normal(cm.input_shapes[n]).astype(np.float32)) for n in cm.input_names}
+
+
+def _max_error(outs: list[np.ndarray], ref: list[np.ndarray]) -> float:
+    worst = 0.0
+    for o, r in zip(outs, ref):
+        scale = max(float(np.abs(r).max()) if r.size else 0.0, 1e-30)
+        diff = np.abs(o.astype(np.float64) - r)
+        if not np.all(np.isfinite(o)):
+            return float("inf")
+        worst = max(worst, float(diff.max()) / scale if diff.size else 0.0)
+    return worst
+
+
+def _load_hook(spec: str):
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _child_main(conn, job: Job, worker: str) -> None:
+    """The child process: set up, then answer measure requests until told to stop."""
+    try:
+        t = time.perf_counter()
+        m = _Measurer(job)
+        baseline = m.measure({}, worker)
+        conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t)))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
+        return
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        try:
+            conn.send(("result", m.measure(msg, worker)))
+        except BaseException as e:  # noqa: BLE001 - a failure of the measurement itself
+            conn.send(("result", Result("crash", error=f"{type(e).__name__}: {e}"[:2000], worker=worker)))
+
+
+# --------------------------------------------------------------------------- the parent side
+
+
+class DeviceWorker:
+    """One OpenCL device's measuring process, restarted after a hang or a crash."""
+
+    def __init__(self, job: Job, name: str = "worker0", setup_timeout: float = 600.0):
+        self.job = job
+        self.name = name
+        self.setup_timeout = setup_timeout
+        self.proc = None
+        self.conn = None
+        self.setup: Setup | None = None
+        self.restarts = 0
+
+    def start(self) -> Setup:
+        """Start the child (if it is not running): it imports the model, measures the
+        default configuration and returns the kernels and their spaces."""
+        if self.proc is not None and self.proc.is_alive():
+            return self.setup
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_child_main, args=(child, self.job, self.name), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        kind, payload = self._receive(self.setup_timeout, "setting up")
+        if kind == "error":
+            self.stop()
+            from adreno_mlir.errors import CompileError
+
+            raise CompileError(f"tuning worker {self.name} could not compile and run the model with its default "
+                               f"configuration: {payload}")
+        if self.setup is None:
+            self.setup = payload
+        else:
+            self.restarts += 1
+        return payload
+
+    def measure(self, overrides: dict[str, dict], timeout: float) -> Result:
+        """Compile, check and time the model with `overrides`. A hang (no answer within
+        `timeout` seconds) or a crash is a Result with status "timeout" / "crash"; the
+        worker restarts on the next request."""
+        start = time.perf_counter()
+        try:
+            self.start()
+            self.conn.send(overrides)
+            kind, payload = self._receive(timeout, "measuring")
+        except WorkerFailed as e:
+            return Result(e.status, error=str(e), seconds=time.perf_counter() - start, worker=self.name)
+        except (OSError, BrokenPipeError) as e:
+            self.stop()
+            return Result("crash", error=f"worker {self.name}: {e}", seconds=time.perf_counter() - start,
+                          worker=self.name)
+        return payload
+
+    def _receive(self, timeout: float, what: str):
+        if not self.conn.poll(timeout):
+            self.stop()
+            raise WorkerFailed("timeout", f"worker {self.name} gave no answer within {timeout:.0f} s while {what} "
+                                          "(killed)")
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            code = self.proc.exitcode if self.proc is not None else None
+            self.stop()
+            raise WorkerFailed("crash", f"worker {self.name} died while {what} (exit code {code})") from None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive():
+                try:
+                    self.conn.send(None)
+                except (OSError, BrokenPipeError):
+                    pass
+                self.proc.join(0.5)
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        self.proc = None
+        self.conn = None
