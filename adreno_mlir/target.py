@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "TargetProfile",
+    "estimate_peaks",
     "get_profile",
     "list_profiles",
     "live_profile",
@@ -45,6 +46,11 @@ class TargetProfile:
     local_memory_bytes: CL_DEVICE_LOCAL_MEM_SIZE.
     is_gpu: CL_DEVICE_TYPE_GPU.
     supports_images: CL_DEVICE_IMAGE_SUPPORT (without it everything lives in buffers).
+    peak_gflops_fp32 / peak_gflops_fp16: peak arithmetic in GFLOP/s (an FMA counts 2), and
+    memory_gbps: DRAM bandwidth in GB/s, for the roofline model of `adreno-mlir analyze`
+        (adreno_mlir/analyze.py); 0 = unknown. Named profiles cite their sources below;
+        live devices are estimated by `estimate_peaks`. `peak_source` says where they came from.
+    compute_units: CL_DEVICE_MAX_COMPUTE_UNITS (0 = unknown; the analyzer's occupancy target).
     """
 
     name: str
@@ -56,6 +62,16 @@ class TargetProfile:
     local_memory_bytes: int
     is_gpu: bool
     supports_images: bool
+    peak_gflops_fp32: float = 0.0
+    peak_gflops_fp16: float = 0.0
+    memory_gbps: float = 0.0
+    compute_units: int = 0
+    peak_source: str = ""
+
+    @property
+    def has_peaks(self) -> bool:
+        """Whether the roofline figures (FP32 peak and memory bandwidth) are known."""
+        return self.peak_gflops_fp32 > 0 and self.memory_gbps > 0
 
     def fits_image(self, width: int, height: int) -> bool:
         """Whether a width x height image can be created on this target."""
@@ -75,6 +91,23 @@ class TargetProfile:
 _TVM_ADRENO_IMAGE_LIMIT = 16384
 
 _PROFILES: dict[str, TargetProfile] = {}
+
+# Peak figures of the named Adreno profiles (the roofline of adreno_mlir/analyze.py).
+# Adreno 660 (Snapdragon 888): "1536 fp32 / clock, 1382.4 gflops; 3072 fp16 / clock, 2764.8
+# gflops" at 900 MHz (Adreno 660 core config, github.com/azhirnov/cpu-gpu-arch gpu/Adreno-600.md).
+# Memory: LPDDR5-3200, 64-bit = 6400 MT/s x 8 bytes = 51.2 GB/s (nanoreview.net, Snapdragon 888:
+# "51.2 GB/s").
+_ADRENO_660_PEAKS = {"peak_gflops_fp32": 1382.4, "peak_gflops_fp16": 2764.8, "memory_gbps": 51.2,
+                     "peak_source": "published: azhirnov/cpu-gpu-arch Adreno-600.md; LPDDR5-3200 51.2 GB/s"}
+# Adreno 740 (Snapdragon 8 Gen 2): ESTIMATE. Qualcomm's Snapdragon XR2 Gen 2 product brief gives
+# the same Adreno 740 1.8 TFLOPS FP32 at 600 MHz (quoted in azhirnov/cpu-gpu-arch
+# gpu/Adreno-700.md), i.e. 3000 FLOPs per clock; scaled to Snapdragon 8 Gen 2's 680 MHz (base
+# clock of primua.com's Adreno 740 spec sheet) = 2040 GFLOP/s. FP16: 2x FP32, the ratio published
+# for Adreno 660 and Adreno 750 (same source). Memory: "LPDDR5X up to 4,200MHz" (Qualcomm's launch,
+# wccftech.com) = 8400 MT/s x 64-bit bus (8 bytes) = 67.2 GB/s.
+_ADRENO_740_PEAKS = {"peak_gflops_fp32": 2040.0, "peak_gflops_fp16": 4080.0, "memory_gbps": 67.2,
+                     "peak_source": "estimate: XR2 Gen 2's 1.8 TFLOPS at 600 MHz scaled to 680 MHz; "
+                                    "LPDDR5X-4200 x 64-bit = 67.2 GB/s"}
 
 
 def register_profile(profile: TargetProfile) -> TargetProfile:
@@ -97,6 +130,7 @@ register_profile(
         local_memory_bytes=32 * 1024,  # CL_DEVICE_LOCAL_MEM_SIZE reported by Adreno 6xx (32 KiB)
         is_gpu=True,
         supports_images=True,
+        **_ADRENO_660_PEAKS,  # sources above
     )
 )
 
@@ -113,6 +147,7 @@ register_profile(
         local_memory_bytes=32 * 1024,
         is_gpu=True,
         supports_images=True,
+        **_ADRENO_740_PEAKS,  # sources (and what is estimated) above
     )
 )
 
@@ -186,12 +221,58 @@ def _preferred_wg(is_gpu: bool, max_wg: int) -> tuple[int, int, int]:
     return (wg[0], wg[1], wg[2])
 
 
+# Peak figures of live devices. Every number the estimate uses is here, with its source or
+# marked as an assumption.
+_KNOWN_DEVICES: tuple[tuple[str, float, float, float, str], ...] = (
+    # (fragment of CL_DEVICE_NAME, FP32 GFLOP/s, FP16 GFLOP/s, memory GB/s, source)
+    # NVIDIA H200 datasheet: 4.8 TB/s HBM3e. FP32 non-tensor: 132 SMs x 128 lanes x 2 x 1.98 GHz
+    # = 66.9 TFLOPS (the GH100 SM count and boost clock of NVIDIA's H100 whitepaper, whose table
+    # also gives FP16 non-tensor as 2x FP32, 133.8 TFLOPS).
+    ("H200", 66_908.0, 133_816.0, 4_800.0,
+     "NVIDIA H200 datasheet (4.8 TB/s); FP32 132 SMs x 128 x 2 x 1.98 GHz"),
+)
+_NVIDIA_LANES = 128  # FP32 lanes per SM (Ampere/Hopper: 4 partitions x 32; NVIDIA whitepapers)
+_CPU_LANES = 16  # assumption: AVX2 FMA, 8 float lanes x 2 FMA units per core
+_OTHER_GPU_LANES = 64  # assumption: lanes per compute unit of another GPU (an AMD CU's 64)
+_CPU_MEMORY_GBPS = 20.0  # assumption: a CPU's DRAM bandwidth when nothing better is known
+_GPU_MEMORY_GBPS = 100.0  # assumption: an unknown GPU's memory bandwidth
+
+
+def estimate_peaks(device: Any, is_gpu: bool, supports_fp16: bool) -> dict[str, Any]:
+    """Roofline figures of a `pyopencl.Device` (the `peak_*`, `memory_gbps`, `compute_units`
+    and `peak_source` fields of its profile): the `_KNOWN_DEVICES` entry whose fragment is in
+    its name, else compute units x max clock (MHz) x lanes x 2 (an FMA is 2 FLOPs) with
+    128 lanes on NVIDIA GPUs, 16 on CPUs, 64 on other GPUs, and the assumed memory bandwidth
+    above. FP16 is 2x FP32 on a GPU with cl_khr_fp16, else the same as FP32 (assumption: no
+    faster half ALUs)."""
+    name = str(_info(device, "name", "")).strip()
+    units = int(_info(device, "max_compute_units", 0) or 0)
+    for fragment, fp32, fp16, gbps, source in _KNOWN_DEVICES:
+        if fragment.lower() in name.lower():
+            return {"peak_gflops_fp32": fp32, "peak_gflops_fp16": fp16, "memory_gbps": gbps,
+                    "compute_units": units, "peak_source": source}
+    mhz = int(_info(device, "max_clock_frequency", 0) or 0)
+    vendor = str(_info(device, "vendor", "")).lower()
+    if not is_gpu:
+        lanes, gbps, what = _CPU_LANES, _CPU_MEMORY_GBPS, "CPU"
+    elif "nvidia" in vendor or "nvidia" in name.lower():
+        lanes, gbps, what = _NVIDIA_LANES, _GPU_MEMORY_GBPS, "NVIDIA GPU"
+    else:
+        lanes, gbps, what = _OTHER_GPU_LANES, _GPU_MEMORY_GBPS, "GPU"
+    fp32 = units * mhz * lanes * 2 / 1000.0
+    fp16 = 2 * fp32 if is_gpu and supports_fp16 else fp32
+    return {"peak_gflops_fp32": fp32, "peak_gflops_fp16": fp16, "memory_gbps": gbps, "compute_units": units,
+            "peak_source": f"estimate: {units} compute units x {mhz} MHz x {lanes} lanes x 2 ({what}); "
+                           f"memory {gbps:g} GB/s assumed"}
+
+
 def profile_from_device(device: Any) -> TargetProfile:
-    """Build a profile from a `pyopencl.Device`."""
+    """Build a profile from a `pyopencl.Device` (peak figures from `estimate_peaks`)."""
     import pyopencl as cl
 
     is_gpu = bool(int(device.type) & int(cl.device_type.GPU))
     supports_images = bool(_info(device, "image_support", False))
+    supports_fp16 = "cl_khr_fp16" in str(_info(device, "extensions", ""))
     max_wg = int(device.max_work_group_size)
     return TargetProfile(
         name=f"auto:{str(device.name).strip()}",
@@ -199,10 +280,11 @@ def profile_from_device(device: Any) -> TargetProfile:
         max_image_height=int(_info(device, "image2d_max_height", 0)) if supports_images else 0,
         preferred_work_group_size=_preferred_wg(is_gpu, max_wg),
         max_work_group_size=max_wg,
-        supports_fp16="cl_khr_fp16" in str(_info(device, "extensions", "")),
+        supports_fp16=supports_fp16,
         local_memory_bytes=int(_info(device, "local_mem_size", 0)),
         is_gpu=is_gpu,
         supports_images=supports_images,
+        **estimate_peaks(device, is_gpu, supports_fp16),
     )
 
 
