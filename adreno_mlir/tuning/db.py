@@ -27,9 +27,10 @@ import hashlib
 import json
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from adreno_mlir.errors import AdrenoError
 
@@ -116,7 +117,7 @@ class TuningDB:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "TuningDB":
+    def __enter__(self) -> TuningDB:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -70,8 +70,11 @@ class Space:
         if cfg.get("work_group") == DRIVER:
             cfg.pop("work_group")
         if self.kind == "gemm" and cfg.get("k_split", 1) > 1:
-            cfg.pop("tile_m", None)
-            cfg.pop("tile_n", None)
+            # Untiled, explicitly: select-kernel-config merges an override onto its own
+            # choice, so a key left out keeps the default's tile_n = 4, which split-K refuses.
+            for t in ("tile_m", "tile_n"):
+                if t in cfg:
+                    cfg[t] = 1
         if self.kind == "conv" and cfg.get("kernel") == "scalar":
             cfg.pop("x_block", None)
         return cfg

@@ -24,7 +24,6 @@ the two; a tuned model that is not faster drops its least useful entries until i
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import deque
@@ -275,6 +274,7 @@ def tune(
                             tuple(base[sp.signature]), model=model_name, worker="baseline")
                         for sp in spaces if sp.signature in base])
         searches = {sp.signature: Search(sp, trials, seed) for sp in spaces if sp.signature in base}
+        default_ms = {sig: float(np.median(t)) for sig, t in base.items()}
         for r in db.rows(key, searches):
             s = searches[r.signature]
             k = canonical(r.config)
@@ -311,11 +311,13 @@ def tune(
             rows = []
             for sig, cfg in r.items():
                 if res.status == "ok":
-                    t = res.times.get(sig)
-                    if not t:  # no launch of this signature ran: nothing to compare
+                    t, dt = res.times.get(sig), res.default_times.get(sig)
+                    if not t or not dt:  # no launch of this signature ran: nothing to compare
                         st, ms, times = "crash", None, ()
                     else:
-                        st, ms, times = "ok", float(np.median(t)), tuple(t)
+                        # Relative to the default run alternately with it, in the baseline's ms.
+                        ratio = float(np.median(t)) / max(float(np.median(dt)), 1e-9)
+                        st, ms, times = "ok", ratio * default_ms[sig], tuple(t)
                 else:
                     st, ms, times = res.status, None, ()
                 searches[sig].tell(cfg, st, ms)
@@ -399,47 +401,46 @@ def _choose(searches: dict[str, Search], base: dict[str, list[float]]) -> dict[s
     return chosen
 
 
-def _median_total(w, overrides, timeout_s) -> float | None:
-    res = w.measure(overrides, timeout_s)
-    return float(np.median(res.total)) if res.status == "ok" and res.total else None
-
-
 def _confirm(w, chosen: dict[str, dict], searches: dict[str, Search], timeout_s: float, db: TuningDB,
              key: DeviceKey, say) -> tuple[float, float, dict[str, dict]]:
-    """Measure the whole model untuned and tuned, alternating (A B A B); while tuned is
-    not faster, drop the half of the chosen entries with the smallest gains (marking them
-    `slower_in_model` in the database). Returns (untuned ms, tuned ms, kept entries)."""
-    untuned = [t for t in (_median_total(w, {}, timeout_s),) if t is not None]
-    if not chosen:
-        u = float(np.median(untuned)) if untuned else float("nan")
-        return u, u, {}
-    for _ in range(4):
-        tuned = []
+    """Measure the whole model tuned against untuned (the worker alternates the two runs,
+    twice); while tuned is not faster, drop the half of the chosen entries with the
+    smallest gains (marking them `slower_in_model` in the database). Returns (untuned ms,
+    tuned ms, kept entries)."""
+    untuned: list[float] = []
+    while chosen:
+        tuned, base = [], []
+        ratios: dict[str, list[float]] = {}
         for _ in range(2):
-            t = _median_total(w, chosen, timeout_s)
-            if t is not None:
-                tuned.append(t)
-            u = _median_total(w, {}, timeout_s)
-            if u is not None:
-                untuned.append(u)
-        if tuned and untuned and float(np.median(tuned)) < float(np.median(untuned)):
-            return float(np.median(untuned)), float(np.median(tuned)), chosen
-        gains = sorted(chosen, key=lambda sig: _gain(searches[sig]))
-        drop = gains[: max(1, len(gains) // 2)]
+            res = w.measure(chosen, timeout_s)
+            if res.status == "ok" and res.total:
+                tuned.append(float(np.median(res.total)))
+                base.append(float(np.median(res.default_total)))
+                for sig in chosen:
+                    t, dt = res.times.get(sig), res.default_times.get(sig)
+                    if t and dt:
+                        ratios.setdefault(sig, []).append(float(np.median(t)) / max(float(np.median(dt)), 1e-9))
+        untuned += base
+        if tuned and float(np.median(np.asarray(tuned) / np.asarray(base))) < 1.0:
+            return float(np.median(base)), float(np.median(tuned)), chosen
+        # The search kept the best of several noisy measurements (an optimistic pick):
+        # drop what is not faster measured again, else the half with the smallest gains.
+        again = {sig: float(np.median(r)) for sig, r in ratios.items()}
+        drop = [sig for sig in chosen if again.get(sig, 2.0) >= 1.0]
+        if not drop:
+            gains = sorted(chosen, key=lambda sig: again.get(sig, 2.0), reverse=True)
+            drop = gains[: max(1, len(gains) // 2)]
         say(f"tuned model not faster ({np.median(tuned) if tuned else float('nan'):.4f} vs "
-            f"{np.median(untuned):.4f} ms): dropping {len(drop)} entr{'y' if len(drop) == 1 else 'ies'}")
+            f"{np.median(base) if base else float('nan'):.4f} ms): dropping {len(drop)} "
+            f"entr{'y' if len(drop) == 1 else 'ies'}")
         db.record(key, [Row(sig, chosen[sig], False, "slower_in_model", None, error="the model was not faster with it")
                         for sig in drop])
         chosen = {k: v for k, v in chosen.items() if k not in drop}
-        if not chosen:
-            break
-    u = float(np.median(untuned)) if untuned else float("nan")
+    if not untuned:
+        res = w.measure({}, timeout_s)
+        untuned = [float(np.median(res.total))] if res.status == "ok" and res.total else [float("nan")]
+    u = float(np.median(untuned))
     return u, u, {}
-
-
-def _gain(s: Search) -> float:
-    d, b = s.best()
-    return (d - b) if d is not None and b is not None else 0.0
 
 
 def format_report(rep: TuneReport, top: int = 20) -> str:

@@ -63,6 +63,10 @@ class Result:
     """Per kernel signature, its device ms in every run (its launches summed)."""
     total: list[float] = field(default_factory=list)
     """The model's device ms (every launch) in every run."""
+    default_times: dict[str, list[float]] = field(default_factory=dict)
+    """The same for the default configuration, run alternately with this one (a load on
+    the machine that comes and goes moves both alike: compare the two)."""
+    default_total: list[float] = field(default_factory=list)
     error: str = ""
     seconds: float = 0.0
     worker: str = ""
@@ -117,18 +121,19 @@ class _Measurer:
         self.spaces, self.loc_to_sig = self._kernels()
         self.reference: list[np.ndarray] | None = None
         self.feeds: dict[str, np.ndarray] = {}
+        self.default = None
+        """The default configuration's compiled model and its launches' locations."""
 
     def _kernels(self):
         """The tunable kernels (after select-kernel-config) and, per ONNX node, the
         signature its launches count towards."""
+        from adreno_mlir.api import work_group_sizes
         from adreno_mlir.context import make_context
+        from adreno_mlir.options import check_precision
         from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR, is_kernel
         from adreno_mlir.pipeline import run_stages, stages_for
         from adreno_mlir.target import get_profile
         from adreno_mlir.tuning.space import space_of
-
-        from adreno_mlir.api import work_group_sizes
-        from adreno_mlir.options import check_precision
 
         opts = self.job.compile_options
         compute = check_precision(opts.get("precision", "fp32")).compute
@@ -205,22 +210,45 @@ class _Measurer:
             if not err <= self.job.rtol:
                 return Result("wrong_output", error=f"max error {err:.3g} against the default configuration's outputs "
                               f"(limit {self.job.rtol:g})", seconds=time.perf_counter() - start, worker=worker)
-        from adreno_mlir.dialects import opencl
-
-        locs = [getattr(o.location, "desc", None) for o in cm.module.walk() if isinstance(o, opencl.LaunchOp)]
-        locs = [d.data if d is not None else None for d in locs]
+        locs = _launch_locations(cm.module)
         inputs = cm._check_inputs(self.feeds)
-        runs = cm.executable.profile_launches(inputs, self.job.repeat, self.job.warmup)
-        if len(locs) != runs.shape[1]:
-            return Result("crash", error=f"{len(locs)} launch locations for {runs.shape[1]} launches",
-                          worker=worker)
+        if len(locs) != len(cm.executable.plan.launches):
+            return Result("crash", error=f"{len(locs)} launch locations for {len(cm.executable.plan.launches)} "
+                          "launches", worker=worker)
+        if self.default is None:  # the baseline
+            runs = cm.executable.profile_launches(inputs, self.job.repeat, self.job.warmup)
+            self.default = (cm, locs)
+            times, total = self._attribute(runs, locs)
+            return Result("ok", times, total, times, total, seconds=time.perf_counter() - start, worker=worker)
+        # Alternate default and candidate runs, one inference each, after the warm-ups.
+        dcm, dlocs = self.default
+        cm.executable.profile_launches(inputs, 1, self.job.warmup)
+        dcm.executable.profile_launches(inputs, 1, 0)
+        runs = np.zeros((self.job.repeat, len(locs)))
+        druns = np.zeros((self.job.repeat, len(dlocs)))
+        for r in range(self.job.repeat):
+            druns[r] = dcm.executable.profile_launches(inputs, 1, 0)[0]
+            runs[r] = cm.executable.profile_launches(inputs, 1, 0)[0]
+        times, total = self._attribute(runs, locs)
+        dtimes, dtotal = self._attribute(druns, dlocs)
+        return Result("ok", times, total, dtimes, dtotal, seconds=time.perf_counter() - start, worker=worker)
+
+    def _attribute(self, runs: np.ndarray, locs: list[str | None]) -> tuple[dict[str, list[float]], list[float]]:
+        """Per signature, the summed time of its launches in every run; and the totals."""
         times: dict[str, np.ndarray] = {}
         for k, loc in enumerate(locs):
             sig = self.loc_to_sig.get(loc)
             if sig is not None:
                 times[sig] = times.get(sig, 0.0) + runs[:, k]
-        return Result("ok", {s: [float(x) for x in t] for s, t in times.items()},
-                      [float(x) for x in runs.sum(axis=1)], seconds=time.perf_counter() - start, worker=worker)
+        return {s: [float(x) for x in t] for s, t in times.items()}, [float(x) for x in runs.sum(axis=1)]
+
+
+def _launch_locations(module) -> list[str | None]:
+    """The ONNX node of every launch, in launch order (the runtime plan's order)."""
+    from adreno_mlir.dialects import opencl
+
+    descs = [getattr(o.location, "desc", None) for o in module.walk() if isinstance(o, opencl.LaunchOp)]
+    return [d.data if d is not None else None for d in descs]
 
 
 def _random_feeds(cm, seed: int) -> dict[str, np.ndarray]:
