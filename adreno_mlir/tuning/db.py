@@ -56,6 +56,16 @@ CREATE TABLE IF NOT EXISTS measurements (
     created     REAL NOT NULL,
     PRIMARY KEY (device, driver, compiler, signature, config)
 );
+CREATE TABLE IF NOT EXISTS decisions (
+    device      TEXT NOT NULL,
+    driver      TEXT NOT NULL,
+    compiler    TEXT NOT NULL,
+    signature   TEXT NOT NULL,
+    config      TEXT,            -- the configuration to use; NULL: the default
+    model       TEXT,            -- the model whose tuning run decided it
+    created     REAL NOT NULL,
+    PRIMARY KEY (device, driver, compiler, signature)
+);
 """
 
 
@@ -161,10 +171,27 @@ class TuningDB:
                            err or "", model or "", worker or ""))
         return out
 
+    def decide(self, key: DeviceKey, decisions: dict[str, dict[str, Any] | None], model: str = "") -> None:
+        """Record the tuner's confirmed choice per signature (None: keep the default)."""
+        now = time.time()
+        with self.conn:
+            for sig, cfg in decisions.items():
+                self.conn.execute("INSERT OR REPLACE INTO decisions VALUES (?,?,?,?,?,?,?)",
+                                  (key.device, key.driver, key.compiler, sig,
+                                   None if cfg is None else canonical(cfg), model, now))
+
+    def decisions(self, key: DeviceKey) -> dict[str, dict[str, Any] | None]:
+        cur = self.conn.execute("SELECT signature, config FROM decisions WHERE device=? AND driver=? AND compiler=?",
+                                (key.device, key.driver, key.compiler))
+        return {sig: (None if cfg is None else _config(cfg)) for sig, cfg in cur}
+
     def best_configs(self, key: DeviceKey, margin: float = 0.02) -> dict[str, dict[str, Any]]:
-        """{signature: config} of every signature whose best measured configuration beats
-        its default by more than `margin` (the default itself is never written: it is what
-        the compiler picks anyway). Only rows of exactly this device, driver and compiler."""
+        """{signature: config} to compile with on this device, driver and compiler: the
+        tuner's confirmed decisions (a tuning run that finished checked them in the whole
+        model); for signatures no finished run decided (an interrupted run, imported
+        rows), the best measured configuration if it beats the default by more than
+        `margin`. The default itself is never written: the compiler picks it anyway."""
+        decided = self.decisions(key)
         best: dict[str, Row] = {}
         default: dict[str, float] = {}
         for r in self.rows(key):
@@ -174,8 +201,10 @@ class TuningDB:
                 default[r.signature] = r.median_ms
             elif r.signature not in best or r.median_ms < best[r.signature].median_ms:
                 best[r.signature] = r
-        return {sig: r.config for sig, r in best.items()
-                if sig in default and r.median_ms < default[sig] * (1 - margin)}
+        out = {sig: r.config for sig, r in best.items()
+               if sig in default and r.median_ms < default[sig] * (1 - margin) and sig not in decided}
+        out.update({sig: cfg for sig, cfg in decided.items() if cfg is not None})
+        return out
 
     def other_keys(self, key: DeviceKey) -> list[tuple[DeviceKey, int]]:
         """The other (device, driver, compiler) keys in the file, with their row counts."""
@@ -204,8 +233,13 @@ class TuningDB:
             r["config"] = json.loads(r["config"])
             r["times_ms"] = json.loads(r["times_ms"] or "[]")
             r["is_default"] = bool(r["is_default"])
-        Path(path).write_text(json.dumps({"format": "adreno-mlir-tuning", "schema": SCHEMA_VERSION, "rows": rows},
-                                         indent=1))
+        cur = self.conn.execute("SELECT * FROM decisions ORDER BY device, driver, compiler, signature")
+        cols = [c[0] for c in cur.description]
+        decisions = [dict(zip(cols, r)) for r in cur]
+        for d in decisions:
+            d["config"] = None if d["config"] is None else json.loads(d["config"])
+        Path(path).write_text(json.dumps({"format": "adreno-mlir-tuning", "schema": SCHEMA_VERSION, "rows": rows,
+                                          "decisions": decisions}, indent=1))
         return len(rows)
 
     def import_json(self, path: str | Path) -> int:
@@ -242,6 +276,18 @@ class TuningDB:
                 except (KeyError, TypeError) as e:
                     raise TuningDBError(f"{path}: a row lacks or misspells field {e}: {str(r)[:200]}") from None
                 taken += 1
+            for d in data.get("decisions", []):
+                try:
+                    params = (d["device"], d["driver"], d["compiler"], d["signature"])
+                    old = self.conn.execute("SELECT created FROM decisions WHERE device=? AND driver=? AND compiler=? "
+                                            "AND signature=?", params).fetchone()
+                    if old is not None and old[0] >= d["created"]:
+                        continue
+                    self.conn.execute("INSERT OR REPLACE INTO decisions VALUES (?,?,?,?,?,?,?)",
+                                      (*params, None if d["config"] is None else canonical(d["config"]),
+                                       d.get("model", ""), float(d["created"])))
+                except (KeyError, TypeError) as e:
+                    raise TuningDBError(f"{path}: a decision lacks or misspells field {e}: {str(d)[:200]}") from None
         return taken
 
 

@@ -364,6 +364,7 @@ def tune(
         # The model-level check: the chosen configurations against the default.
         chosen = _choose(searches, base)
         untuned, tuned, chosen = _confirm(pool[0], chosen, searches, timeout_s, db, key, say)
+        db.decide(key, {sig: chosen.get(sig) for sig in searches}, model_name)
         reports = []
         failures: dict[str, int] = {}
         for sig, s in searches.items():

@@ -129,6 +129,7 @@ class _Measurer:
         signature its launches count towards."""
         from adreno_mlir.api import work_group_sizes
         from adreno_mlir.context import make_context
+        from adreno_mlir.dialects import graph
         from adreno_mlir.options import check_precision
         from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR, is_kernel
         from adreno_mlir.pipeline import run_stages, stages_for
@@ -149,20 +150,25 @@ class _Measurer:
         spaces: dict[str, Any] = {}
         loc_to_sig: dict[str, str] = {}
         ambiguous: set[str] = set()
+        """Signatures sharing a node with another tunable kernel: their times cannot be
+        told apart, so they are not tuned."""
         for op in module.walk():
             if CONFIG_ATTR not in op.attributes or not is_kernel(op):
                 continue
             space = space_of(op, gpu)
-            desc = getattr(op.location, "desc", None)
-            if space is None or desc is None:
+            if space is None:
                 continue
-            loc = desc.data
-            if loc in loc_to_sig and loc_to_sig[loc] != space.signature:
-                ambiguous.add(loc)
-            loc_to_sig[loc] = space.signature
+            # Every node of the kernel: a split-K convolution's partial kernel carries the
+            # conv's node, its summing kernel the fused tail's.
+            members = [op, *op.ops] if isinstance(op, graph.FusedOp) else [op]
+            for desc in {getattr(m.location, "desc", None) for m in members} - {None}:
+                loc = desc.data
+                if loc in loc_to_sig and loc_to_sig[loc] != space.signature:
+                    ambiguous |= {loc_to_sig[loc], space.signature}
+                loc_to_sig[loc] = space.signature
             spaces.setdefault(space.signature, space)
-        for loc in ambiguous:  # two tunable kernels of one node: their times cannot be told apart
-            spaces.pop(loc_to_sig.pop(loc), None)
+        for sig in ambiguous:
+            spaces.pop(sig, None)
         loc_to_sig = {k: v for k, v in loc_to_sig.items() if v in spaces}
         return list(spaces.values()), loc_to_sig
 
