@@ -32,6 +32,21 @@ class InputError(AdrenoError, ValueError):
     Also a ValueError, as a wrong argument value is in Python."""
 
 
+def read_json(path, error: type[AdrenoError], prefix: str = "", what: str = ""):
+    """The JSON value in file `path`; an unreadable file or invalid JSON raises `error`
+    naming the file (`prefix` starts the message, e.g. the pass that reads it; `what`
+    says what the file is)."""
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as e:
+        raise error(f"{prefix}cannot read {what}{path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise error(f"{prefix}{path} is not valid JSON: {e}") from None
+
+
 def op_where(op) -> str:
     """`'graph.conv2d' at loc("/layer1/conv")`: how errors name an op (its ONNX node)."""
     desc = getattr(op.location, "desc", None)

@@ -26,7 +26,33 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 
-from bench import PLANS, bench_model, log, make_peer, materialized_path, shared_dir
+from bench import PLANS, bench_model, log, make_peer, materialized_path, shared_dir, time_calls
+
+
+def untuned_vs_tuned(path, args, variants) -> dict:
+    """No peer (the next models' PyTorch twins live in bench/transformers.py): our two
+    compiles on the same inputs, wall and device time, error of tuned against untuned."""
+    import numpy as np
+
+    import adreno_mlir
+
+    row = {"peer_ms": None, "variants": []}
+    ref = None
+    for vname, plan in variants:
+        cm = adreno_mlir.compile(str(path), device=args.device, **plan)
+        rng = np.random.default_rng(args.seed + 1)
+        bounds = {t.name: t.bound for t in cm.launch_plan.inputs if t.dtype == "i32"}
+        feeds = {n: (rng.integers(0, bounds[n], cm.input_shapes[n]).astype(np.int64) if n in bounds
+                     else rng.standard_normal(cm.input_shapes[n]).astype(np.float32)) for n in cm.input_names}
+        times, out = time_calls(lambda cm=cm, feeds=feeds: cm.run(feeds), args.warmup, args.repeat)
+        first = next(iter(out.values()))
+        ref = first if ref is None else ref
+        prof = cm.profile(feeds, repeat=5)
+        err = float(np.abs(first - ref).max() / max(float(np.abs(ref).max()), 1e-30))
+        row["variants"].append({"variant": vname, "ms": float(np.median(times)), "device_ms": sum(prof.values()),
+                                "max_rel_err": err, "ok": err <= 1e-4, "error": None,
+                                "compile_s": cm.compile_seconds})
+    return row
 
 
 def main(argv=None) -> int:
@@ -34,7 +60,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="resnet18,mobilenet_v2")
     ap.add_argument("--plans", default="nchw", help="one plan per model, or one per model as MODEL=PLAN entries")
     ap.add_argument("--device", default=None)
-    ap.add_argument("--compare", default="onnxruntime", choices=["onnxruntime", "torch"])
+    ap.add_argument("--compare", default="onnxruntime", choices=["onnxruntime", "torch"],
+                    help="the peer for the shared CNNs (the next models are compared with their untuned selves)")
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--budget-s", type=float, default=None, help="tuning budget per model")
     ap.add_argument("--tune-repeat", type=int, default=10)
@@ -61,7 +88,13 @@ def main(argv=None) -> int:
     for name in args.models.split(","):
         plan = per_model.get(name, default_plan)
         opts = {k: v for k, v in PLANS[plan].items() if k in ("textures", "layout", "precision")}
-        path = materialized_path(shared, name, args.seed)
+        nxt = (shared / "models" / "next" / f"{name}.onnx").exists()
+        if nxt:  # transformers and newer CNNs (bench/transformers.py materializes them)
+            from transformers import materialized
+
+            path = materialized(shared, name)
+        else:
+            path = materialized_path(shared, name, args.seed)
         rec = {"model": name, "plan": plan}
         if not args.skip_tune:
             log(f"[{name}] tuning ({plan}, {args.trials} trials)")
@@ -73,8 +106,8 @@ def main(argv=None) -> int:
                        tuner_untuned_ms=rep.untuned_ms, tuner_tuned_ms=rep.tuned_ms, chosen=len(rep.chosen),
                        signatures=len(rep.signatures), workers=rep.workers)
             log(format_report(rep, top=8))
-        row = bench_model(name, args, shared, peer,
-                          [("untuned", PLANS[plan]), ("tuned", {**PLANS[plan], "tuning_db": args.db})])
+        variants = [("untuned", PLANS[plan]), ("tuned", {**PLANS[plan], "tuning_db": args.db})]
+        row = untuned_vs_tuned(path, args, variants) if nxt else bench_model(name, args, shared, peer, variants)
         rec["peer_ms"], rec["peer_graph_ms"] = row["peer_ms"], row.get("peer_graph_ms")
         for v in row["variants"]:
             rec[v["variant"]] = {k: v.get(k) for k in ("ms", "device_ms", "max_rel_err", "error", "ok", "compile_s")}
@@ -82,7 +115,7 @@ def main(argv=None) -> int:
         u, tu = rec["untuned"], rec["tuned"]
         if u.get("ms") and tu.get("ms"):
             log(f"[{name}] untuned {u['ms']:.3f} ms (device {u['device_ms']:.3f}), tuned {tu['ms']:.3f} ms "
-                f"(device {tu['device_ms']:.3f}); peer {rec['peer_ms']:.3f} ms")
+                f"(device {tu['device_ms']:.3f}); peer {rec['peer_ms']} ms")
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     graph = args.compare == "torch"
@@ -99,9 +132,10 @@ def main(argv=None) -> int:
             continue
         speedups.append(u["ms"] / t["ms"])
         dev_speedups.append(u["device_ms"] / t["device_ms"])
+        peer_ms = r["peer_ms"]
         line = (f"| {r['model']} | {r['plan']} | {r.get('tune_s', 0):.0f} | {u['ms']:.3f} | {t['ms']:.3f} | "
-                f"{t['ms'] / u['ms']:.3f} | {u['device_ms']:.3f} | {t['device_ms']:.3f} | {r['peer_ms']:.3f} | "
-                f"{t['ms'] / r['peer_ms']:.2f} |")
+                f"{t['ms'] / u['ms']:.3f} | {u['device_ms']:.3f} | {t['device_ms']:.3f} | "
+                + (f"{peer_ms:.3f} | {t['ms'] / peer_ms:.2f} |" if peer_ms else "- | - |"))
         if graph:
             g = r.get("peer_graph_ms")
             line += f" {g:.3f} | {t['ms'] / g:.2f} |" if g else " - | - |"

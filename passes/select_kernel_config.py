@@ -12,7 +12,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | kernel | keys |
 |---|---|
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
-| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
+| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
 | fused attention (graph.attention) | `reduce_items` (work-items per query row: 1 = a serial row, else 2-128) |
@@ -58,7 +58,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.errors import CompileError, op_where
+from adreno_mlir.errors import CompileError, op_where, read_json
 from adreno_mlir.lowering.kernels.matmul import MatMulGeometry, float4_columns, matmul_geometry, read_strides
 
 CONFIG_ATTR = "kernel_config"
@@ -157,7 +157,7 @@ def kernel_signature(op: Operation) -> str:
 
 _INT_KEYS = {
     "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65), "dw_rows": (0, 1)},
-    "conv": {"co_block": (1, 2, 4, 8), "x_block": (1, 2, 4)},
+    "conv": {"co_block": (1, 2, 4, 8, 16), "x_block": (1, 2, 4)},
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
     "norm": {"reduce_items": (1, 16, 32, 64, 128, 256)},
@@ -475,12 +475,7 @@ class Rules:
 
 
 def load_overrides(path: str) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise CompileError(f"select-kernel-config: cannot read overrides file {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise CompileError(f"select-kernel-config: {path} is not valid JSON: {e}") from None
+    data = read_json(path, CompileError, "select-kernel-config: ", "overrides file ")
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise CompileError(
             f"select-kernel-config: {path} must be a JSON object mapping signatures (or 'loc:NODE') "

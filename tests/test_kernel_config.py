@@ -157,6 +157,19 @@ def test_nchw_overrides(model, feeds_and_reference, tmp_path):
     assert_matches_onnxruntime(cm, feeds_and_reference)
 
 
+def test_scalar_conv_sixteen_channels_per_item(model, feeds_and_reference, tmp_path):
+    """co_block = 16 (the scalar kernel only): the shape PoCL's work-group vectorizer
+    liked best in a microbenchmark; the float4 kernel refuses it with its own limits."""
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({"loc:conv1": {"kernel": "scalar", "co_block": 16}}))
+    cm = compile_with(model, path, layout="nchw")
+    assert kernels_by_node(cm.stage_ir["select-kernel-config"])["conv1"][0]["co_block"] == 16
+    assert_matches_onnxruntime(cm, feeds_and_reference)
+    path.write_text(json.dumps({"loc:conv1": {"kernel": "vec4", "co_block": 16}}))
+    with pytest.raises(CompileError, match=r"co_block = 16 must be 4 or 8"):
+        compile_with(model, path, layout="nchw")
+
+
 # --------------------------------------------------------------------------- bad files
 
 

@@ -53,6 +53,16 @@ def _all_devices() -> list[cl.Device]:
     return [d for p in platforms for d in p.get_devices()]
 
 
+def devices_like(spec: str | None = None) -> list[str]:
+    """Specs (`platform:device` indices) of every device of this machine with the same
+    platform and name as `find_device(spec)`: the local devices a tuning run can spread
+    over, one worker each (e.g. both GPUs of a two-GPU machine)."""
+    first = find_device(spec)
+    key = (first.platform.name, first.name)
+    return [f"{p}:{d}" for p, plat in enumerate(cl.get_platforms()) for d, dev in enumerate(plat.get_devices())
+            if (plat.name, dev.name) == key]
+
+
 def find_device(spec: str | None = None) -> cl.Device:
     spec = spec if spec is not None else os.environ.get("PYOPENCL_CTX")
     if spec and "intel" in spec.lower():

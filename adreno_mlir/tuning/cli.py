@@ -40,7 +40,9 @@ def add_tune_command(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--repeat", type=int, default=10, help="timed runs per measurement (default 10)")
     t.add_argument("--workers", type=int, default=1, help="measuring processes on --device (default 1)")
     t.add_argument("--devices", help="comma-separated OpenCL devices, one worker each (e.g. nvidia:0,nvidia:1)")
-    t.add_argument("--ray", action="store_true", help="run the workers as Ray actors (a local Ray)")
+    t.add_argument("--ray", action="store_true",
+                   help="run the workers as Ray actors on a local Ray (without --devices/--workers: one per local "
+                        "device like --device)")
     t.add_argument("--ray-address", help="join this Ray cluster: one worker per node, each on its default device")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adreno_mlir.errors import AdrenoError
+from adreno_mlir.errors import AdrenoError, read_json
 
 SCHEMA_VERSION = 1
 
@@ -245,12 +245,7 @@ class TuningDB:
     def import_json(self, path: str | Path) -> int:
         """Merge rows exported elsewhere (`adreno-mlir tune --import`); a row already here
         is kept when it is newer. Returns how many rows were taken."""
-        try:
-            data = json.loads(Path(path).read_text())
-        except OSError as e:
-            raise TuningDBError(f"cannot read {path}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise TuningDBError(f"{path} is not valid JSON: {e}") from None
+        data = read_json(path, TuningDBError)
         if not isinstance(data, dict) or data.get("format") != "adreno-mlir-tuning":
             raise TuningDBError(f"{path} is not an adreno-mlir tuning export (`adreno-mlir tune --export`)")
         if data.get("schema") != SCHEMA_VERSION:

@@ -30,11 +30,11 @@ class _Actor:
         return self.worker.measure(overrides, timeout)
 
     def stop(self) -> None:
-        self.worker.stop()
+        self.worker.close()
 
 
 class RayWorker:
-    """A local stand-in for one actor, with DeviceWorker's interface."""
+    """A local stand-in for one actor, with DeviceWorker's interface (`close` ends it)."""
 
     def __init__(self, actor, name: str):
         self.actor = actor
@@ -57,7 +57,7 @@ class RayWorker:
         except (ray.exceptions.RayError, TimeoutError) as e:
             return Result("crash", error=f"Ray worker {self.name}: {type(e).__name__}: {e}"[:2000], worker=self.name)
 
-    def stop(self) -> None:
+    def close(self) -> None:
         import ray
 
         try:

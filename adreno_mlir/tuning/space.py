@@ -11,7 +11,7 @@ Per kernel kind (passes/select_kernel_config.py documents each key):
 | kind | dimensions |
 |---|---|
 | conv on NCHW4c | x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks); depthwise: x_block, dw_rows |
-| conv on NCHW | kernel vec4/scalar (vec4 only where the default is vec4), co_block, x_block (vec4) |
+| conv on NCHW | kernel vec4 or scalar (only scalar where vec4 does not apply), co_block, x_block (vec4) |
 | Winograd matmul | tiles_per_item 1/2/4, co_blocks 1/2/4 |
 | reductions, LayerNorm/Softmax | reduce_items 1, 16 ... 256 (up to the reduced extent) |
 | attention | reduce_items 1, 2 ... 128 (up to the keys) |
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.ir import Operation
@@ -60,6 +60,12 @@ class Space:
     """(key, choices) in suggestion order."""
     name: str = ""
     """The ONNX node of one kernel with this signature (for messages)."""
+    pruned: frozenset = frozenset()
+    """Canonical configs not worth measuring: the lowering would refuse them, or the
+    roofline model (adreno_mlir.analyze) predicts them `PRUNE_FACTOR` times slower than
+    the default (too few work-items for the device)."""
+    estimates: dict = field(default_factory=dict, compare=False, hash=False)
+    """canonical config -> the roofline model's estimate (us), where the target has peaks."""
 
     def size(self) -> int:
         return len(self.candidates())
@@ -77,16 +83,56 @@ class Space:
                     cfg[t] = 1
         if self.kind == "conv" and cfg.get("kernel") == "scalar":
             cfg.pop("x_block", None)
+        if self.kind == "conv" and cfg.get("kernel") == "vec4" and cfg.get("co_block", 4) > 8:
+            cfg["co_block"] = 8  # 16 channels per work-item: the scalar kernel only
         return cfg
 
-    def candidates(self) -> list[dict[str, Any]]:
-        """Every distinct configuration, the default first."""
+    def candidates(self, include_pruned: bool = False) -> list[dict[str, Any]]:
+        """Every distinct configuration, the default first (without the pruned ones)."""
+        from adreno_mlir.tuning.db import canonical
+
         seen = {_key(self.default): self.default}
         keys = [k for k, _ in self.dims]
         for values in itertools.product(*(c for _, c in self.dims)):
             cfg = self.normalize(dict(zip(keys, values)))
-            seen.setdefault(_key(cfg), cfg)
+            if include_pruned or canonical(cfg) not in self.pruned:
+                seen.setdefault(_key(cfg), cfg)
         return list(seen.values())
+
+    def with_pruning(self, op: Operation, profile) -> Space:
+        """This space without the candidates the lowering would refuse (checked now, not by
+        a compile) and those the roofline model puts `PRUNE_FACTOR` times above the default."""
+        from dataclasses import replace
+
+        from adreno_mlir.errors import CompileError
+        from adreno_mlir.passes.select_kernel_config import validate_config
+        from adreno_mlir.tuning.db import canonical
+
+        pruned = set()
+        estimates = {}
+        estimate = None
+        if profile.has_peaks:
+            from adreno_mlir.analyze import estimate_config_us
+
+            estimate = lambda cfg: estimate_config_us(op, cfg, profile)  # noqa: E731
+        base = None
+        if estimate is not None:
+            base = estimates[canonical(self.default)] = estimate(self.default)
+        for cfg in self.candidates(include_pruned=True)[1:]:
+            try:
+                validate_config(op, dict(cfg))
+                if base is not None:
+                    us = estimates[canonical(cfg)] = estimate(cfg)
+                    if us > PRUNE_FACTOR * base:
+                        pruned.add(canonical(cfg))
+            except CompileError:
+                pruned.add(canonical(cfg))
+        return replace(self, pruned=frozenset(pruned), estimates=estimates)
+
+
+PRUNE_FACTOR = 3.0
+"""Candidates the roofline model predicts this many times slower than the default are not
+measured."""
 
 
 def _key(cfg: dict[str, Any]) -> tuple:
@@ -114,12 +160,17 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
             dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
     elif kind == "conv":
         if default.get("kernel") == "vec4":
+            # The scalar kernel (one output pixel per work-item, co_block channels) is the
+            # shape a CPU's work-group vectorizer likes: neighbouring work-items read
+            # neighbouring pixels. Its co_block must divide the channels per group (checked
+            # before measuring, see with_pruning).
             depthwise = head.groups.value.data > 1
-            dims += [("kernel", ("vec4",)), ("co_block", (4,) if depthwise else (4, 8)), ("x_block", (1, 2, 4))]
+            dims += [("kernel", ("vec4", "scalar")), ("co_block", (4,) if depthwise else (4, 8, 16)),
+                     ("x_block", (1, 2, 4))]
         else:
             out = graph.shape_of(head.result)
             cog = out[1] // head.groups.value.data
-            dims += [("co_block", tuple(b for b in (1, 2, 4, 8) if cog % b == 0))]
+            dims += [("co_block", tuple(b for b in (1, 2, 4, 8, 16) if cog % b == 0))]
     elif kind == "winograd_matmul":
         dims += [("tiles_per_item", (1, 2, 4)), ("co_blocks", (1, 2, 4))]
     elif kind in ("reduce", "norm"):

@@ -104,6 +104,9 @@ class Search:
                      for k, choices in self.space.dims}
             cfg = self.space.normalize(point)
             key = canonical(cfg)
+            if key in self.space.pruned:  # refused or predicted far slower: not measured
+                self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                continue
             if key in self.known:
                 status, ms = self.known[key]
                 if status == "ok":
@@ -171,6 +174,12 @@ class TuneReport:
     chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
     workers: int = 1
     interrupted: bool = False
+    pruned: int = 0
+    """Candidates not measured: refused by the lowering's checks, or predicted by the
+    roofline model PRUNE_FACTOR times slower than the default."""
+    model_agreement: float | None = None
+    """Mean Spearman rank correlation, over signatures with 4+ measured candidates, between
+    the roofline model's estimates and the measured times of the candidates."""
 
     @property
     def speedup(self) -> float:
@@ -226,7 +235,8 @@ def tune(
     in the database `db_path`; returns the report (see the module docstring).
 
     devices: one worker per entry (OpenCL device specs, as `compile(device=...)`);
-             default `[device] * workers`.
+             default `[device] * workers`, or with a local Ray and one worker, every
+             local device with the same platform and name as `device`.
     ray / ray_address: run the workers as Ray actors (a local Ray, or join a cluster).
     """
     from pathlib import Path
@@ -239,6 +249,11 @@ def tune(
     start = time.perf_counter()
     opts = dict(compile_options or {})
     storage_f16 = opts.get("precision", "fp32") != "fp32"
+    if devices is None and (ray or ray_address) and workers == 1 and not ray_address:
+        # A local Ray without a device list: one worker per local device like --device.
+        from adreno_mlir.runtime.device import devices_like
+
+        devices = devices_like(device)
     job_devices = devices or [device] * max(1, workers)
     jobs = [Job(model, d, opts, repeat=repeat, rtol=2e-2 if storage_f16 else 1e-4, seed=seed,
                 fault_hook=fault_hook) for d in job_devices]
@@ -357,7 +372,7 @@ def tune(
             except KeyboardInterrupt:
                 interrupted = True
                 for w in pool:
-                    w.stop()
+                    w.close()
                 raise
             finally:
                 bar.close()
@@ -376,11 +391,12 @@ def tune(
                                            sum(1 for st, _ in s.known.values() if st == "ok"),
                                            sum(1 for st, _ in s.known.values() if st != "ok")))
         return TuneReport(key, reports, untuned, tuned, time.perf_counter() - start, rounds, failures, chosen,
-                          len(pool), interrupted)
+                          len(pool), interrupted, sum(len(s.space.pruned) for s in searches.values()),
+                          _agreement(searches))
     finally:
         if not interrupted:
             for w in pool:
-                w.stop()
+                w.close()
         db.close()
 
 
@@ -447,12 +463,37 @@ def _confirm(w, chosen: dict[str, dict], searches: dict[str, Search], timeout_s:
     return u, u, {}
 
 
+def _agreement(searches: dict[str, Search]) -> float | None:
+    """See TuneReport.model_agreement."""
+    rhos = []
+    for s in searches.values():
+        pairs = [(s.space.estimates[k], ms) for k, (st, ms) in s.known.items()
+                 if st == "ok" and ms is not None and k in s.space.estimates]
+        if len(pairs) >= 4:
+            est, meas = np.asarray(pairs).T
+            if np.ptp(est) > 0 and np.ptp(meas) > 0:
+                rhos.append(_spearman(est, meas))
+    return float(np.mean(rhos)) if rhos else None
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra = np.argsort(np.argsort(a)).astype(float)
+    rb = np.argsort(np.argsort(b)).astype(float)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
 def format_report(rep: TuneReport, top: int = 20) -> str:
     lines = [f"device: {rep.device.short()}",
              f"tuned {len(rep.chosen)} of {len(rep.signatures)} kernel signatures in {rep.seconds:.0f} s "
              f"({rep.rounds} rounds, {rep.workers} worker{'s' if rep.workers != 1 else ''})"]
     if rep.failures:
         lines.append("failed candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.failures.items())))
+    if rep.pruned:
+        lines.append(f"pruned without measuring: {rep.pruned} candidates (refused by the lowering's checks, or "
+                     "predicted 3x slower than the default by the roofline model)")
+    if rep.model_agreement is not None:
+        lines.append(f"roofline model vs measured, rank correlation within a kernel's candidates: "
+                     f"{rep.model_agreement:+.2f} (mean Spearman)")
     lines.append(f"model device time: untuned {rep.untuned_ms:.4f} ms, tuned {rep.tuned_ms:.4f} ms "
                  f"(x{rep.speedup:.3f})")
     rows = sorted(rep.signatures, key=lambda r: -(r.default_ms or 0))[:top]

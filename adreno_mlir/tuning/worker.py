@@ -96,7 +96,7 @@ class WorkerFailed(Exception):
 class _Measurer:
     """The child's state: the imported model, its reference outputs, its kernels."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, scratch: str):
         from adreno_mlir.api import plan_options
         from adreno_mlir.frontend import import_onnx
         from adreno_mlir.runtime import default_context
@@ -105,10 +105,9 @@ class _Measurer:
         self.job = job
         path = job.model
         if isinstance(path, bytes):
-            fd, name = tempfile.mkstemp(suffix=".onnx")
-            with os.fdopen(fd, "wb") as f:
-                f.write(path)
-            path = name
+            name = Path(scratch) / "model.onnx"
+            name.write_bytes(path)
+            path = str(name)
         self.graph = import_onnx(path)
         self.device = default_context(job.device).devices[0]
         self.key = device_key(self.device)
@@ -117,7 +116,7 @@ class _Measurer:
             opts.get("target", "auto"), job.device, opts.get("textures"), opts.get("precision", "fp32"),
             opts.get("layout"))
         self.hook = _load_hook(job.fault_hook)
-        self.overrides_dir = Path(tempfile.mkdtemp(prefix="adreno-tune-"))
+        self.overrides_dir = Path(scratch)
         self.spaces, self.loc_to_sig = self._kernels()
         self.reference: list[np.ndarray] | None = None
         self.feeds: dict[str, np.ndarray] = {}
@@ -146,7 +145,8 @@ class _Measurer:
 
         attach(module, store_of(self.graph).overlay())
         run_stages(make_context(), module, upto)
-        gpu = get_profile(self.target).is_gpu
+        profile = get_profile(self.target)
+        gpu = profile.is_gpu
         spaces: dict[str, Any] = {}
         loc_to_sig: dict[str, str] = {}
         ambiguous: set[str] = set()
@@ -158,6 +158,7 @@ class _Measurer:
             space = space_of(op, gpu)
             if space is None:
                 continue
+            space = space.with_pruning(op, profile)
             # Every node of the kernel: a split-K convolution's partial kernel carries the
             # conv's node, its summing kernel the fused tail's.
             members = [op, *op.ops] if isinstance(op, graph.FusedOp) else [op]
@@ -282,11 +283,11 @@ def _load_hook(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
-def _child_main(conn, job: Job, worker: str) -> None:
+def _child_main(conn, job: Job, worker: str, scratch: str) -> None:
     """The child process: set up, then answer measure requests until told to stop."""
     try:
         t = time.perf_counter()
-        m = _Measurer(job)
+        m = _Measurer(job, scratch)
         baseline = m.measure({}, worker)
         conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
@@ -319,6 +320,9 @@ class DeviceWorker:
         self.conn = None
         self.setup: Setup | None = None
         self.restarts = 0
+        self.scratch = tempfile.mkdtemp(prefix="adreno-tune-")
+        """The child's files (override files, the model when it came as bytes); `close`
+        removes it (a killed child cannot)."""
 
     def start(self) -> Setup:
         """Start the child (if it is not running): it imports the model, measures the
@@ -327,7 +331,7 @@ class DeviceWorker:
             return self.setup
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_child_main, args=(child, self.job, self.name), daemon=True)
+        self.proc = ctx.Process(target=_child_main, args=(child, self.job, self.name, self.scratch), daemon=True)
         self.proc.start()
         child.close()
         self.conn = parent
@@ -372,6 +376,13 @@ class DeviceWorker:
             code = self.proc.exitcode if self.proc is not None else None
             self.stop()
             raise WorkerFailed("crash", f"worker {self.name} died while {what} (exit code {code})") from None
+
+    def close(self) -> None:
+        """Stop the child for good and remove its files."""
+        self.stop()
+        import shutil
+
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def stop(self) -> None:
         if self.proc is not None:
