@@ -110,9 +110,12 @@ def tinynet(tmp_path_factory) -> str:
 
 def spaces_of(model: str) -> dict:
     """{signature: Space} as the tuner's worker sees the model (computed in this process)."""
+    import tempfile
+
     from adreno_mlir.tuning.worker import Job, _Measurer
 
-    return {sp.signature: sp for sp in _Measurer(Job(model)).spaces}
+    with tempfile.TemporaryDirectory() as scratch:
+        return {sp.signature: sp for sp in _Measurer(Job(model), scratch).spaces}
 
 
 @pytest.fixture(scope="module")
