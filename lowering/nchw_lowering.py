@@ -16,7 +16,7 @@ from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
 from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec, read_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
-from adreno_mlir.passes.select_kernel_config import matmul_geometry_of, tileable
+from adreno_mlir.passes.select_kernel_config import conv_config_error, matmul_geometry_of, tileable
 from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
@@ -69,14 +69,11 @@ class Convolution(KernelPattern):
             groups=groups, has_bias=op.bias is not None, epilogue=epi,
         )
         scalars: list[int] = []
+        error = conv_config_error(op, cfg)
+        if error is not None:
+            raise LoweringError(f"{where(op)}: {error}")
+        cb = cfg["co_block"]
         if cfg["kernel"] == "vec4":
-            if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
-                raise LoweringError(f"{where(op)}: kernel_config kernel = \"vec4\" needs constant weights, output "
-                                    "channels divisible by 4 and groups 1 or depthwise; use \"scalar\"")
-            cb = cfg["co_block"]
-            if cb not in (4, 8) or co % cb or (depthwise and cb != 4):
-                raise LoweringError(f"{where(op)}: kernel_config co_block = {cb} must be 4 or 8, divide the "
-                                    f"output channels ({co}) and be 4 for depthwise")
             if not depthwise:  # input channels become a launch argument: one kernel for all of them
                 scalars = [x_shape[1]]
                 geometry["x_shape"] = (x_shape[0], 0, *x_shape[2:])
@@ -85,10 +82,6 @@ class Convolution(KernelPattern):
             hint = (op.weight.owner.weight_name or "conv_weight") + "_oihw4o"
             w_buf = hb.weight(hint, Conv4Spec.pack_weights(hb.constant_array(op.weight)))
         else:
-            cb = cfg["co_block"]
-            if (co // groups) % cb:
-                    raise LoweringError(f"{where(op)}: kernel_config co_block = {cb} must divide the output "
-                                    f"channels per group ({co // groups})")
             spec = ConvSpec(co_block=cb, **geometry)
             w_buf = hb.buffer(op.weight)
         ins = [hb.buffer(op.input), w_buf] + ([hb.buffer(op.bias)] if op.bias is not None else [])

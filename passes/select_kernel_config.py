@@ -208,7 +208,30 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
             choices = allowed[k]
             shown = f"{choices.start}..{choices.stop - 1}" if isinstance(choices, range) else list(choices)
             raise CompileError(f"{where(head)}: kernel_config {k} = {v!r} is not one of {shown}")
-    return {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
+    full = {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
+    if kind == "conv":
+        error = conv_config_error(head, full)
+        if error is not None:
+            raise CompileError(f"{where(head)}: {error}")
+    return full
+
+
+def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
+    """Why an NCHW convolution cannot take `cfg` (its kernel and co_block), or None: the
+    one statement of these limits, for `validate_config` (the autotuner prunes with it) and
+    the lowering alike."""
+    co, groups = graph.shape_of(op.result)[1], op.groups.value.data
+    depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
+    cb = cfg.get("co_block")
+    if cfg.get("kernel") == "vec4":
+        if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
+            return ("kernel_config kernel = \"vec4\" needs constant weights, output channels divisible by 4 and "
+                    "groups 1 or depthwise; use \"scalar\"")
+        if cb is not None and (cb not in (4, 8) or co % cb or (depthwise and cb != 4)):
+            return f"kernel_config co_block = {cb} must be 4 or 8, divide the output channels ({co}) and be 4 for depthwise"
+    elif cb is not None and (co // groups) % cb:
+        return f"kernel_config co_block = {cb} must divide the output channels per group ({co // groups})"
+    return None
 
 
 def group_items(extent: int, most: int = 256) -> int:

@@ -64,6 +64,8 @@ class Space:
     """Canonical configs not worth measuring: the lowering would refuse them, or the
     roofline model (adreno_mlir.analyze) predicts them `PRUNE_FACTOR` times slower than
     the default (too few work-items for the device)."""
+    channels_per_group: int = 0
+    """NCHW convolutions: output channels per group (co_block must divide it)."""
     estimates: dict = field(default_factory=dict, compare=False, hash=False)
     """canonical config -> the roofline model's estimate (us), where the target has peaks."""
 
@@ -85,6 +87,9 @@ class Space:
             cfg.pop("x_block", None)
         if self.kind == "conv" and cfg.get("kernel") == "vec4" and cfg.get("co_block", 4) > 8:
             cfg["co_block"] = 8  # 16 channels per work-item: the scalar kernel only
+        if self.kind == "conv" and self.channels_per_group and cfg.get("kernel") == "scalar":
+            cog = self.channels_per_group  # the largest block of at most the chosen size that divides it
+            cfg["co_block"] = max(b for b in (1, 2, 4, 8, 16) if b <= cfg["co_block"] and cog % b == 0)
         return cfg
 
     def candidates(self, include_pruned: bool = False) -> list[dict[str, Any]]:
@@ -164,9 +169,9 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
             # shape a CPU's work-group vectorizer likes: neighbouring work-items read
             # neighbouring pixels. Its co_block must divide the channels per group (checked
             # before measuring, see with_pruning).
-            depthwise = head.groups.value.data > 1
-            dims += [("kernel", ("vec4", "scalar")), ("co_block", (4,) if depthwise else (4, 8, 16)),
-                     ("x_block", (1, 2, 4))]
+            depthwise = head.groups.value.data > 1  # the scalar kernel takes 1 channel per group there
+            dims += [("kernel", ("vec4",) if depthwise else ("vec4", "scalar")),
+                     ("co_block", (4,) if depthwise else (4, 8, 16)), ("x_block", (1, 2, 4))]
         else:
             out = graph.shape_of(head.result)
             cog = out[1] // head.groups.value.data
@@ -193,7 +198,9 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
         dims.append(("work_group", WORK_GROUPS))
     dims = [(k, c) for k, c in dims if c]
     desc = getattr(kop.location, "desc", None)
-    return Space(kernel_signature(kop), kind, default, tuple(dims), desc.data if desc is not None else "")
+    cog = graph.shape_of(head.result)[1] // head.groups.value.data if kind == "conv" else 0
+    return Space(kernel_signature(kop), kind, default, tuple(dims), desc.data if desc is not None else "",
+                 channels_per_group=cog)
 
 
 def _logical_channels(head) -> int:
