@@ -43,12 +43,16 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     if overrides:
         config += f' overrides="{overrides}"'
     config += "}"
+    from adreno_mlir.target import get_profile
+
+    # CPU OpenCL compilers vectorize a * b + c but not fma() (lowering/opencl_printer.py).
+    lowering = "convert-graph-to-opencl" + ("" if get_profile(target).is_gpu else "{fma=split}")
     tail = [
         ("fuse", "graph-fuse"),
         ("config", config),
         ("split-k", "split-k"),
         ("memory", "plan-memory"),
-        ("opencl", "convert-graph-to-opencl"),
+        ("opencl", lowering),
     ]
     winograd = ("winograd", f"conv-winograd{{target={target}}}")
     if layout == "nchw":

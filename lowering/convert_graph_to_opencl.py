@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.passes import ModulePass
 
 from adreno_mlir.dialects import texture
+from adreno_mlir.errors import CompileError
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, groups_of, where
 from adreno_mlir.lowering.host_builder import HostBuilder
 from adreno_mlir.lowering.nchw_lowering import NCHW_PATTERNS
@@ -51,7 +52,20 @@ class ConvertGraphToOpenCL(ModulePass):
 
     name = "convert-graph-to-opencl"
 
+    fma: str = ""
+    """How the OpenCL C printer writes multiply-adds (`math.fma`) in this program: `call`
+    (`fma(a, b, c)`) or `split` (`a * b + c`, for CPU OpenCL compilers; see
+    lowering/opencl_printer.py FMA_MODES). Recorded as the module attribute `opencl.fma`,
+    so `-t opencl` prints the same program; empty: not recorded (the printer's default)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from adreno_mlir.lowering.opencl_printer import FMA_ATTR, FMA_MODES
+
+        if self.fma:
+            if self.fma not in FMA_MODES:
+                raise CompileError(f"convert-graph-to-opencl: fma must be one of {', '.join(FMA_MODES)}, "
+                                   f"got '{self.fma}'")
+            op.attributes[FMA_ATTR] = StringAttr(self.fma)
         kernels: dict[str, str] = {}  # kernel name by spec_key, across the module's functions
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]

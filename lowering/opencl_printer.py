@@ -334,12 +334,15 @@ class _Operand:
 class OpenCLCPrinter:
     """Prints kernels to a stream. One instance per program."""
 
-    def __init__(self, stream: IO[str], fp_contract: bool = False, unroll: str = "ir"):
+    def __init__(self, stream: IO[str], fp_contract: bool = False, unroll: str = "ir", fma: str = "call"):
         if unroll not in UNROLL_MODES:
             raise OpenCLPrintError(f"unroll must be one of {', '.join(UNROLL_MODES)}, got {unroll!r}")
+        if fma not in FMA_MODES:
+            raise OpenCLPrintError(f"fma must be one of {', '.join(FMA_MODES)}, got {fma!r}")
         self.stream = stream
         self.fp_contract = fp_contract
         self.unroll = unroll
+        self.fma = fma
         self.indent = 0
         self.names: dict[SSAValue, str] = {}
         self.used_names: set[str] = set()
@@ -430,6 +433,9 @@ class OpenCLCPrinter:
         if t in BINARY_OPERATORS:
             a, b = op.operands
             return f"{self.arg(a)} {BINARY_OPERATORS[t]} {self.arg(b)}", False
+        if t is math.FmaOp and self.fma == "split":
+            a, b, c = op.operands
+            return f"{self.arg(a)} * {self.arg(b)} + {self.arg(c)}", False
         if t in CALLS:
             args = ", ".join(self.plain(o) for o in op.operands)
             return f"{CALLS[t]}({args})", True
@@ -497,6 +503,12 @@ class OpenCLCPrinter:
         uses_images = any(
             isinstance(o, opencl.ReadImageOp) for k in kernels for o in k.walk()
         )
+        mode = module.attributes.get(FMA_ATTR) if isinstance(module, ModuleOp) else None
+        if isinstance(mode, StringAttr):
+            if mode.data not in FMA_MODES:
+                raise OpenCLPrintError(f"module attribute {FMA_ATTR} = \"{mode.data}\" is not one of "
+                                       f"{', '.join(FMA_MODES)}")
+            self.fma = mode.data
         if not self.fp_contract:
             # arith.mulf + arith.addf must not be fused into an fma behind our back
             self.line("#pragma OPENCL FP_CONTRACT OFF")
@@ -792,22 +804,36 @@ STATEMENTS: dict[type[Operation], Callable[[OpenCLCPrinter, Operation], None]] =
 }
 
 
+FMA_ATTR = "opencl.fma"
+"""Module attribute (set by `convert-graph-to-opencl{fma=...}`) that overrides the
+printer's `fma` mode for that program."""
+
+FMA_MODES = ("call", "split")
+"""How `math.fma` prints: `call` (default: `fma(a, b, c)`, one rounding; GPUs have the
+instruction), or `split` (`a * b + c`, two roundings under FP_CONTRACT OFF). CPU OpenCL
+compilers want `split`: PoCL's `fma()` is a library call its work-group vectorizer does not
+widen, and a 1x1 convolution ran 7x slower with it (3.1 against 20.7 GFLOP/s on a 2-core
+EPYC); `compile()` prints `split` for CPU target profiles. The difference is one rounding
+per multiply-add (far below the 1e-4 the tests hold every plan to)."""
+
+
 def print_opencl(
-    module: Operation, stream: IO[str], *, fp_contract: bool = False, unroll: str = "ir"
+    module: Operation, stream: IO[str], *, fp_contract: bool = False, unroll: str = "ir", fma: str = "call"
 ) -> None:
     """Print every opencl.kernel under `module` as one OpenCL C 1.2 program.
 
     Unless `fp_contract`, the program starts with `#pragma OPENCL FP_CONTRACT OFF` so
-    that a*b+c is rounded twice, exactly as the arith ops say. `unroll`: see UNROLL_MODES."""
-    OpenCLCPrinter(stream, fp_contract, unroll).print_program(module)
+    that a*b+c is rounded twice, exactly as the arith ops say. `unroll`: see UNROLL_MODES;
+    `fma`: see FMA_MODES."""
+    OpenCLCPrinter(stream, fp_contract, unroll, fma).print_program(module)
 
 
-def opencl_source(module: Operation, *, fp_contract: bool = False, unroll: str = "ir") -> str:
+def opencl_source(module: Operation, *, fp_contract: bool = False, unroll: str = "ir", fma: str = "call") -> str:
     """The OpenCL C program of `module` as a string."""
     import io
 
     buf = io.StringIO()
-    print_opencl(module, buf, fp_contract=fp_contract, unroll=unroll)
+    print_opencl(module, buf, fp_contract=fp_contract, unroll=unroll, fma=fma)
     return buf.getvalue()
 
 
@@ -824,6 +850,10 @@ class OpenCLTarget(Target):
     """Loops marked `opencl.unroll`: `ir` (as marked), `pragma`, `print` or `none`
     (`-t 'opencl{unroll=pragma}'`; see UNROLL_MODES)."""
 
+    fma: str = "call"
+    """`math.fma` as `fma(a, b, c)` or, for CPU OpenCL compilers, `a * b + c`
+    (`-t 'opencl{fma=split}'`; see FMA_MODES)."""
+
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         if not any(isinstance(op, opencl.KernelOp) for op in module.walk()):
             from adreno_mlir.errors import CompileError
@@ -831,4 +861,4 @@ class OpenCLTarget(Target):
             raise CompileError(
                 "-t opencl: the input has no opencl.kernel, so there is no OpenCL program to print; lower it first "
                 "(-p '...,convert-graph-to-opencl', or the pipeline in pipeline.txt of `adreno-mlir compile -o DIR`)")
-        print_opencl(module, output, fp_contract=self.fp_contract, unroll=self.unroll)
+        print_opencl(module, output, fp_contract=self.fp_contract, unroll=self.unroll, fma=self.fma)
