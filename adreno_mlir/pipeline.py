@@ -45,8 +45,8 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     config += "}"
     from adreno_mlir.target import get_profile
 
-    # CPU OpenCL compilers vectorize a * b + c but not fma() (lowering/opencl_printer.py).
-    lowering = "convert-graph-to-opencl" + ("" if get_profile(target).is_gpu else "{fma=split}")
+    # PoCL vectorizes a * b + c but not fma() (TargetProfile.split_fma, lowering/opencl_printer.py).
+    lowering = "convert-graph-to-opencl" + ("{fma=split}" if get_profile(target).split_fma else "")
     tail = [
         ("fuse", "graph-fuse"),
         ("config", config),

@@ -54,7 +54,7 @@ class ConvertGraphToOpenCL(ModulePass):
 
     fma: str = ""
     """How the OpenCL C printer writes multiply-adds (`math.fma`) in this program: `call`
-    (`fma(a, b, c)`) or `split` (`a * b + c`, for CPU OpenCL compilers; see
+    (`fma(a, b, c)`) or `split` (`a * b + c`, for PoCL, whose vectorizer skips fma(); see
     lowering/opencl_printer.py FMA_MODES). Recorded as the module attribute `opencl.fma`,
     so `-t opencl` prints the same program; empty: not recorded (the printer's default)."""
 

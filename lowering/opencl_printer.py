@@ -813,7 +813,7 @@ FMA_MODES = ("call", "split")
 instruction), or `split` (`a * b + c`, two roundings under FP_CONTRACT OFF). CPU OpenCL
 compilers want `split`: PoCL's `fma()` is a library call its work-group vectorizer does not
 widen, and a 1x1 convolution ran 7x slower with it (3.1 against 20.7 GFLOP/s on a 2-core
-EPYC); `compile()` prints `split` for CPU target profiles. The difference is one rounding
+EPYC); `compile()` prints `split` for target profiles with `split_fma` (PoCL). The difference is one rounding
 per multiply-add (far below the 1e-4 the tests hold every plan to)."""
 
 
@@ -851,7 +851,7 @@ class OpenCLTarget(Target):
     (`-t 'opencl{unroll=pragma}'`; see UNROLL_MODES)."""
 
     fma: str = "call"
-    """`math.fma` as `fma(a, b, c)` or, for CPU OpenCL compilers, `a * b + c`
+    """`math.fma` as `fma(a, b, c)` or, for PoCL, `a * b + c`
     (`-t 'opencl{fma=split}'`; see FMA_MODES)."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:

@@ -4,8 +4,8 @@
 // RUN: adreno-opt %s -p 'convert-graph-to-opencl' -t 'opencl{fma=split}' | filecheck %s --check-prefix=SPLIT
 // RUN: not adreno-opt %s -p 'convert-graph-to-opencl{fma=fused}' 2>&1 | filecheck %s --check-prefix=BAD
 
-// How multiply-adds print. GPUs: fma(a, b, c), one instruction. CPU OpenCL compilers
-// (compile() lowers with fma=split for CPU target profiles): a * b + c, which PoCL's
+// How multiply-adds print. GPUs: fma(a, b, c), one instruction. PoCL (compile() lowers
+// with fma=split for profiles with split_fma): a * b + c, which PoCL's
 // work-group vectorizer widens and its fma() call it does not (a 1x1 conv: 3.1 against
 // 20.7 GFLOP/s). The choice is the module attribute opencl.fma, so `-t opencl` of the
 // lowered IR prints the same program; the printer's own option applies without it.
