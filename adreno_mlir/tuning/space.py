@@ -160,7 +160,7 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
         if depthwise:
             dims.append(("dw_rows", (0, 1)))
         elif isinstance(head, graph.Conv2dOp) and head.groups.value.data == 1:
-            out_blocks = graph.shape_of(head.result)[1]
+            out_blocks = graph.shape_of(head.result)[1] // 4  # the logical shape: 4 channels a block
             dims.append(("co_blocks", (1, 2) if out_blocks % 2 == 0 else (1,)))
             dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
     elif kind == "conv":
