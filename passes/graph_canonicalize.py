@@ -173,6 +173,16 @@ class HoistUnitReshapeAboveTranspose(RewritePattern):
             rewriter.replace(op, new, [new[-1].results[0]])
 
 
+def _scalar_factor(mul: graph.MulOp):
+    """(x, c) when `mul` is x * c with c a one-element constant that keeps x's shape (either
+    operand order), else None."""
+    for x, c in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+        if (isinstance(c.owner, graph.ConstantOp) and _is_scalar_operand(c, x)
+                and graph.shape_of(x) == graph.shape_of(mul.result)):
+            return x, c
+    return None
+
+
 def _is_scalar_operand(other, value) -> bool:
     """Whether `other` holds one element and broadcasting it against `value` keeps
     `value`'s shape (its rank is at most `value`'s)."""
@@ -430,19 +440,18 @@ class FoldScalarMulChain(RewritePattern):
                 continue
             if not _is_scalar_operand(c2, op.result) or not _only_user(inner.result, op):
                 continue
-            for x, c1 in ((inner.lhs, inner.rhs), (inner.rhs, inner.lhs)):
-                if not isinstance(c1.owner, graph.ConstantOp) or not _is_scalar_operand(c1, x):
-                    continue
-                if graph.shape_of(x) != graph.shape_of(op.result):
-                    continue
-                value = np.float32(constant_value(c1).reshape(-1)[0]) * np.float32(constant_value(c2).reshape(-1)[0])
-                const = new_constant(store_of(module_of(op)), np.full([1], value, np.float32), "scale")
-                rewriter.insert_op(const, InsertPoint.before(op))
-                fused = graph.MulOp(x, const.result, op.result.type)
-                fused.location = op.location
-                rewriter.replace(op, fused)
-                rewriter.erase(inner)
-                return
+            factor = _scalar_factor(inner)
+            if factor is None or graph.shape_of(factor[0]) != graph.shape_of(op.result):
+                continue
+            x, c1 = factor
+            value = np.float32(constant_value(c1).reshape(-1)[0]) * np.float32(constant_value(c2).reshape(-1)[0])
+            const = new_constant(store_of(module_of(op)), np.full([1], value, np.float32), "scale")
+            rewriter.insert_op(const, InsertPoint.before(op))
+            fused = graph.MulOp(x, const.result, op.result.type)
+            fused.location = op.location
+            rewriter.replace(op, fused)
+            rewriter.erase(inner)
+            return
 
 
 class HoistScalarMulThroughMatMul(RewritePattern):
@@ -458,22 +467,19 @@ class HoistScalarMulThroughMatMul(RewritePattern):
             mul = operand.owner
             if not isinstance(mul, graph.MulOp) or not _only_user(mul.result, op):
                 continue
-            for x, c in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
-                if not isinstance(c.owner, graph.ConstantOp) or not _is_scalar_operand(c, x):
-                    continue
-                if graph.shape_of(x) != graph.shape_of(mul.result):
-                    continue
-                if len(graph.shape_of(c)) > len(graph.shape_of(op.result)):
-                    continue
-                operands = [x, op.rhs] if operand is op.lhs else [op.lhs, x]
-                product = graph.MatMulOp(operands=operands, result_types=[op.result.type],
-                                         properties=dict(op.properties), attributes=dict(op.attributes))
-                product.location = op.location
-                scaled = graph.MulOp(product.result, c, op.result.type)
-                scaled.location = mul.location
-                rewriter.replace(op, [product, scaled], [scaled.result])
-                rewriter.erase(mul)
-                return
+            factor = _scalar_factor(mul)
+            if factor is None or len(graph.shape_of(factor[1])) > len(graph.shape_of(op.result)):
+                continue
+            x, c = factor
+            operands = [x, op.rhs] if operand is op.lhs else [op.lhs, x]
+            product = graph.MatMulOp(operands=operands, result_types=[op.result.type],
+                                     properties=dict(op.properties), attributes=dict(op.attributes))
+            product.location = op.location
+            scaled = graph.MulOp(product.result, c, op.result.type)
+            scaled.location = mul.location
+            rewriter.replace(op, [product, scaled], [scaled.result])
+            rewriter.erase(mul)
+            return
 
 
 def graph_patterns() -> list[RewritePattern]:

@@ -162,6 +162,7 @@ class Executable:
                 blob = b"".join(weight_chunks(plan, self.weight_arrays))
             self.native = open_native(runtime, plan, source, blob, context, self.program)
         self._launches: list[Launch] | None = None
+        self._profiling_queue: cl.CommandQueue | None = None
         if self.native is None:
             self._setup_pyopencl()
 
@@ -244,7 +245,10 @@ class Executable:
             if self._launches is None:
                 self._setup_pyopencl()
             launches = self._launches
-            q = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            if self._profiling_queue is None:  # one per executable: the tuner calls this once per inference
+                self._profiling_queue = cl.CommandQueue(self.context,
+                                                        properties=cl.command_queue_properties.PROFILING_ENABLE)
+            q = self._profiling_queue
             for buf, arr in zip(self.inputs, arrays):
                 cl.enqueue_copy(q, buf, arr)
             out = np.zeros((repeat, len(launches)))

@@ -18,7 +18,6 @@ from adreno_mlir.errors import CompileError
 
 
 def add_tune_command(sub: argparse._SubParsersAction) -> None:
-    from adreno_mlir.cli_run import _textures  # noqa: F401 - the plan flags are shared with run/compile
     from adreno_mlir.options import TEXTURE_FLAGS, Layout, Precision
 
     t = sub.add_parser("tune", help="search kernel configurations on the device; results go to a tuning database",

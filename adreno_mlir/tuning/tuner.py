@@ -24,7 +24,6 @@ the two; a tuned model that is not faster drops its least useful entries until i
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -301,7 +300,6 @@ def tune(
         bar = Progress(total, progress, budget_s)
         rounds = 0
         queue: deque[dict[str, dict]] = deque()
-        lock = threading.Lock()
         free = deque(pool)
         inflight: dict[Future, tuple[Any, dict[str, dict]]] = {}
 
@@ -367,8 +365,7 @@ def tune(
                             queue.appendleft(dict(items[:half]))
                             say(f"round of {len(r)} kernels failed ({res.status}): bisecting")
                         else:
-                            with lock:
-                                finish(r, res)
+                            finish(r, res)
             except KeyboardInterrupt:
                 interrupted = True
                 for w in pool:

@@ -116,7 +116,6 @@ class _Measurer:
             opts.get("target", "auto"), job.device, opts.get("textures"), opts.get("precision", "fp32"),
             opts.get("layout"))
         self.hook = _load_hook(job.fault_hook)
-        self.overrides_dir = Path(scratch)
         self.spaces, self.loc_to_sig = self._kernels()
         self.reference: list[np.ndarray] | None = None
         self.feeds: dict[str, np.ndarray] = {}
@@ -177,7 +176,6 @@ class _Measurer:
         import adreno_mlir
         from adreno_mlir.errors import CompileError
         from adreno_mlir.runtime.executor import RuntimeError_
-        from adreno_mlir.tuning.db import canonical
 
         start = time.perf_counter()
         fault = self.hook(overrides) if self.hook is not None and overrides else None
@@ -186,16 +184,9 @@ class _Measurer:
                 time.sleep(60)
         if fault == "crash":
             os._exit(134)
-        path = ""
-        if overrides:
-            path = str(self.overrides_dir / f"{abs(hash(canonical({k: canonical(v) for k, v in overrides.items()})))}.json")
-            import json
-
-            Path(path).write_text(json.dumps(
-                {k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()} for k, v in overrides.items()}))
         try:
             cm = adreno_mlir.compile(self.graph, device=self.job.device, runtime="pyopencl", calibration=False,
-                                     overrides=path or None, **self.job.compile_options)
+                                     overrides=overrides or None, **self.job.compile_options)
             if fault == "build":
                 raise RuntimeError_("the OpenCL compiler rejected the generated program:\n(fault hook) build failure")
         except RuntimeError_ as e:
@@ -321,8 +312,9 @@ class DeviceWorker:
         self.setup: Setup | None = None
         self.restarts = 0
         self.scratch = tempfile.mkdtemp(prefix="adreno-tune-")
-        """The child's files (override files, the model when it came as bytes); `close`
-        removes it (a killed child cannot)."""
+        """The child's files (the model, when it came as bytes); `close` removes it (a
+        killed child cannot). Override files go to the user cache, content-named
+        (`compile(overrides=dict)`)."""
 
     def start(self) -> Setup:
         """Start the child (if it is not running): it imports the model, measures the
