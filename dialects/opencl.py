@@ -1,8 +1,9 @@
 """The `opencl` dialect: OpenCL C 1.2 kernels and a flat host program.
 
 Kernel side: `opencl.kernel` (a function-like op whose block arguments are the
-kernel arguments), work-item queries, pointer loads/stores, `vload4`/`vstore4`,
-image reads/writes, barriers, `__local` / private arrays and float4 helpers.
+kernel arguments), work-item queries, pointer loads/stores, `vload4`/`vstore4` and
+`vload`/`vstore` (2-16 lanes at an element offset), image reads/writes, barriers,
+`__local` / private arrays and floatN helpers.
 Kernel bodies otherwise use `arith`, `math` and `scf`.
 
 Host side (inside a `func.func`): buffer / image allocation, weights identified by
@@ -94,6 +95,15 @@ UNROLL_BY_PRINTER = "print"
 
 VEC4F32 = VectorType(f32, [4])
 VEC4F16 = VectorType(f16, [4])
+VECTOR_WIDTHS = (2, 4, 8, 16)
+"""Lane counts of the float vectors that private values can have (OpenCL's floatN/halfN;
+3 is left out: its loads and stores pad to 4)."""
+
+
+def is_float_vector(t: Attribute) -> bool:
+    """Whether `t` is a floatN or halfN value type (N in VECTOR_WIDTHS)."""
+    return (isinstance(t, VectorType) and t.get_num_dims() == 1 and t.get_shape()[0] in VECTOR_WIDTHS
+            and t.element_type in (f32, f16))
 POINTEE_TYPES: tuple[Attribute, ...] = (f32, f16, i32, VEC4F32, VEC4F16)
 SCALAR_TYPES: tuple[Attribute, ...] = (f32, f16, i32)
 
@@ -741,6 +751,110 @@ class VStore4Op(IRDLOperation):
 
 
 @irdl_op_definition
+class VLoadOp(IRDLOperation):
+    """`%v = opencl.vload %ptr[%off] : !opencl.ptr<global, f32> -> vector<8xf32>` →
+    `vload8(0, ptr + off)`: 2, 4, 8 or 16 consecutive elements from element offset `off`
+    (any alignment of the element type). Unlike `opencl.vload4`, whose index counts
+    groups of four, the offset counts elements: a row of pixels can start anywhere."""
+
+    name = "opencl.vload"
+
+    ptr = operand_def(PointerType)
+    offset = operand_def(I32)
+    result = result_def(VectorType)
+
+    def __init__(self, ptr: SSAValue | Operation, offset: SSAValue | Operation, lanes: int):
+        ptr_t = SSAValue.get(ptr).type
+        assert isinstance(ptr_t, PointerType)
+        super().__init__(operands=[ptr, offset], result_types=[VectorType(ptr_t.element, [lanes])])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element not in (f32, f16):
+            raise VerifyException(f"opencl.vload needs a pointer to f32 or f16, got {self.ptr.type}")
+        if not is_float_vector(self.result.type) or self.result.type.element_type != self.ptr.type.element:
+            raise VerifyException(
+                f"opencl.vload result type {self.result.type} must be a vector of 2, 4, 8 or 16 "
+                f"{self.ptr.type.element}")
+
+    def print(self, printer: Printer) -> None:
+        _print_ptr_index(printer, self.ptr, self.offset)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VLoadOp:
+        ptr, (off,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        parser.parse_punctuation("->")
+        pos = parser.pos
+        vt = parser.parse_type()
+        if not isinstance(vt, VectorType) or vt.get_num_dims() != 1:
+            parser.raise_error(f"expected a vector type, got {vt}", pos)
+        op = VLoadOp(parser.resolve_operand(ptr, t), parser.resolve_operand(off, i32), vt.get_shape()[0])
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class VStoreOp(IRDLOperation):
+    """`opencl.vstore %v, %ptr[%off] : vector<8xf32>, !opencl.ptr<global, f32>` →
+    `vstore8(v, 0, ptr + off)`: the lanes of `v` to consecutive elements from element
+    offset `off`."""
+
+    name = "opencl.vstore"
+
+    value = operand_def(VectorType)
+    ptr = operand_def(PointerType)
+    offset = operand_def(I32)
+
+    def __init__(self, value: SSAValue | Operation, ptr: SSAValue | Operation, offset: SSAValue | Operation):
+        super().__init__(operands=[value, ptr, offset])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element not in (f32, f16):
+            raise VerifyException(f"opencl.vstore needs a pointer to f32 or f16, got {self.ptr.type}")
+        if not is_float_vector(self.value.type) or self.value.type.element_type != self.ptr.type.element:
+            raise VerifyException(
+                f"opencl.vstore value type {self.value.type} must be a vector of 2, 4, 8 or 16 "
+                f"{self.ptr.type.element}")
+        if self.ptr.type.space.data == "constant":
+            raise VerifyException("opencl.vstore into a constant pointer")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.value)
+        printer.print_string(",")
+        _print_ptr_index(printer, self.ptr, self.offset)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.ptr.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VStoreOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        ptr, (off,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vt = parser.parse_type()
+        parser.parse_punctuation(",")
+        t = _parse_ptr_type(parser)
+        op = VStoreOp(parser.resolve_operand(value, vt), parser.resolve_operand(ptr, t),
+                      parser.resolve_operand(off, i32))
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
 class VLoadHalf4Op(IRDLOperation):
     """`%v = opencl.vload_half4 %ptr[%idx] : !opencl.ptr<global, f16>` → `vload_half4(idx, ptr)`.
 
@@ -1021,7 +1135,7 @@ _VecT = VarConstraint("V", base(VectorType))
 
 @irdl_op_definition
 class VecSplatOp(IRDLOperation):
-    """`%v = opencl.vec_splat %s : vector<4xf32>` → `(float4)(s)`."""
+    """`%v = opencl.vec_splat %s : vector<4xf32>` → `(float4)(s)` (2, 4, 8 or 16 lanes)."""
 
     name = "opencl.vec_splat"
 
@@ -1036,9 +1150,9 @@ class VecSplatOp(IRDLOperation):
 
     def verify_(self) -> None:
         assert isinstance(self.result.type, VectorType)
-        if self.result.type not in (VEC4F32, VEC4F16):
+        if not is_float_vector(self.result.type):
             raise VerifyException(
-                f"{self.name} result must be vector<4xf32> or vector<4xf16>, got "
+                f"{self.name} result must be a vector of 2, 4, 8 or 16 f32 or f16, got "
                 f"{self.result.type}"
             )
         if self.scalar.type != self.result.type.element_type:
@@ -1080,7 +1194,8 @@ class VecSplatOp(IRDLOperation):
 
 @irdl_op_definition
 class VecMakeOp(IRDLOperation):
-    """`%v = opencl.vec_make %a, %b, %c, %d : vector<4xf32>` → `(float4)(a, b, c, d)`."""
+    """`%v = opencl.vec_make %a, %b, %c, %d : vector<4xf32>` → `(float4)(a, b, c, d)`
+    (2, 4, 8 or 16 lanes)."""
 
     name = "opencl.vec_make"
 
@@ -1092,19 +1207,20 @@ class VecMakeOp(IRDLOperation):
         self, elements: Sequence[SSAValue | Operation], vtype: Attribute | None = None
     ):
         if vtype is None:
-            vtype = _vec4_of(SSAValue.get(elements[0]).type)
+            vtype = VectorType(SSAValue.get(elements[0]).type, [len(elements)])
         super().__init__(operands=[elements], result_types=[vtype])
 
     def verify_(self) -> None:
         assert isinstance(self.result.type, VectorType)
-        if self.result.type not in (VEC4F32, VEC4F16):
+        if not is_float_vector(self.result.type):
             raise VerifyException(
-                f"{self.name} result must be vector<4xf32> or vector<4xf16>, got "
+                f"{self.name} result must be a vector of 2, 4, 8 or 16 f32 or f16, got "
                 f"{self.result.type}"
             )
-        if len(self.elements) != 4:
+        lanes = self.result.type.get_shape()[0]
+        if len(self.elements) != lanes:
             raise VerifyException(
-                f"{self.name} needs exactly 4 operands, got {len(self.elements)}"
+                f"{self.name} needs exactly {lanes} operands, got {len(self.elements)}"
             )
         for e in self.elements:
             if e.type != self.result.type.element_type:
@@ -1125,7 +1241,8 @@ class VecMakeOp(IRDLOperation):
 
 @irdl_op_definition
 class VecExtractOp(IRDLOperation):
-    """`%s = opencl.vec_extract %v[2] : f32` → `v.s2`."""
+    """`%s = opencl.vec_extract %v[2] : f32 from vector<4xf32>` → `v.s2` (MLIR's
+    vector.extract syntax; without `from`, the vector is read as a float4)."""
 
     name = "opencl.vec_extract"
 
@@ -1145,14 +1262,15 @@ class VecExtractOp(IRDLOperation):
 
     def verify_(self) -> None:
         assert isinstance(self.vector.type, VectorType)
-        if self.vector.type not in (VEC4F32, VEC4F16):
+        if not is_float_vector(self.vector.type):
             raise VerifyException(
-                f"{self.name} operand must be vector<4xf32> or vector<4xf16>, got "
+                f"{self.name} operand must be a vector of 2, 4, 8 or 16 f32 or f16, got "
                 f"{self.vector.type}"
             )
-        if not 0 <= self.lane.value.data < 4:
+        lanes = self.vector.type.get_shape()[0]
+        if not 0 <= self.lane.value.data < lanes:
             raise VerifyException(
-                f"{self.name} lane must be in 0..3, got {self.lane.value.data}"
+                f"{self.name} lane must be in 0..{lanes - 1}, got {self.lane.value.data}"
             )
         if self.result.type != self.vector.type.element_type:
             raise VerifyException(
@@ -1167,6 +1285,8 @@ class VecExtractOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
+        printer.print_string(" from ")
+        printer.print_attribute(self.vector.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> VecExtractOp:
@@ -1177,7 +1297,10 @@ class VecExtractOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         el = parser.parse_type()
-        op = VecExtractOp(parser.resolve_operand(v, _vec4_of(el)), lane)
+        vt: Attribute = _vec4_of(el)
+        if parser.parse_optional_keyword("from") is not None:  # absent: a float4 (older IR)
+            vt = parser.parse_type()
+        op = VecExtractOp(parser.resolve_operand(v, vt), lane)
         op.attributes |= attrs
         return op
 
@@ -1429,6 +1552,8 @@ OpenCL = Dialect(
         StoreOp,
         VLoad4Op,
         VStore4Op,
+        VLoadOp,
+        VStoreOp,
         ReadImageOp,
         WriteImageOp,
         BarrierOp,

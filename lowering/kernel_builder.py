@@ -131,11 +131,12 @@ class KernelBuilder:
         # values of enclosing blocks dominate the nested block, not the other way round
         return KernelBuilder(block, self.width, _Scope(self._scope), self.ftype)
 
-    def vector(self, ftype: Attribute | None = None) -> KernelBuilder:
+    def vector(self, ftype: Attribute | None = None, lanes: int = 4) -> KernelBuilder:
         """A builder on the same block whose float constants are float4 (or half4)
-        splats (for element-wise expressions over NCHW4c pixels); `ftype` overrides the
-        element type (an f32 accumulator in a half kernel)."""
-        return KernelBuilder(self.block, 4, self._scope, ftype or self.ftype)
+        splats (for element-wise expressions over NCHW4c pixels; `lanes` for other
+        widths, e.g. a float8 row of pixels); `ftype` overrides the element type (an
+        f32 accumulator in a half kernel)."""
+        return KernelBuilder(self.block, lanes, self._scope, ftype or self.ftype)
 
     @property
     def half(self) -> bool:
@@ -409,10 +410,15 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ float4
 
-    def splat(self, scalar: SSAValue) -> SSAValue:
-        """A float4 of `scalar`, converted to the builder's float type first (a count or
-        a coordinate is f32; in a half kernel its splat meets half data)."""
-        return self._op(opencl.VecSplatOp, self.cast(self.f(scalar), self.ftype))
+    def splat(self, scalar: SSAValue, lanes: int = 4) -> SSAValue:
+        """A float4 (or `lanes` wide vector) of `scalar`, converted to the builder's float
+        type first (a count or a coordinate is f32; in a half kernel its splat meets half
+        data)."""
+        value = self.cast(self.f(scalar), self.ftype)
+        if lanes == 4:
+            return self._op(opencl.VecSplatOp, value)
+        vt = VectorType(self.ftype, [lanes])
+        return self.pure((opencl.VecSplatOp, value, lanes), lambda: opencl.VecSplatOp(value, vt))
 
     def vec(self, lanes: Sequence[SSAValue]) -> SSAValue:
         values = self._floats(*lanes)
@@ -424,6 +430,14 @@ class KernelBuilder:
     def vload4(self, ptr: SSAValue, index, hint=None) -> SSAValue:
         """Four floats at ptr[4*index .. 4*index+3]."""
         return self.emit(opencl.VLoad4Op(ptr, self.i(index)), hint)
+
+    def vload(self, ptr: SSAValue, offset, lanes: int, hint=None) -> SSAValue:
+        """`lanes` floats at ptr[offset .. offset + lanes - 1] (any offset)."""
+        return self.emit(opencl.VLoadOp(ptr, self.i(offset), lanes), hint)
+
+    def vstore(self, value: SSAValue, ptr: SSAValue, offset) -> None:
+        """ptr[offset ..] = the lanes of `value`."""
+        self.emit(opencl.VStoreOp(value, ptr, self.i(offset)))
 
     def global_id(self, dim: int, hint=None) -> SSAValue:
         return self._op(opencl.GlobalIdOp, attrs=(dim,), hint=hint)
@@ -487,6 +501,18 @@ class KernelBuilder:
         then(kb)
         kb.emit(scf.YieldOp())
         self.emit(scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()]))))
+
+    def if_else(self, cond: SSAValue, then: Callable[[KernelBuilder], None],
+                otherwise: Callable[[KernelBuilder], None]) -> None:
+        """scf.if with an else branch, without results."""
+        blocks = []
+        for branch in (then, otherwise):
+            block = Block()
+            kb = self.child(block)
+            branch(kb)
+            kb.emit(scf.YieldOp())
+            blocks.append(block)
+        self.emit(scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1])))
 
     def guard(self, conds: Sequence[SSAValue], then: Callable[[KernelBuilder], None]) -> None:
         """Run `then` only where all `conds` hold (no-op wrapper when there are none)."""

@@ -10,7 +10,7 @@ from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides, numel
-from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec
+from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec, DepthwisePlaneSpec, PointwiseSpec
 from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
 from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
@@ -52,7 +52,9 @@ class ElementwiseMap(KernelPattern):
 
 class Convolution(KernelPattern):
     """`kernel = "vec4"`: float4 OIHW4o weights packed now, `co_block` (4/8) output
-    channels and `x_block` pixels per work-item; `"scalar"`: the generic kernel."""
+    channels and `x_block` pixels per work-item; `"pointwise"` (1x1 convs): `x_block`
+    vectors of `vec` pixels for `co_block` channels, weights packed per channel block;
+    `"plane"` (stride-1 depthwise): vectors of `vec` pixels of the flattened plane; `"scalar"`: the generic kernel."""
 
     heads = (graph.Conv2dOp,)
 
@@ -72,8 +74,15 @@ class Convolution(KernelPattern):
         error = conv_config_error(op, cfg)
         if error is not None:
             raise LoweringError(f"{where(op)}: {error}")
-        cb = cfg["co_block"]
-        if cfg["kernel"] == "vec4":
+        cb = cfg.get("co_block", 1)
+        if cfg["kernel"] == "pointwise":
+            spec = PointwiseSpec(co_block=cb, x_block=cfg["x_block"], vec=cfg["vec"], **geometry)
+            hint = (op.weight.owner.weight_name or "conv_weight") + f"_pw{cb}"
+            w_buf = hb.weight(hint, PointwiseSpec.pack_weights(hb.constant_array(op.weight), cb))
+        elif cfg["kernel"] == "plane":
+            spec = DepthwisePlaneSpec(co_block=1, vec=cfg["vec"], **geometry)
+            w_buf = hb.buffer(op.weight)
+        elif cfg["kernel"] == "vec4":
             if not depthwise:  # input channels become a launch argument: one kernel for all of them
                 scalars = [x_shape[1]]
                 geometry["x_shape"] = (x_shape[0], 0, *x_shape[2:])

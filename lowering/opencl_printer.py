@@ -215,9 +215,13 @@ def nan_helper_name(op: Operation) -> str:
 
 
 def nan_helper_definition(op: Operation) -> str:
+    """`b` where it wins the comparison or is NaN, else `a` (which is then NaN or the
+    winner): compare-and-select, which CPU compilers vectorize (PoCL turned `fmax` plus
+    the NaN test into calls that held a float8 1x1 convolution with a Clip epilogue to
+    half speed). The sign of a zero result is unspecified, as for OpenCL's fmax/fmin."""
     t = c_type(op.results[0].type)
-    fn = NAN_PROPAGATING[type(op)]
-    return (f"{t} {nan_helper_name(op)}({t} a, {t} b) {{ return select({fn}(a, b), a + b, isnan(a) | isnan(b)); }}")
+    wins = "a < b" if isinstance(op, arith.MaximumfOp) else "b < a"
+    return f"{t} {nan_helper_name(op)}({t} a, {t} b) {{ return select(a, b, ({wins}) | isnan(b)); }}"
 
 
 CALLS: dict[type[Operation], str] = {
@@ -283,7 +287,7 @@ CMPF: dict[str, str] = {
     "true": "1",
 }
 
-VECTOR_LANES = "0123"
+VECTOR_LANES = "0123456789abcdef"
 
 PURE_OPENCL_OPS = (
     opencl.WorkItemQueryOp,
@@ -546,7 +550,7 @@ class OpenCLCPrinter:
             ct = c_type(t)
             if isinstance(t, opencl.PointerType) and t.space.data == "global":
                 written = any(
-                    isinstance(u.operation, opencl.StoreOp | opencl.VStore4Op | opencl.VStoreHalf4Op)
+                    isinstance(u.operation, opencl.StoreOp | opencl.VStore4Op | opencl.VStoreOp | opencl.VStoreHalf4Op)
                     and u.index == 1
                     for u in arg.uses
                 )
@@ -621,6 +625,14 @@ class OpenCLCPrinter:
             f"vstore4({self.plain(op.value)}, {self.plain(op.index)}, "
             f"{self.plain(op.ptr)});"
         )
+
+    def print_vload(self, op: opencl.VLoadOp) -> None:
+        lanes = op.result.type.get_shape()[0]
+        self.declare(op.result, f"vload{lanes}(0, {self.arg(op.ptr)} + {self.arg(op.offset)})")
+
+    def print_vstore(self, op: opencl.VStoreOp) -> None:
+        lanes = op.value.type.get_shape()[0]
+        self.line(f"vstore{lanes}({self.plain(op.value)}, 0, {self.arg(op.ptr)} + {self.arg(op.offset)});")
 
     def print_vload_half4(self, op: opencl.VLoadHalf4Op) -> None:
         self.declare(op.result, f"vload_half4({self.plain(op.index)}, {self.plain(op.ptr)})")
@@ -790,6 +802,8 @@ STATEMENTS: dict[type[Operation], Callable[[OpenCLCPrinter, Operation], None]] =
     opencl.StoreOp: OpenCLCPrinter.print_store,  # pyright: ignore
     opencl.VLoad4Op: OpenCLCPrinter.print_vload4,  # pyright: ignore
     opencl.VStore4Op: OpenCLCPrinter.print_vstore4,  # pyright: ignore
+    opencl.VLoadOp: OpenCLCPrinter.print_vload,  # pyright: ignore
+    opencl.VStoreOp: OpenCLCPrinter.print_vstore,  # pyright: ignore
     opencl.VLoadHalf4Op: OpenCLCPrinter.print_vload_half4,  # pyright: ignore
     opencl.VStoreHalf4Op: OpenCLCPrinter.print_vstore_half4,  # pyright: ignore
     opencl.ReadImageOp: OpenCLCPrinter.print_read_image,  # pyright: ignore

@@ -12,7 +12,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | kernel | keys |
 |---|---|
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
-| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights, or `"scalar"`), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 for scalar), `x_block` (vec4 only: 1, 2 or 4) |
+| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, and `"plane"`: stride-1 depthwise convs as vectors over the flattened plane, the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 otherwise), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise and plane: pixels per vector, 4 or 8) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
 | fused attention (graph.attention) | `reduce_items` (work-items per query row: 1 = a serial row, else 2-128) |
@@ -157,7 +157,7 @@ def kernel_signature(op: Operation) -> str:
 
 _INT_KEYS = {
     "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65), "dw_rows": (0, 1)},
-    "conv": {"co_block": (1, 2, 4, 8, 16), "x_block": (1, 2, 4)},
+    "conv": {"co_block": (1, 2, 4, 8, 16), "x_block": (1, 2, 4), "vec": (4, 8)},
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
     "norm": {"reduce_items": (1, 16, 32, 64, 128, 256)},
@@ -174,6 +174,8 @@ def is_packed_kernel(head: Operation) -> bool:
 
 
 COMPUTE_TYPES = ("f32", "f16")
+CONV_KERNELS = ("vec4", "scalar", "pointwise", "plane")
+"""The NCHW convolution kernels (`kernel` of a conv's config)."""
 
 
 def known_keys(head: Operation) -> set[str]:
@@ -199,8 +201,9 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
             if not (isinstance(v, tuple) and 1 <= len(v) <= 3 and all(d >= 1 for d in v)):
                 raise CompileError(f"{where(head)}: kernel_config work_group must be 1-3 positive ints, got {v}")
         elif k == "kernel":
-            if v not in ("vec4", "scalar"):
-                raise CompileError(f"{where(head)}: kernel_config kernel must be \"vec4\" or \"scalar\", got {v!r}")
+            if v not in CONV_KERNELS:
+                raise CompileError(f"{where(head)}: kernel_config kernel must be one of "
+                                   f"{', '.join(map(repr, CONV_KERNELS))}, got {v!r}")
         elif k == "compute":
             if v not in COMPUTE_TYPES:
                 raise CompileError(f"{where(head)}: kernel_config compute must be \"f32\" or \"f16\", got {v!r}")
@@ -223,7 +226,17 @@ def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
     co, groups = graph.shape_of(op.result)[1], op.groups.value.data
     depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
     cb = cfg.get("co_block")
-    if cfg.get("kernel") == "vec4":
+    if cfg.get("kernel") == "pointwise":
+        if not pointwise_ok(op):
+            return ("kernel_config kernel = \"pointwise\" needs a 1x1 convolution with stride 1, no padding, "
+                    "groups 1 and constant weights; use \"vec4\" or \"scalar\"")
+        if cb is not None and co % cb:
+            return f"kernel_config co_block = {cb} must divide the output channels ({co})"
+    elif cfg.get("kernel") == "plane":
+        if not plane_ok(op):
+            return ("kernel_config kernel = \"plane\" needs a depthwise convolution with stride 1 and output rows "
+                    "as wide as the input's; use \"vec4\" or \"scalar\"")
+    elif cfg.get("kernel") == "vec4":
         if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
             return ("kernel_config kernel = \"vec4\" needs constant weights, output channels divisible by 4 and "
                     "groups 1 or depthwise; use \"scalar\"")
@@ -232,6 +245,22 @@ def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
     elif cb is not None and (co // groups) % cb:
         return f"kernel_config co_block = {cb} must divide the output channels per group ({co // groups})"
     return None
+
+
+def pointwise_ok(op: graph.Conv2dOp) -> bool:
+    """Whether an NCHW convolution can run as the pointwise kernel (`PointwiseSpec`):
+    1x1 window, stride 1, no padding, groups 1, constant weights."""
+    return (tuple(graph.shape_of(op.weight)[2:]) == (1, 1) and graph.ints(op.strides) == (1, 1)
+            and not any(graph.ints(op.pads)) and op.groups.value.data == 1
+            and isinstance(op.weight.owner, graph.ConstantOp))
+
+
+def plane_ok(op: graph.Conv2dOp) -> bool:
+    """Whether an NCHW convolution can run as the depthwise plane kernel
+    (`DepthwisePlaneSpec`): depthwise, stride 1, output width == input width."""
+    x, out = graph.shape_of(op.input), graph.shape_of(op.result)
+    groups = op.groups.value.data
+    return (groups > 1 and groups == x[1] == out[1] and graph.ints(op.strides) == (1, 1) and out[3] == x[3])
 
 
 def group_items(extent: int, most: int = 256) -> int:
@@ -480,6 +509,13 @@ class Rules:
         co, groups = out[1], op.groups.value.data
         depthwise = groups > 1 and groups == x[1] == co
         vec4_ok = co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)
+        if kernel == "pointwise" or (kernel is None and not self.gpu and self.vectorize and pointwise_ok(op)):
+            # CPU default (PointwiseSpec): float8 x 2 pixel vectors x 4 channels was the
+            # fastest of 20 shapes' microbenchmarks on PoCL (docs/tuning.md).
+            cb = next(b for b in (4, 2, 1) if co % b == 0)
+            return {"kernel": "pointwise", "co_block": cb, "x_block": 2, "vec": 8}
+        if kernel == "plane" or (kernel is None and not self.gpu and self.vectorize and plane_ok(op)):
+            return {"kernel": "plane", "vec": 8}
         if kernel == "vec4" or (kernel is None and self.vectorize and vec4_ok):
             cb = 8 if co % 8 == 0 and not depthwise and self.conv_co_block >= 8 else 4
             # Smaller pixel blocks rather than fewer than min_work_items work-items.

@@ -80,6 +80,9 @@ def _images_plan(mapping: str) -> dict:
 
 
 CASES += [pytest.param("dense", plan, PLANS[plan], id=f"dense-{plan}") for plan in ("nchw4c-buffers", "fp16-acc32")]
+# The CPU convolution kernels of the NCHW plan (pointwise, depthwise plane) at the edges
+# of their planes: their vector loads start anywhere in a plane.
+CASES += [pytest.param("cpu-convs", "nchw", PLANS["nchw"], id="cpu-convs-nchw")]
 CASES += [pytest.param("dense", f"images-{m}", _images_plan(m), id=f"dense-images-{m}")
           for m in ("texture", "texture-nhwc")]
 
@@ -216,10 +219,27 @@ def _means_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _cpu_convs_model() -> onnx.ModelProto:
+    """A 5x5 depthwise conv with asymmetric padding on a 9x13 plane (vectors of 8 cross
+    rows; the first and last rows go pixel by pixel), then a 1x1 conv on its 7x13 output
+    (91 pixels: a scalar tail after 5 vector pairs) with a residual add."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((6, 1, 5, 5)) * 0.2).astype(np.float32), "wd"),
+             numpy_helper.from_array((rng.standard_normal((6, 6, 1, 1)) * 0.2).astype(np.float32), "wp"),
+             numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "bp")]
+    nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=6, pads=[1, 2, 1, 2], name="/dw"),
+             helper.make_node("Conv", ["d", "wp", "bp"], ["p"], name="/pw"),
+             helper.make_node("Add", ["p", "d"], ["y"], name="/add")]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "cpu_convs", [helper.make_tensor_value_info("x", f, [1, 6, 9, 13])],
+                          [helper.make_tensor_value_info("y", f, [1, 6, 7, 13])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @pytest.fixture(scope="module")
 def models(tiny_path):
     return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
-            "means": _means_model(), "dense": dense_block()}
+            "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model()}
 
 
 def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
@@ -245,6 +265,8 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert sum("ksplit" in k for k in kernels) == 3, sorted(kernels)
     if model_name == "means":
         assert sum("_wg" in k for k in kernels) == 3, sorted(kernels)
+    if model_name == "cpu-convs":  # compiled on the default device: a CPU (PoCL) in CI
+        assert any("_pl8" in k for k in kernels) and any("_pw8x2" in k for k in kernels), sorted(kernels)
     if model_name == "dense":
         assert not any(k.startswith("copy_4c") for k in kernels), sorted(kernels)
 

@@ -77,8 +77,8 @@ func.func @gelu(%x: tensor<1x8x5x6xf32>) -> (tensor<1x8x5x6xf32>, tensor<1x8x5x6
 // CHECK-NEXT:    %[[P:[0-9a-z_]+]] = arith.addf %[[POS]], %[[SN]] : f32
 // CHECK-NEXT:    opencl.store %[[P]], %out[%i]
 
-// OCL: float adreno_fmax_float(float a, float b) { return select(fmax(a, b), a + b, isnan(a) | isnan(b)); }
-// OCL: float adreno_fmin_float(float a, float b) { return select(fmin(a, b), a + b, isnan(a) | isnan(b)); }
+// OCL: float adreno_fmax_float(float a, float b) { return select(a, b, (a < b) | isnan(b)); }
+// OCL: float adreno_fmin_float(float a, float b) { return select(a, b, (b < a) | isnan(b)); }
 // OCL-LABEL: __kernel void max_min_prelu_1(
 // OCL:     const float v3 = adreno_fmin_float(adreno_fmax_float(v0, v1), v2);
 // OCL-NEXT:    out[i] = adreno_fmax_float(v3, 0.0f) + (adreno_fmin_float(v3, 0.0f) * v2);

@@ -39,7 +39,7 @@
 // HOST:       opencl.launch @reduce_sum(%y, %j) global [4] :
 // HOST:       opencl.launch @log_softmax_wg16(%x, %k) global [16, 6] local [16, 1]
 
-// CHECK:       float adreno_fmax_float(float a, float b) { return select(fmax(a, b), a + b, isnan(a) | isnan(b)); }
+// CHECK:       float adreno_fmax_float(float a, float b) { return select(a, b, (a < b) | isnan(b)); }
 // CHECK:       float adreno_fmin_float(float a, float b)
 
 // CHECK-LABEL: __kernel void reduce_max_wg16_relu(

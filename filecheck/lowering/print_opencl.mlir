@@ -48,8 +48,8 @@ builtin.module {
 // CHECK:      __constant sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
 // arith.maximumf is NaN-propagating; OpenCL's fmax is not: one helper per type used.
 // CHECK:      // max/min that propagate NaN (arith.maximumf/minimumf); OpenCL's fmax/fmin drop it
-// CHECK-NEXT: float adreno_fmax_float(float a, float b) { return select(fmax(a, b), a + b, isnan(a) | isnan(b)); }
-// CHECK-NEXT: float4 adreno_fmax_float4(float4 a, float4 b) { return select(fmax(a, b), a + b, isnan(a) | isnan(b)); }
+// CHECK-NEXT: float adreno_fmax_float(float a, float b) { return select(a, b, (a < b) | isnan(b)); }
+// CHECK-NEXT: float4 adreno_fmax_float4(float4 a, float4 b) { return select(a, b, (a < b) | isnan(b)); }
 // CHECK-LABEL: __kernel void row_dot(
 // CHECK-NEXT:      __global const float* a,
 // CHECK-NEXT:      __global const float* b,

@@ -131,6 +131,6 @@ func.func @co_blocks_edit(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) ->
 // Invalid edits are CompileErrors naming the op (and its ONNX node), the key and the
 // allowed values.
 // ERR:     error: 'graph.conv2d' at loc("edited_conv"): kernel_config x_block = 7 is not one of [1, 2, 3, 4]
-// KEY:     error: 'graph.conv2d' at loc("fused_conv"): kernel_config key 'xblock' is not used by this kernel; known keys: co_block, kernel, work_group, x_block
+// KEY:     error: 'graph.conv2d' at loc("fused_conv"): kernel_config key 'xblock' is not used by this kernel; known keys: co_block, kernel, vec, work_group, x_block
 // NOSPLIT: error: 'graph.conv2d' at loc("late_conv"): kernel_config split_k = 2 needs the split-k pass before convert-graph-to-opencl
 // DW:      error: 'graph.conv2d' at loc("dw"): split_k applies to convolutions with groups = 1 only

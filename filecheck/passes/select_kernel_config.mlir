@@ -35,17 +35,37 @@ func.func @nchw(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x5x5xf32> {
 
 // -----
 
-// 6 output channels: not a multiple of 4, so the scalar kernel with the largest
-// co_block that divides 6 (8 and 4 do not: 2). A lone conv carries the config itself.
+// 6 output channels: not a multiple of 4, so on the GPU the scalar kernel with the
+// largest co_block that divides 6 (8 and 4 do not: 2). A lone conv carries the config
+// itself. On the CPU a 1x1 stride-1 conv is a pointwise kernel (float8 pixel vectors),
+// 2 channels per work-item for the same reason.
 
 // CHECK-LABEL: func.func @nchw_scalar
 // CHECK:         graph.conv2d %x, %w {kernel_config = {kernel = "scalar", co_block = 2 : i64}} :
 // CPU-LABEL:   func.func @nchw_scalar
-// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "scalar", co_block = 2 : i64}} :
+// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "pointwise", co_block = 2 : i64, x_block = 2 : i64, vec = 8 : i64}} :
 func.func @nchw_scalar(%x: tensor<1x4x6x6xf32>) -> tensor<1x6x6x6xf32> {
   %w = graph.constant dense<0.5> : tensor<6x4x1x1xf32>
   %c = graph.conv2d %x, %w : tensor<1x4x6x6xf32>, tensor<6x4x1x1xf32> -> tensor<1x6x6x6xf32>
   func.return %c : tensor<1x6x6x6xf32>
+}
+
+// -----
+
+// Depthwise NCHW convs. On the GPU both take the float4 kernel (4 channels). On the CPU
+// the stride-1 one runs as float8 vectors over its flattened plane (kernel "plane": its
+// output rows are as wide as its input's); the stride-2 one cannot, and keeps vec4.
+
+// CHECK-LABEL: func.func @nchw_depthwise
+// CHECK:         graph.conv2d %x, %w {kernel_config = {kernel = "vec4", co_block = 4 : i64, x_block = 1 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>} :
+// CPU-LABEL:   func.func @nchw_depthwise
+// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "plane", vec = 8 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>} :
+// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "vec4", co_block = 4 : i64, x_block = 4 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} :
+func.func @nchw_depthwise(%x: tensor<1x8x16x16xf32>) -> (tensor<1x8x16x16xf32>, tensor<1x8x8x8xf32>) {
+  %w = graph.constant dense<0.5> : tensor<8x1x3x3xf32>
+  %c = graph.conv2d %x, %w {groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x16x16xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x16x16xf32>
+  %s = graph.conv2d %x, %w {groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<1x8x16x16xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x8x8xf32>
+  func.return %c, %s : tensor<1x8x16x16xf32>, tensor<1x8x8x8xf32>
 }
 
 // -----

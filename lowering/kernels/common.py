@@ -75,6 +75,33 @@ class Epilogue:
 
         return emit_expr(kb, self.expr, value, memo_loader(load))
 
+    def apply_pixels(self, kb: KernelBuilder, value: SSAValue, n: SSAValue, co: SSAValue, p: SSAValue,
+                     ptrs: Sequence[SSAValue], width: int, dco: int = 0, dp: int = 0) -> SSAValue:
+        """The epilogue of `value`, a vector of consecutive output pixels p + dp, p + dp + 1,
+        ... (counted over the plane of an NCHW output of row length `width`) of channel
+        co + dco. An extra input that is contiguous over the plane is read with one vload,
+        one that is constant over it (a per-channel scale) with one load and a splat; any
+        other, lane by lane."""
+        if self.expr == Src():
+            return value
+        lanes = value.type.get_shape()[0]
+        vk = kb.vector(lanes=lanes)
+
+        def load(k: int) -> SSAValue:
+            sn, sc, sy, sx = self.strides[k]
+            base = kb.linear([n, co], [sn, sc], dco * sc)
+            if sx == 1 and sy == width:
+                return kb.vload(ptrs[k], kb.add(base, kb.add(p, dp)), lanes)
+            if sx == 0 and sy == 0:
+                return vk.splat(kb.load(ptrs[k], base), lanes)
+            values = []
+            for lane in range(lanes):
+                q = kb.add(p, dp + lane)
+                values.append(kb.load(ptrs[k], kb.add(base, kb.linear([kb.div(q, width), kb.rem(q, width)], [sy, sx]))))
+            return kb.vec(values)
+
+        return emit_expr(vk, self.expr, value, memo_loader(load))
+
 
 @dataclass(frozen=True)
 class KernelSpec:

@@ -231,3 +231,197 @@ class Conv4Spec(ConvGeometry):
             return [zero] * count
         bias = [kb.vload4(ins[2], kb.add(co4, j), f"bias{j}") for j in range(nv)]
         return [bias[i % nv] for i in range(count)]
+
+
+@dataclass(frozen=True)
+class PointwiseSpec(ConvGeometry):
+    """1x1 convolution (stride 1, no padding, groups 1) as a matrix product over the
+    flattened pixels of each plane: a work-item holds `x_block` vectors of `vec`
+    consecutive pixels for each of `co_block` output channels, so one vector load of the
+    input feeds `co_block` multiply-adds and one scalar weight feeds `x_block`. Weights
+    are packed `[CO/co_block][CI][co_block]`, the order the loop reads them.
+
+    This is the CPU schedule: PoCL vectorizes explicit float8 arithmetic, while its
+    implicit vectorization across work-items gives up on the float4-over-channels
+    kernel (`Conv4Spec`; 12 GFLOP/s for mobilenet_v2's 1x1 convolutions, against about
+    40 for float8 x 2 pixels x 4 channels in a microbenchmark on this project's 2-core
+    machine). Pixels past the last full block run a scalar loop in the same work-item."""
+
+    vec: int = 8
+    x_block: int = 2
+
+    def name_prefix(self) -> str:
+        return f"{super().name_prefix()}_pw{self.vec}x{self.x_block}c{self.co_block}"
+
+    @property
+    def pixels(self) -> int:
+        return self.out_shape[2] * self.out_shape[3]
+
+    def global_size(self) -> tuple[int, ...]:
+        n, co, _, _ = self.out_shape
+        step = self.vec * self.x_block
+        return (-(-self.pixels // step), n * co // self.co_block)
+
+    @staticmethod
+    def pack_weights(w: np.ndarray, co_block: int) -> np.ndarray:
+        """OIHW (1x1) -> [O/co_block][I][co_block]."""
+        o, i = w.shape[:2]
+        return np.ascontiguousarray(w.reshape(o // co_block, co_block, i).transpose(0, 2, 1))
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split_args(args)
+        x_ptr, w_ptr = ins[0], ins[1]
+        ci_total = self.x_shape[1]
+        co_total = self.out_shape[1]
+        cb, vec, xb = self.co_block, self.vec, self.x_block
+        plane, step, ow = self.pixels, vec * xb, self.out_shape[3]
+        blocks = co_total // cb
+
+        gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
+        n = kb.div(z, blocks, "n")
+        co0 = kb.mul(kb.rem(z, blocks), cb, "co")
+        p0 = kb.mul(gx, step, "p0")
+        x_n = kb.mul(kb.mul(n, ci_total), plane, "x_n")
+        x_base = kb.add(x_n, p0, "x_base")
+        w_base = kb.mul(kb.rem(z, blocks), ci_total * cb, "w_base")
+        out_base = kb.add(kb.mul(kb.add(kb.mul(n, co_total), co0), plane), p0, "out_base")
+
+        def bias(k: KernelBuilder, j: int) -> SSAValue:
+            return k.load(ins[2], k.add(co0, j)) if self.has_bias else k.f(0.0)
+
+        def full(k: KernelBuilder) -> None:
+            biases = [bias(k, j) for j in range(cb)]
+            accs = [k.splat(biases[j], vec) for _ in range(xb) for j in range(cb)]
+
+            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                row = k1.add(x_base, k1.mul(ci, plane))
+                xs = [k1.vload(x_ptr, k1.add(row, t * vec), vec) for t in range(xb)]
+                w_row = k1.add(w_base, k1.mul(ci, cb))
+                res = list(a)
+                for j in range(cb):
+                    wj = k1.splat(k1.load(w_ptr, k1.add(w_row, j)), vec)
+                    for t in range(xb):
+                        res[t * cb + j] = k1.fma(xs[t], wj, a[t * cb + j])
+                return res
+
+            accs = k.for_(0, ci_total, 1, accs, over_ci, "ci")
+            for t in range(xb):
+                for j in range(cb):
+                    value = self.epilogue.apply_pixels(k, accs[t * cb + j], n, co0, p0, extras, ow, dco=j, dp=t * vec)
+                    k.vstore(value, out, k.add(out_base, j * plane + t * vec))
+
+        def tail(k: KernelBuilder) -> None:
+            # the last pixels of a plane that `step` does not divide, one at a time
+            def pixel(k1: KernelBuilder, p: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                def over_ci(k2: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                    xv = k2.load(x_ptr, k2.add(k2.add(x_n, p), k2.mul(ci, plane)))
+                    w_row = k2.add(w_base, k2.mul(ci, cb))
+                    return [k2.fma(xv, k2.load(w_ptr, k2.add(w_row, j)), a[j]) for j in range(cb)]
+
+                accs = k1.for_(0, ci_total, 1, [bias(k1, j) for j in range(cb)], over_ci, "ci")
+                oy, ox = k1.div(p, ow, "oy"), k1.rem(p, ow, "ox")
+                for j in range(cb):
+                    self.store(k1, out, extras, accs[j], n, co0, oy, ox, dco=j)
+                return []
+
+            k.for_(p0, plane, 1, [], pixel, "p")
+
+        if plane % step == 0:
+            full(kb)
+        else:
+            last = kb.cmp("sle", kb.add(p0, step), plane)
+            kb.if_(last, full)
+            kb.if_(kb.cmp("sgt", kb.add(p0, step), plane), tail)
+
+
+
+@dataclass(frozen=True)
+class DepthwisePlaneSpec(ConvGeometry):
+    """Depthwise convolution with stride 1 and output rows as wide as the input's, as
+    vectors of `vec` consecutive pixels of the flattened plane: input pixel p + offset
+    feeds output pixel p at every tap, so one vload reads a tap for the whole vector
+    (rows included) and only the columns that cross the left or right edge are masked,
+    lane by lane. Vectors whose reads would leave the plane (the first and last rows)
+    and the last partial vector compute each pixel on its own.
+
+    A CPU schedule: explicit float8 arithmetic is what PoCL vectorizes (mobilenet_v2's
+    stride-1 depthwise layers took ~11 ms on PoCL with the float4-over-channels kernel
+    on this project's 2-core machine, ~3 ms as float8 plane vectors in a microbenchmark)."""
+
+    vec: int = 8
+
+    def name_prefix(self) -> str:
+        return f"{super().name_prefix()}_pl{self.vec}"
+
+    @property
+    def pixels(self) -> int:
+        return self.out_shape[2] * self.out_shape[3]
+
+    def global_size(self) -> tuple[int, ...]:
+        n, c, _, _ = self.out_shape
+        return (-(-self.pixels // self.vec), n * c)
+
+    def offsets(self) -> list[tuple[int, int, int]]:
+        """(kh, kw, input offset from the output pixel's flat index) per tap."""
+        kh_n, kw_n = self.w_shape[2:]
+        w = self.x_shape[3]
+        dy, dx = self.dilations
+        return [(kh, kw, (kh * dy - self.pads[0]) * w + kw * dx - self.pads[1])
+                for kh in range(kh_n) for kw in range(kw_n)]
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split_args(args)
+        x_ptr, w_ptr = ins[0], ins[1]
+        _, c_total, h, w = self.x_shape
+        kh_n, kw_n = self.w_shape[2:]
+        taps, vec, plane, ow = kh_n * kw_n, self.vec, self.pixels, self.out_shape[3]
+        offsets = self.offsets()
+        lo, hi = min(o for *_, o in offsets), max(o for *_, o in offsets)
+
+        gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
+        n, c = kb.div(z, c_total, "n"), kb.rem(z, c_total, "c")
+        p0 = kb.mul(gx, vec, "p0")
+        x_plane = kb.mul(z, h * w, "x_plane")
+        out_base = kb.add(kb.mul(z, plane), p0, "out_base")
+        weights = [kb.load(w_ptr, kb.add(kb.mul(c, taps), t)) for t in range(taps)]
+        bias = kb.load(ins[2], c) if self.has_bias else kb.f(0.0)
+
+        def vectors(k: KernelBuilder) -> None:
+            start = k.add(x_plane, p0)
+            columns: dict[int, list[SSAValue | bool]] = {}  # per kw: is lane l's input column inside the row
+
+            def column_ok(kw: int) -> list[SSAValue | bool]:
+                shift = kw * self.dilations[1] - self.pads[1]
+                if kw not in columns:
+                    columns[kw] = [k.all_of(k.in_bounds(k.add(k.rem(k.add(p0, lane), w), shift), 0, w))
+                                   if shift else True for lane in range(vec)]
+                return columns[kw]
+
+            acc = k.splat(bias, vec)
+            for t, (_, kw, off) in enumerate(offsets):
+                v = k.vload(x_ptr, k.add(start, off), vec)
+                ok = column_ok(kw)
+                if not all(o is True for o in ok):
+                    zero = k.f(0.0)
+                    v = k.vec([k.lane(v, lane) if o is True else k.select(o, k.lane(v, lane), zero)
+                               for lane, o in enumerate(ok)])
+                acc = k.fma(v, k.splat(weights[t], vec), acc)
+            k.vstore(self.epilogue.apply_pixels(k, acc, n, c, p0, extras, ow), out, out_base)
+
+        def pixels(k: KernelBuilder) -> None:
+            for lane in range(vec):
+                def one(k1: KernelBuilder, lane=lane) -> None:
+                    p = k1.add(p0, lane)
+                    oy, ox = k1.div(p, ow), k1.rem(p, ow)
+                    iy0, ix0 = k1.sub(oy, self.pads[0]), k1.sub(ox, self.pads[1])
+                    acc = bias
+                    for t, (kh, kw, _) in enumerate(offsets):
+                        v = self.input_tap(k1, x_ptr, x_plane, iy0, ix0, kh, kw)
+                        acc = k1.fma(v, weights[t], acc)
+                    self.store(k1, out, extras, acc, n, c, oy, ox)
+
+                k.guard([k.cmp("slt", k.add(p0, lane), plane)], one)
+
+        inside = kb.all_of([kb.cmp("sge", kb.add(p0, lo), 0), kb.cmp("slt", kb.add(p0, vec - 1 + hi), h * w),
+                            kb.cmp("sle", kb.add(p0, vec), plane)])
+        kb.if_else(inside, vectors, pixels)
