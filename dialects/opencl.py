@@ -795,7 +795,9 @@ class VLoadOp(IRDLOperation):
         pos = parser.pos
         vt = parser.parse_type()
         if not isinstance(vt, VectorType) or vt.get_num_dims() != 1:
-            parser.raise_error(f"expected a vector type, got {vt}", pos)
+            parser.raise_error(f"expected a 1-D vector type, got {vt}", pos)
+        if vt.element_type != t.element:
+            parser.raise_error(f"opencl.vload of {t} gives vectors of {t.element}, not {vt}", pos)
         op = VLoadOp(parser.resolve_operand(ptr, t), parser.resolve_operand(off, i32), vt.get_shape()[0])
         op.attributes |= attrs
         return op
@@ -1131,6 +1133,53 @@ class PrivateAllocOp(_ArrayAllocOp):
 
 
 _VecT = VarConstraint("V", base(VectorType))
+
+
+@irdl_op_definition
+class SelectNonzeroOp(IRDLOperation):
+    """`%r = opencl.select_nonzero %cond, %a, %b : vector<8xf32>` → `(cond != (float8)(0.0f))
+    ? a : b`: `a` where `cond` is not 0, else `b`, lane by lane for vectors
+    (f32 or floatN). Exact for every value of `a` and `b` (inf, NaN), unlike `a * cond`;
+    for vectors it is one blend, where an i1 select would need one per lane (the IR's
+    i1 vectors have no OpenCL type)."""
+
+    name = "opencl.select_nonzero"
+
+    cond = operand_def()
+    true_value = operand_def()
+    false_value = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def __init__(self, cond: SSAValue | Operation, a: SSAValue | Operation, b: SSAValue | Operation):
+        super().__init__(operands=[cond, a, b], result_types=[SSAValue.get(a).type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        if not (t == f32 or (is_float_vector(t) and t.element_type == f32)):
+            raise VerifyException(f"{self.name} works on f32 or vectors of f32, got {t}")
+        for v in (self.cond, self.true_value, self.false_value):
+            if v.type != t:
+                raise VerifyException(f"{self.name} operands must all be {t}, got {v.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_ssa_value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SelectNonzeroOp:
+        ops = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if len(ops) != 3:
+            parser.raise_error("opencl.select_nonzero takes three operands: cond, a, b")
+        op = SelectNonzeroOp(*(parser.resolve_operand(o, t) for o in ops))
+        op.attributes |= attrs
+        return op
 
 
 @irdl_op_definition
@@ -1554,6 +1603,7 @@ OpenCL = Dialect(
         VStore4Op,
         VLoadOp,
         VStoreOp,
+        SelectNonzeroOp,
         ReadImageOp,
         WriteImageOp,
         BarrierOp,

@@ -383,11 +383,14 @@ class KernelBuilder:
 
     def select_nonzero(self, cond: SSAValue, a, b) -> SSAValue:
         """`a` where the float `cond` is not 0, else `b`: exact for every value of `a` and
-        `b` (inf, NaN), unlike any arithmetic blend. A float4/half4 `cond` selects lane by
-        lane: OpenCL's vector `?:` takes an integer mask as wide as the lanes (int4 for
-        float4, short4 for half4), a type the IR's i1 vectors do not carry."""
+        `b` (inf, NaN), unlike any arithmetic blend. A floatN `cond` selects lane by lane
+        in one `opencl.select_nonzero` (OpenCL's vector `select` takes an integer mask,
+        a type the IR's i1 vectors do not carry: the op compares in C); a halfN one, lane
+        by lane through scalars."""
         a, b = self._floats(a, b)
         t = cond.type
+        if isinstance(t, VectorType) and t.element_type == f32:
+            return self._op(opencl.SelectNonzeroOp, cond, a, b)
         if isinstance(t, VectorType):
             return self.vec([self.select_nonzero(self.lane(cond, k), self.lane(a, k), self.lane(b, k))
                              for k in range(t.get_shape()[0])])

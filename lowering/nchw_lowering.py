@@ -10,7 +10,7 @@ from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides, numel
-from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec, DepthwisePlaneSpec, PointwiseSpec
+from adreno_mlir.lowering.kernels.conv import Conv4Spec, ConvSpec, PlaneSpec, PointwiseSpec, RowsSpec, pack_taps
 from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
 from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
@@ -54,7 +54,9 @@ class Convolution(KernelPattern):
     """`kernel = "vec4"`: float4 OIHW4o weights packed now, `co_block` (4/8) output
     channels and `x_block` pixels per work-item; `"pointwise"` (1x1 convs): `x_block`
     vectors of `vec` pixels for `co_block` channels, weights packed per channel block;
-    `"plane"` (stride-1 depthwise): vectors of `vec` pixels of the flattened plane; `"scalar"`: the generic kernel."""
+    `"plane"` (stride 1, rows as wide as the input's): vectors of `vec` pixels of the
+    flattened plane, `co_block` channels (depthwise: 1);
+    `"rows"`: vectors of `vec` pixels along an output row, `co_block` channels; `"scalar"`: the generic kernel."""
 
     heads = (graph.Conv2dOp,)
 
@@ -79,9 +81,15 @@ class Convolution(KernelPattern):
             spec = PointwiseSpec(co_block=cb, x_block=cfg["x_block"], vec=cfg["vec"], **geometry)
             hint = (op.weight.owner.weight_name or "conv_weight") + f"_pw{cb}"
             w_buf = hb.weight(hint, PointwiseSpec.pack_weights(hb.constant_array(op.weight), cb))
+        elif cfg["kernel"] == "rows":
+            spec = RowsSpec(co_block=cb, vec=cfg["vec"], **geometry)
+            hint = (op.weight.owner.weight_name or "conv_weight") + f"_rw{cb}"
+            w_buf = hb.weight(hint, pack_taps(hb.constant_array(op.weight), cb))
         elif cfg["kernel"] == "plane":
-            spec = DepthwisePlaneSpec(co_block=1, vec=cfg["vec"], **geometry)
-            w_buf = hb.buffer(op.weight)
+            cb = 1 if depthwise else cb
+            spec = PlaneSpec(co_block=cb, vec=cfg["vec"], **geometry)
+            hint = (op.weight.owner.weight_name or "conv_weight") + f"_pl{cb}"
+            w_buf = hb.weight(hint, pack_taps(hb.constant_array(op.weight), cb))
         elif cfg["kernel"] == "vec4":
             if not depthwise:  # input channels become a launch argument: one kernel for all of them
                 scalars = [x_shape[1]]

@@ -16,6 +16,7 @@ from xdsl.ir import SSAValue
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.lowering.expr import In
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
+from adreno_mlir.passes.select_kernel_config import conv4c_config_error
 from adreno_mlir.lowering.kernels.packed import (
     Packed,
     PackedConvSpec,
@@ -179,9 +180,9 @@ def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[i
         scalars = [src.shape[1]]
         src = dataclasses.replace(src, shape=(1, 0, *src.shape[2:]))
     co_blocks = cfg["co_blocks"]
-    if co_blocks > 1 and (depthwise or out.shape[1] % co_blocks):
-        raise LoweringError(f"{where(op)}: kernel_config co_blocks = {co_blocks} must divide the output channel "
-                            f"blocks ({out.shape[1]}) and be 1 for depthwise convolutions")
+    error = conv4c_config_error(op, cfg)
+    if error is not None:
+        raise LoweringError(f"{where(op)}: {error}")
     return dict(
         src=src, kernel=tuple(k), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
         dilations=graph.ints(op.dilations), depthwise=depthwise, x_block=min(cfg["x_block"], out.shape[3]),

@@ -12,7 +12,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | kernel | keys |
 |---|---|
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
-| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, and `"plane"`: stride-1 depthwise convs as vectors over the flattened plane, the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 otherwise), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise and plane: pixels per vector, 4 or 8) |
+| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, `"plane"`: stride-1 convs (groups 1 or depthwise) whose output rows are as wide as the input's, as vectors over the flattened plane, and `"rows"`: groups-1 or depthwise convs with row stride 1 or 2 as vectors along output rows; the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1 for depthwise rows and plane (ignored), 1/2/4/8/16 otherwise), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise, plane and rows: pixels per vector, 4 or 8) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
 | fused attention (graph.attention) | `reduce_items` (work-items per query row: 1 = a serial row, else 2-128) |
@@ -174,7 +174,7 @@ def is_packed_kernel(head: Operation) -> bool:
 
 
 COMPUTE_TYPES = ("f32", "f16")
-CONV_KERNELS = ("vec4", "scalar", "pointwise", "plane")
+CONV_KERNELS = ("vec4", "scalar", "pointwise", "plane", "rows")
 """The NCHW convolution kernels (`kernel` of a conv's config)."""
 
 
@@ -212,11 +212,25 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
             shown = f"{choices.start}..{choices.stop - 1}" if isinstance(choices, range) else list(choices)
             raise CompileError(f"{where(head)}: kernel_config {k} = {v!r} is not one of {shown}")
     full = {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
-    if kind == "conv":
-        error = conv_config_error(head, full)
-        if error is not None:
-            raise CompileError(f"{where(head)}: {error}")
+    error = conv_config_error(head, full) if kind == "conv" else conv4c_config_error(head, full) if (
+        kind == "conv4c") else None
+    if error is not None:
+        raise CompileError(f"{where(head)}: {error}")
     return full
+
+
+def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
+    """Why an NCHW4c convolution cannot take `cfg` (its co_blocks), or None: checked by
+    `validate_config` (so the autotuner prunes such candidates before compiling) and by
+    the packed lowering."""
+    co_blocks = cfg.get("co_blocks", 1)
+    groups = getattr(op, "groups", None)
+    depthwise = groups is not None and groups.value.data > 1
+    blocks = -(-graph.shape_of(op.results[0])[1] // 4)
+    if co_blocks > 1 and (depthwise or blocks % co_blocks):
+        return (f"kernel_config co_blocks = {co_blocks} must divide the output channel blocks ({blocks}) "
+                "and be 1 for depthwise convolutions")
+    return None
 
 
 def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
@@ -234,8 +248,17 @@ def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
             return f"kernel_config co_block = {cb} must divide the output channels ({co})"
     elif cfg.get("kernel") == "plane":
         if not plane_ok(op):
-            return ("kernel_config kernel = \"plane\" needs a depthwise convolution with stride 1 and output rows "
-                    "as wide as the input's; use \"vec4\" or \"scalar\"")
+            return ("kernel_config kernel = \"plane\" needs groups 1 or a depthwise convolution, stride 1, output "
+                    "rows as wide as the input's and constant weights; use \"vec4\" or \"scalar\"")
+        if cb is not None and not depthwise and co % cb:
+            return f"kernel_config co_block = {cb} must divide the output channels ({co})"
+    elif cfg.get("kernel") == "rows":
+        if not rows_ok(op):
+            return ("kernel_config kernel = \"rows\" needs groups 1 or a depthwise convolution, a row stride of "
+                    "1 or 2 and constant weights; use \"vec4\" or \"scalar\"")
+        if cb is not None and (co % cb or (depthwise and cb != 1)):
+            return (f"kernel_config co_block = {cb} must divide the output channels ({co}) and be 1 for depthwise "
+                    "convolutions")
     elif cfg.get("kernel") == "vec4":
         if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
             return ("kernel_config kernel = \"vec4\" needs constant weights, output channels divisible by 4 and "
@@ -255,12 +278,32 @@ def pointwise_ok(op: graph.Conv2dOp) -> bool:
             and isinstance(op.weight.owner, graph.ConstantOp))
 
 
+def conv_kernels(op: graph.Conv2dOp) -> tuple[str, ...]:
+    """The NCHW convolution kernels that can run `op` (`scalar` always can)."""
+    co, groups = graph.shape_of(op.result)[1], op.groups.value.data
+    depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
+    vec4 = co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)
+    return tuple(k for k, ok in (("vec4", vec4), ("scalar", True), ("pointwise", pointwise_ok(op)),
+                                 ("plane", plane_ok(op)), ("rows", rows_ok(op))) if ok)
+
+
+def rows_ok(op: graph.Conv2dOp) -> bool:
+    """Whether an NCHW convolution can run as the row-vector kernel (`RowsSpec`): groups
+    1 or depthwise, row stride 1 or 2, constant weights (packed at compile time)."""
+    co, groups = graph.shape_of(op.result)[1], op.groups.value.data
+    depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
+    return ((groups == 1 or depthwise) and graph.ints(op.strides)[1] in (1, 2)
+            and isinstance(op.weight.owner, graph.ConstantOp))
+
+
 def plane_ok(op: graph.Conv2dOp) -> bool:
-    """Whether an NCHW convolution can run as the depthwise plane kernel
-    (`DepthwisePlaneSpec`): depthwise, stride 1, output width == input width."""
+    """Whether an NCHW convolution can run as the plane kernel (`PlaneSpec`): groups 1
+    or depthwise, stride 1, output width == input width, constant weights (packed)."""
     x, out = graph.shape_of(op.input), graph.shape_of(op.result)
     groups = op.groups.value.data
-    return (groups > 1 and groups == x[1] == out[1] and graph.ints(op.strides) == (1, 1) and out[3] == x[3])
+    depthwise = groups > 1 and groups == x[1] == out[1]
+    return ((groups == 1 or depthwise) and graph.ints(op.strides) == (1, 1) and out[3] == x[3]
+            and isinstance(op.weight.owner, graph.ConstantOp))
 
 
 def group_items(extent: int, most: int = 256) -> int:
@@ -512,10 +555,22 @@ class Rules:
         if kernel == "pointwise" or (kernel is None and not self.gpu and self.vectorize and pointwise_ok(op)):
             # CPU default (PointwiseSpec): float8 x 2 pixel vectors x 4 channels was the
             # fastest of 20 shapes' microbenchmarks on PoCL (docs/tuning.md).
+            # A work-group of 4 pixel blocks x 16 channel blocks: PoCL runs a work-group's
+            # items one after the other on one core, so the channel blocks reuse the
+            # input rows from cache (mobilenet_v2's 1x1 convs: 16.2 -> 12.6 ms).
             cb = next(b for b in (4, 2, 1) if co % b == 0)
-            return {"kernel": "pointwise", "co_block": cb, "x_block": 2, "vec": 8}
+            return {"kernel": "pointwise", "co_block": cb, "x_block": 2, "vec": 8,
+                    **({} if self.gpu else {"work_group": (4, 16, 1)})}
         if kernel == "plane" or (kernel is None and not self.gpu and self.vectorize and plane_ok(op)):
-            return {"kernel": "plane", "vec": 8}
+            cb = 1 if depthwise else next(b for b in (8, 4, 2, 1) if co % b == 0)
+            return {"kernel": "plane", "co_block": cb, "vec": 8}
+        if kernel == "rows" or (kernel is None and not self.gpu and self.vectorize and not depthwise
+                                and rows_ok(op)):
+            # CPU default for groups-1 convs that are not pointwise (mobilenet_v2's stem:
+            # 1.87 -> 1.03 ms on PoCL). Strided depthwise convs keep vec4 (2.05 ms
+            # against 2.76 as rows).
+            return {"kernel": "rows", "co_block": 1 if depthwise else next(b for b in (8, 4, 2, 1) if co % b == 0),
+                    "vec": 8}
         if kernel == "vec4" or (kernel is None and self.vectorize and vec4_ok):
             cb = 8 if co % 8 == 0 and not depthwise and self.conv_co_block >= 8 else 4
             # Smaller pixel blocks rather than fewer than min_work_items work-items.

@@ -6,9 +6,13 @@ relative to the largest output):
   Planes that the pixel step does not divide (7x7, 14x14, 5x3) run their last pixels
   in a scalar loop; fused epilogues read extra inputs with one vload (contiguous over
   the plane), one load and a splat (per channel) or lane by lane (anything else).
-- `kernel = "plane"` (`DepthwisePlaneSpec`): stride-1 depthwise convs as vectors over
+- `kernel = "plane"` (`PlaneSpec`): stride-1 convs (depthwise, or groups 1 with
+  `co_block` channels) whose output rows are as wide as the input's, as vectors over
   the flattened plane, columns masked at the row edges; vectors whose reads leave the
   plane run pixel by pixel. Odd widths, 5x5 windows, dilation, asymmetric padding.
+- `kernel = "rows"` (`RowsSpec`): groups-1 or depthwise convs with row stride 1 or 2
+  as vectors along output rows (stride 2 picks the even lanes of two loads); rows above
+  or below the input are zeroed, vectors at the row ends run pixel by pixel.
 
 Both are the defaults on CPU targets (the default device here is PoCL), and can be
 forced on any target through a config override, as the autotuner does.
@@ -125,7 +129,7 @@ def depthwise_model(n, c, h, w, k=3, pads=(1, 1, 1, 1), dilation=1, clip=True):
         "smaller-than-a-vector"])
 def test_plane_default_on_cpu(shape, k, pads, dilation):
     cm = _check(depthwise_model(*shape, k=k, pads=pads, dilation=dilation), target="pocl-cpu")
-    assert "_pl8" in cm.source, "the CPU default for a stride-1 depthwise conv is the plane kernel"
+    assert "_pl8_" in cm.source, "the CPU default for a stride-1 depthwise conv is the plane kernel"
 
 
 @pytest.mark.parametrize("vec", [4, 8])
@@ -151,10 +155,92 @@ def test_plane_nan_propagates_through_clip():
 
 @pytest.mark.parametrize("kernel, model, message", [
     ("pointwise", lambda: depthwise_model(1, 4, 8, 8), "needs a 1x1 convolution with stride 1"),
-    ("plane", lambda: pointwise_model(1, 4, 4, 8, 8, "relu"), "needs a depthwise convolution with stride 1"),
+    ("plane", lambda: conv_model(1, 4, 4, 8, 8, 3, 2, (1, 1, 1, 1)),
+     "needs groups 1 or a depthwise convolution, stride 1"),
 ])
 def test_kernel_refused_where_it_cannot_run(kernel, model, message):
     m = model()
     node = m.graph.node[0].name
     with pytest.raises(CompileError, match=message):
         adreno_mlir.compile(m, layout="nchw", textures=False, overrides={f"loc:{node}": {"kernel": kernel}})
+
+
+def conv_model(n, ci, co, h, w, k, stride, pads, group=1, dilation=1, epilogue="clip"):
+    rng = np.random.default_rng(0)
+    inits = [_init(rng, "w", (co, ci // group, k, k)), _init(rng, "b", (co,))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[k, k], group=group,
+                              strides=[stride, stride], pads=list(pads), dilations=[dilation, dilation])]
+    oh = (h + pads[0] + pads[2] - dilation * (k - 1) - 1) // stride + 1
+    ow = (w + pads[1] + pads[3] - dilation * (k - 1) - 1) // stride + 1
+    inputs = [("x", [n, ci, h, w])]
+    if epilogue == "clip":
+        inits += [numpy_helper.from_array(np.float32(0), "lo"), numpy_helper.from_array(np.float32(6), "hi")]
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"]))
+    else:  # a residual of the output's shape
+        inputs.append(("r", [n, co, oh, ow]))
+        nodes.append(helper.make_node("Add", ["c", "r"], ["y"]))
+    return _model(nodes, inputs, [n, co, oh, ow], inits)
+
+
+@pytest.mark.parametrize("shape, k, stride, pads, group, dilation", [
+    ((1, 8, 28, 28), 3, 2, (1, 1, 1, 1), 8, 1),
+    ((1, 6, 15, 17), 3, 2, (1, 1, 1, 1), 6, 1),
+    ((2, 4, 14, 14), 5, 2, (2, 2, 2, 2), 4, 1),
+    ((1, 4, 7, 7), 3, 2, (0, 0, 1, 1), 4, 1),
+    ((1, 4, 13, 10), 3, 1, (2, 2, 2, 2), 4, 2),
+], ids=["dw-s2-28", "dw-s2-odd", "dw-5x5-s2-batch2", "dw-s2-asymmetric-pads", "dw-s1-dilated"])
+def test_rows_depthwise(shape, k, stride, pads, group, dilation):
+    """Depthwise convs as rows (the tuner's choice; strided depthwise convs keep vec4 by
+    default, which was faster on PoCL)."""
+    n, c, h, w = shape
+    model = conv_model(n, c, c, h, w, k, stride, pads, group, dilation)
+    cm = _check(model, overrides={"loc:conv": {"kernel": "rows", "co_block": 1, "vec": 8}}, target="pocl-cpu")
+    assert "_rw8c1" in cm.source
+
+
+@pytest.mark.parametrize("n, ci, co, h, w, k, stride, pads, kernel", [
+    (1, 3, 16, 32, 32, 3, 2, (1, 1, 1, 1), "_rw8c8"),
+    (1, 8, 8, 14, 14, 3, 1, (1, 1, 1, 1), "_pl8c8"),
+    (1, 6, 12, 7, 7, 3, 1, (1, 1, 1, 1), "_pl8c4"),
+    (1, 4, 8, 11, 12, 7, 2, (3, 3, 3, 3), "_rw8c8"),
+], ids=["stem-s2", "3x3-14x14", "3x3-7x7-12ch", "7x7-s2"])
+def test_groups1_defaults_on_cpu(n, ci, co, h, w, k, stride, pads, kernel):
+    """groups-1 convs that are not 1x1 on a CPU target: plane where rows keep their width
+    (stride 1, same padding), else rows."""
+    cm = _check(conv_model(n, ci, co, h, w, k, stride, pads), target="pocl-cpu")
+    assert kernel in cm.source
+
+
+@pytest.mark.parametrize("n, ci, co, h, w, k, pads, dilation, vec, co_block, epilogue", [
+    (1, 8, 16, 9, 9, 3, (1, 1, 1, 1), 1, 8, 16, "add"),
+    (2, 5, 6, 12, 10, 3, (2, 2, 2, 2), 2, 4, 2, "clip"),
+    (1, 4, 8, 6, 6, 5, (2, 2, 2, 2), 1, 8, 1, "add"),
+    (1, 4, 4, 10, 9, 3, (0, 1, 0, 1), 1, 4, 4, "clip"),
+], ids=["9x9-residual", "dilated-batch2", "5x5-narrow", "no-vertical-pad"])
+def test_plane_groups1_configs(n, ci, co, h, w, k, pads, dilation, vec, co_block, epilogue):
+    model = conv_model(n, ci, co, h, w, k, 1, pads, 1, dilation, epilogue)
+    cm = _check(model, overrides={"loc:conv": {"kernel": "plane", "vec": vec, "co_block": co_block}},
+                target="adreno-740")
+    assert f"_pl{vec}c{co_block}" in cm.source
+
+
+@pytest.mark.parametrize("n, ci, co, h, w, k, stride, pads, dilation, vec, co_block, epilogue", [
+    (1, 3, 16, 32, 32, 3, 2, (1, 1, 1, 1), 1, 8, 4, "clip"),
+    (1, 8, 8, 19, 21, 3, 1, (1, 1, 1, 1), 1, 8, 8, "add"),
+    (2, 5, 6, 12, 10, 3, 1, (2, 2, 2, 2), 2, 4, 2, "clip"),
+    (1, 4, 4, 9, 30, 1, 2, (0, 0, 0, 0), 1, 8, 1, "add"),
+    (1, 4, 8, 6, 6, 7, 1, (3, 3, 3, 3), 1, 4, 4, "clip"),
+], ids=["stem-s2", "3x3-residual", "dilated-batch2", "1x1-s2", "7x7-narrow"])
+def test_rows_configs(n, ci, co, h, w, k, stride, pads, dilation, vec, co_block, epilogue):
+    """groups-1 convs forced to rows on a GPU target: stride 1 and 2, dilation, odd
+    sizes, windows wider than the row."""
+    model = conv_model(n, ci, co, h, w, k, stride, pads, 1, dilation, epilogue)
+    cm = _check(model, overrides={"loc:conv": {"kernel": "rows", "vec": vec, "co_block": co_block}},
+                target="adreno-740")
+    assert f"_rw{vec}c{co_block}" in cm.source
+
+
+def test_rows_refuses_stride_three():
+    with pytest.raises(CompileError, match="needs groups 1 or a depthwise convolution, a row stride of 1 or 2"):
+        adreno_mlir.compile(conv_model(1, 4, 4, 12, 12, 3, 3, (1, 1, 1, 1)), layout="nchw", textures=False,
+                            overrides={"loc:conv": {"kernel": "rows"}})

@@ -223,3 +223,22 @@ def test_split_k_forced_by_override(model, feeds_and_reference, tmp_path, textur
     assert "__kernel void conv1x1_4c_split2(" in cm.source
     assert "__kernel void conv_split_sum_4c_relu" in cm.source
     assert_matches_onnxruntime(cm, feeds_and_reference)
+
+
+def test_conv4c_co_blocks_refused_by_the_config_check(tmp_path):
+    """co_blocks = 2 on an NCHW4c conv with 3 output channel blocks: refused when the
+    config is checked (validate_config, which the autotuner prunes with), naming the op,
+    not later by the lowering."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((12, 8, 1, 1)) * 0.2).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv12")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12, 4, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({"loc:conv12": {"co_blocks": 2}}))
+    with pytest.raises(CompileError, match=r"loc\(\"conv12\"\).*co_blocks = 2 must divide the output channel "
+                                           r"blocks \(3\).*overrides file"):
+        compile_with(model, path)
+    path.write_text(json.dumps({"loc:conv12": {"co_blocks": 1}}))
+    compile_with(model, path)

@@ -11,7 +11,7 @@ Per kernel kind (passes/select_kernel_config.py documents each key):
 | kind | dimensions |
 |---|---|
 | conv on NCHW4c | x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks); depthwise: x_block, dw_rows |
-| conv on NCHW | kernel vec4 or scalar (only scalar where vec4 does not apply), co_block, x_block (vec4) |
+| conv on NCHW | kernel: every one that applies (vec4, scalar, pointwise, plane, rows), co_block, x_block (vec4, pointwise), vec (pointwise, plane) |
 | Winograd matmul | tiles_per_item 1/2/4, co_blocks 1/2/4 |
 | reductions, LayerNorm/Softmax | reduce_items 1, 16 ... 256 (up to the reduced extent) |
 | attention | reduce_items 1, 2 ... 128 (up to the keys) |
@@ -31,6 +31,7 @@ from xdsl.ir import Operation
 from adreno_mlir.dialects import graph
 from adreno_mlir.passes.select_kernel_config import (
     config_of,
+    conv_kernels,
     head_of,
     kernel_kind,
     kernel_op,
@@ -83,13 +84,20 @@ class Space:
             for t in ("tile_m", "tile_n"):
                 if t in cfg:
                     cfg[t] = 1
-        if self.kind == "conv" and cfg.get("kernel") == "scalar":
-            cfg.pop("x_block", None)
-        if self.kind == "conv" and cfg.get("kernel") == "vec4" and cfg.get("co_block", 4) > 8:
-            cfg["co_block"] = 8  # 16 channels per work-item: the scalar kernel only
-        if self.kind == "conv" and self.channels_per_group and cfg.get("kernel") == "scalar":
-            cog = self.channels_per_group  # the largest block of at most the chosen size that divides it
-            cfg["co_block"] = max(b for b in (1, 2, 4, 8, 16) if b <= cfg["co_block"] and cog % b == 0)
+        if self.kind == "conv":
+            kernel = cfg.get("kernel")
+            for key in ("co_block", "x_block", "vec"):  # keys the chosen kernel does not read
+                if key not in CONV_KERNEL_KEYS.get(kernel, (key,)):
+                    cfg.pop(key, None)
+            if kernel == "vec4" and cfg.get("co_block", 4) > 8:
+                cfg["co_block"] = 8  # 16 channels per work-item: the other kernels only
+            if kernel == "vec4" and self.channels_per_group == 1:
+                cfg["co_block"] = 4  # depthwise: one float4 of channels
+            if kernel in ("rows", "plane") and self.channels_per_group == 1:
+                cfg["co_block"] = 1  # depthwise: one channel per work-item
+            if self.channels_per_group and kernel in ("scalar", "pointwise", "rows", "plane") and "co_block" in cfg:
+                cog = self.channels_per_group  # the largest block of at most the chosen size that divides it
+                cfg["co_block"] = max(b for b in (1, 2, 4, 8, 16) if b <= cfg["co_block"] and cog % b == 0)
         return cfg
 
     def candidates(self, include_pruned: bool = False) -> list[dict[str, Any]]:
@@ -140,6 +148,12 @@ PRUNE_FACTOR = 3.0
 measured."""
 
 
+CONV_KERNEL_KEYS = {"vec4": ("co_block", "x_block"), "scalar": ("co_block",),
+                    "pointwise": ("co_block", "x_block", "vec"), "plane": ("co_block", "vec"),
+                    "rows": ("co_block", "vec")}
+"""The keys each NCHW convolution kernel reads (besides `kernel` and `work_group`)."""
+
+
 def _key(cfg: dict[str, Any]) -> tuple:
     return tuple(sorted(cfg.items()))
 
@@ -164,18 +178,18 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
             dims.append(("co_blocks", (1, 2) if out_blocks % 2 == 0 else (1,)))
             dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
     elif kind == "conv":
-        if default.get("kernel") == "vec4":
-            # The scalar kernel (one output pixel per work-item, co_block channels) is the
-            # shape a CPU's work-group vectorizer likes: neighbouring work-items read
-            # neighbouring pixels. Its co_block must divide the channels per group (checked
-            # before measuring, see with_pruning).
-            depthwise = head.groups.value.data > 1  # the scalar kernel takes 1 channel per group there
-            dims += [("kernel", ("vec4",) if depthwise else ("vec4", "scalar")),
-                     ("co_block", (4,) if depthwise else (4, 8, 16)), ("x_block", (1, 2, 4))]
-        else:
-            out = graph.shape_of(head.result)
-            cog = out[1] // head.groups.value.data
-            dims += [("co_block", tuple(b for b in (1, 2, 4, 8, 16) if cog % b == 0))]
+        # Every kernel that can run the conv (select_kernel_config.conv_kernels): vec4
+        # (float4 over channels), scalar (one pixel per work-item: what a CPU's work-group
+        # vectorizer likes), pointwise and plane (explicit float8 pixel vectors, the CPU
+        # defaults). normalize() drops the keys a kernel does not read, so each distinct
+        # kernel is measured once; what a kernel refuses is pruned before measuring.
+        kernels = conv_kernels(head)
+        groups = head.groups.value.data
+        depthwise = groups > 1 and groups == graph.shape_of(head.input)[1] == graph.shape_of(head.result)[1]
+        cog = graph.shape_of(head.result)[1] // head.groups.value.data
+        dims += [("kernel", kernels),
+                 ("co_block", (1, 4) if depthwise else tuple(b for b in (1, 2, 4, 8, 16) if cog % b == 0)),
+                 ("x_block", (1, 2, 4)), ("vec", (4, 8))]
     elif kind == "winograd_matmul":
         dims += [("tiles_per_item", (1, 2, 4)), ("co_blocks", (1, 2, 4))]
     elif kind in ("reduce", "norm"):

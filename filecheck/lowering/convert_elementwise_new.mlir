@@ -116,7 +116,7 @@ func.func @max_min_prelu(%x: tensor<1x8x5x6xf32>, %y: tensor<1x8x5x6xf32>) -> te
 // OCL:     out[i] = (v0 != 0.0f) ? exp(v1) : v2;
 
 // PACKED-LABEL: __kernel void exp_where_4c(
-// PACKED:     vstore4((float4)((v0.s0 != 0.0f) ? v3.s0 : v4.s0, (v0.s1 != 0.0f) ? v3.s1 : v4.s1, (v0.s2 != 0.0f) ? v3.s2 : v4.s2, (v0.s3 != 0.0f) ? v3.s3 : v4.s3), v1, out);
+// PACKED:     vstore4((v0 != (float4)(0.0f)) ? exp(v2) : v3, v1, out);
 func.func @where(%x: tensor<1x8x5x6xf32>, %y: tensor<1x8x5x6xf32>) -> tensor<1x8x5x6xf32> {
   %c = graph.constant dense<[[1.0, 0.0, 1.0, 0.0, 1.0, 0.0]]> : tensor<1x6xf32>
   %e = graph.exp %x : tensor<1x8x5x6xf32>

@@ -10,7 +10,8 @@
 // NCHW conv + relu (one region) then a max pool (a lone op).
 // On the GPU: float4 (OIHW4o) kernel, 8 output channels per work-item; this tiny grid is far
 // below min-work-items (16384), so one pixel per work-item (x_block = 1).
-// On the CPU target: no occupancy rule, the full 4-pixel block.
+// On the CPU target: a stride-1 conv whose rows keep their width runs as float8 vectors
+// over the flattened plane (kernel "plane"), 8 channels per work-item.
 // The pool has no keys of its own: no kernel_config at all, unless work-group is set.
 // With overrides, `loc:nchw_conv` in the JSON overrides file selects the scalar kernel.
 
@@ -18,7 +19,7 @@
 // CHECK:         %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64}} -> tensor<1x8x6x6xf32> {
 // CHECK:         %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} :
 // CPU-LABEL:   func.func @nchw
-// CPU:           %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 4 : i64}} -> tensor<1x8x6x6xf32> {
+// CPU:           %r = graph.fused {kernel_config = {kernel = "plane", co_block = 8 : i64, vec = 8 : i64}} -> tensor<1x8x6x6xf32> {
 // CPU:           %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} :
 // WG-LABEL:    func.func @nchw
 // WG:            %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64, work_group = array<i64: 16, 4, 1>}} -> tensor<1x8x6x6xf32> {
@@ -38,12 +39,12 @@ func.func @nchw(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x5x5xf32> {
 // 6 output channels: not a multiple of 4, so on the GPU the scalar kernel with the
 // largest co_block that divides 6 (8 and 4 do not: 2). A lone conv carries the config
 // itself. On the CPU a 1x1 stride-1 conv is a pointwise kernel (float8 pixel vectors),
-// 2 channels per work-item for the same reason.
+// 2 channels per work-item for the same reason, in work-groups of 4 x 16 blocks.
 
 // CHECK-LABEL: func.func @nchw_scalar
 // CHECK:         graph.conv2d %x, %w {kernel_config = {kernel = "scalar", co_block = 2 : i64}} :
 // CPU-LABEL:   func.func @nchw_scalar
-// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "pointwise", co_block = 2 : i64, x_block = 2 : i64, vec = 8 : i64}} :
+// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "pointwise", co_block = 2 : i64, x_block = 2 : i64, vec = 8 : i64, work_group = array<i64: 4, 16, 1>}} :
 func.func @nchw_scalar(%x: tensor<1x4x6x6xf32>) -> tensor<1x6x6x6xf32> {
   %w = graph.constant dense<0.5> : tensor<6x4x1x1xf32>
   %c = graph.conv2d %x, %w : tensor<1x4x6x6xf32>, tensor<6x4x1x1xf32> -> tensor<1x6x6x6xf32>
@@ -59,7 +60,7 @@ func.func @nchw_scalar(%x: tensor<1x4x6x6xf32>) -> tensor<1x6x6x6xf32> {
 // CHECK-LABEL: func.func @nchw_depthwise
 // CHECK:         graph.conv2d %x, %w {kernel_config = {kernel = "vec4", co_block = 4 : i64, x_block = 1 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>} :
 // CPU-LABEL:   func.func @nchw_depthwise
-// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "plane", vec = 8 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>} :
+// CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "plane", co_block = 1 : i64, vec = 8 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>} :
 // CPU:           graph.conv2d %x, %w {kernel_config = {kernel = "vec4", co_block = 4 : i64, x_block = 4 : i64}, groups = 8 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} :
 func.func @nchw_depthwise(%x: tensor<1x8x16x16xf32>) -> (tensor<1x8x16x16xf32>, tensor<1x8x8x8xf32>) {
   %w = graph.constant dense<0.5> : tensor<8x1x3x3xf32>

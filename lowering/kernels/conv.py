@@ -336,30 +336,34 @@ class PointwiseSpec(ConvGeometry):
 
 
 @dataclass(frozen=True)
-class DepthwisePlaneSpec(ConvGeometry):
-    """Depthwise convolution with stride 1 and output rows as wide as the input's, as
-    vectors of `vec` consecutive pixels of the flattened plane: input pixel p + offset
-    feeds output pixel p at every tap, so one vload reads a tap for the whole vector
-    (rows included) and only the columns that cross the left or right edge are masked,
-    lane by lane. Vectors whose reads would leave the plane (the first and last rows)
-    and the last partial vector compute each pixel on its own.
+class PlaneSpec(ConvGeometry):
+    """Convolution with stride 1 and output rows as wide as the input's (groups 1, or
+    depthwise), as vectors of `vec` consecutive pixels of the flattened plane for
+    `co_block` output channels (depthwise: 1): input pixel p + offset feeds output pixel
+    p at every tap, so one vload reads a tap for the whole vector (rows included) and
+    only the columns that cross the left or right edge are masked, lane by lane. Vectors
+    whose reads would leave the plane (the first and last rows) and the last partial
+    vector compute each pixel with masked scalar loads. Weights are packed
+    `[CO/co_block][CI/groups][KH*KW][co_block]`.
 
     A CPU schedule: explicit float8 arithmetic is what PoCL vectorizes (mobilenet_v2's
     stride-1 depthwise layers took ~11 ms on PoCL with the float4-over-channels kernel
-    on this project's 2-core machine, ~3 ms as float8 plane vectors in a microbenchmark)."""
+    on this project's 2-core machine, ~4 ms as plane vectors). Unlike row vectors, a
+    vector of a flattened plane needs no special case for rows narrower than itself
+    (7x7 and 14x14 maps)."""
 
     vec: int = 8
 
     def name_prefix(self) -> str:
-        return f"{super().name_prefix()}_pl{self.vec}"
+        return f"{super().name_prefix()}_pl{self.vec}" + ("" if self.depthwise else f"c{self.co_block}")
 
     @property
     def pixels(self) -> int:
         return self.out_shape[2] * self.out_shape[3]
 
     def global_size(self) -> tuple[int, ...]:
-        n, c, _, _ = self.out_shape
-        return (-(-self.pixels // self.vec), n * c)
+        n, co, _, _ = self.out_shape
+        return (-(-self.pixels // self.vec), n * co // self.co_block)
 
     def offsets(self) -> list[tuple[int, int, int]]:
         """(kh, kw, input offset from the output pixel's flat index) per tap."""
@@ -372,56 +376,197 @@ class DepthwisePlaneSpec(ConvGeometry):
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         x_ptr, w_ptr = ins[0], ins[1]
-        _, c_total, h, w = self.x_shape
-        kh_n, kw_n = self.w_shape[2:]
-        taps, vec, plane, ow = kh_n * kw_n, self.vec, self.pixels, self.out_shape[3]
+        _, ci_total, h, w = self.x_shape
+        co_total, cig, kh_n, kw_n = self.w_shape
+        cb, vec, plane, ow = self.co_block, self.vec, self.pixels, self.out_shape[3]
+        taps, blocks = kh_n * kw_n, co_total // cb
         offsets = self.offsets()
         lo, hi = min(o for *_, o in offsets), max(o for *_, o in offsets)
 
         gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
-        n, c = kb.div(z, c_total, "n"), kb.rem(z, c_total, "c")
+        n = kb.div(z, blocks, "n")
+        cob = kb.rem(z, blocks)
+        co0 = kb.mul(cob, cb, "co")
         p0 = kb.mul(gx, vec, "p0")
-        x_plane = kb.mul(z, h * w, "x_plane")
-        out_base = kb.add(kb.mul(z, plane), p0, "out_base")
-        weights = [kb.load(w_ptr, kb.add(kb.mul(c, taps), t)) for t in range(taps)]
-        bias = kb.load(ins[2], c) if self.has_bias else kb.f(0.0)
+        # depthwise (cb == 1): the channel's own plane; groups 1: every input plane
+        x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
+        w_base = kb.mul(cob, cig * taps * cb, "w_base")
+        biases = [kb.load(ins[2], kb.add(co0, j)) if self.has_bias else kb.f(0.0) for j in range(cb)]
+
+        def weight(k: KernelBuilder, ci, t: int, j: int) -> SSAValue:
+            return k.load(w_ptr, k.add(w_base, k.add(k.mul(ci, taps * cb), t * cb + j)))
 
         def vectors(k: KernelBuilder) -> None:
-            start = k.add(x_plane, p0)
-            columns: dict[int, list[SSAValue | bool]] = {}  # per kw: is lane l's input column inside the row
-
-            def column_ok(kw: int) -> list[SSAValue | bool]:
+            # per kw that can leave the row: a float mask, 1 where lane l's input column
+            # is inside the row (computed once; each masked tap is then one select)
+            masks: dict[int, SSAValue] = {}
+            for _, kw, _ in offsets:
                 shift = kw * self.dilations[1] - self.pads[1]
-                if kw not in columns:
-                    columns[kw] = [k.all_of(k.in_bounds(k.add(k.rem(k.add(p0, lane), w), shift), 0, w))
-                                   if shift else True for lane in range(vec)]
-                return columns[kw]
+                if shift and kw not in masks:
+                    one, nil = k.f(1.0), k.f(0.0)
+                    masks[kw] = k.vec([k.select(k.all_of(k.in_bounds(k.add(k.rem(k.add(p0, lane), w), shift), 0, w)),
+                                                one, nil) for lane in range(vec)])
+            zero = k.vector(lanes=vec).f(0.0)
 
-            acc = k.splat(bias, vec)
-            for t, (_, kw, off) in enumerate(offsets):
-                v = k.vload(x_ptr, k.add(start, off), vec)
-                ok = column_ok(kw)
-                if not all(o is True for o in ok):
-                    zero = k.f(0.0)
-                    v = k.vec([k.lane(v, lane) if o is True else k.select(o, k.lane(v, lane), zero)
-                               for lane, o in enumerate(ok)])
-                acc = k.fma(v, k.splat(weights[t], vec), acc)
-            k.vstore(self.epilogue.apply_pixels(k, acc, n, c, p0, extras, ow), out, out_base)
+            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                start = k1.add(k1.add(x_base, k1.mul(ci, h * w)), p0)
+                res = list(a)
+                for t, (_, kw, off) in enumerate(offsets):
+                    v = k1.vload(x_ptr, k1.add(start, off), vec)
+                    if kw in masks:
+                        v = k1.select_nonzero(masks[kw], v, zero)
+                    for j in range(cb):
+                        res[j] = k1.fma(v, k1.splat(weight(k1, ci, t, j), vec), res[j])
+                return res
+
+            accs = k.for_(0, cig, 1, [k.splat(b, vec) for b in biases], over_ci, "ci")
+            for j in range(cb):
+                value = self.epilogue.apply_pixels(k, accs[j], n, co0, p0, extras, ow, dco=j)
+                k.vstore(value, out, k.add(k.mul(k.add(k.mul(n, co_total), k.add(co0, j)), plane), p0))
 
         def pixels(k: KernelBuilder) -> None:
-            for lane in range(vec):
-                def one(k1: KernelBuilder, lane=lane) -> None:
-                    p = k1.add(p0, lane)
-                    oy, ox = k1.div(p, ow), k1.rem(p, ow)
-                    iy0, ix0 = k1.sub(oy, self.pads[0]), k1.sub(ox, self.pads[1])
-                    acc = bias
-                    for t, (kh, kw, _) in enumerate(offsets):
-                        v = self.input_tap(k1, x_ptr, x_plane, iy0, ix0, kh, kw)
-                        acc = k1.fma(v, weights[t], acc)
-                    self.store(k1, out, extras, acc, n, c, oy, ox)
+            # lanes past the plane's end read its last pixel's inputs and are not stored
+            ps = [k.min_i(k.add(p0, lane), plane - 1) for lane in range(vec)]
+            oys, oxs = [k.div(q, ow) for q in ps], [k.rem(q, ow) for q in ps]
+            iy0s, ix0s = [k.sub(oy, self.pads[0]) for oy in oys], [k.sub(ox, self.pads[1]) for ox in oxs]
 
-                k.guard([k.cmp("slt", k.add(p0, lane), plane)], one)
+            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                plane_in = k1.add(x_base, k1.mul(ci, h * w))
+                res = list(a)
+                for t, (kh, kw, _) in enumerate(offsets):
+                    ws = [weight(k1, ci, t, j) for j in range(cb)]
+                    for lane in range(vec):
+                        v = self.input_tap(k1, x_ptr, plane_in, iy0s[lane], ix0s[lane], kh, kw)
+                        for j in range(cb):
+                            res[lane * cb + j] = k1.fma(v, ws[j], res[lane * cb + j])
+                return res
+
+            accs = k.for_(0, cig, 1, [biases[j] for _ in range(vec) for j in range(cb)], over_ci, "ci")
+            for lane in range(vec):
+                def store(k1: KernelBuilder, lane=lane) -> None:
+                    for j in range(cb):
+                        self.store(k1, out, extras, accs[lane * cb + j], n, co0, oys[lane], oxs[lane], dco=j)
+
+                k.guard([k.cmp("slt", k.add(p0, lane), plane)], store)
 
         inside = kb.all_of([kb.cmp("sge", kb.add(p0, lo), 0), kb.cmp("slt", kb.add(p0, vec - 1 + hi), h * w),
                             kb.cmp("sle", kb.add(p0, vec), plane)])
         kb.if_else(inside, vectors, pixels)
+
+
+@dataclass(frozen=True)
+class RowsSpec(ConvGeometry):
+    """Any convolution with groups 1 or depthwise, stride 1 or 2 along the row, as
+    vectors of `vec` consecutive output pixels of one row for `co_block` output channels
+    (depthwise: 1). At each tap the input lanes are ox * stride + offset: one vload for
+    stride 1, two and a pick of the even lanes for stride 2. A tap's row above or below
+    the input reads a clamped row and contributes zero; vectors whose columns would leave
+    the row (the ends of rows, rows narrower than a vector) and the last partial vector
+    compute each pixel with masked scalar loads. Weights are packed
+    `[CO/co_block][CI/groups][KH*KW][co_block]`.
+
+    A CPU schedule like `PointwiseSpec`: explicit float8 arithmetic is what PoCL
+    vectorizes."""
+
+    vec: int = 8
+
+    def name_prefix(self) -> str:
+        return f"{super().name_prefix()}_rw{self.vec}c{self.co_block}"
+
+    def global_size(self) -> tuple[int, ...]:
+        n, co, oh, ow = self.out_shape
+        return (-(-ow // self.vec), oh, n * co // self.co_block)
+
+    @property
+    def chunks(self) -> int:
+        """vloads of `vec` elements per tap: the lanes span (vec - 1) * stride + 1."""
+        return -(-((self.vec - 1) * self.strides[1] + 1) // self.vec)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split_args(args)
+        x_ptr, w_ptr = ins[0], ins[1]
+        _, ci_total, h, w = self.x_shape
+        co_total, cig, kh_n, kw_n = self.w_shape
+        _, _, oh, ow = self.out_shape
+        cb, vec, sx = self.co_block, self.vec, self.strides[1]
+        dy, dx = self.dilations
+        taps, blocks = kh_n * kw_n, co_total // cb
+
+        gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
+        n = kb.div(z, blocks, "n")
+        cob = kb.rem(z, blocks)
+        co0 = kb.mul(cob, cb, "co")
+        ox0 = kb.mul(gx, vec, "ox")
+        # depthwise (cb == 1): the channel's own plane; groups 1: every input plane
+        x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
+        w_base = kb.mul(cob, cig * taps * cb, "w_base")
+        iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
+        ix_start = kb.sub(kb.mul(ox0, sx), self.pads[1], "ix0")
+        biases = [kb.load(ins[2], kb.add(co0, j)) if self.has_bias else kb.f(0.0) for j in range(cb)]
+        p = kb.add(kb.mul(oy, ow), ox0, "p")  # the vector's first output pixel in its plane
+
+        def weight(k: KernelBuilder, ci, t: int, j: int) -> SSAValue:
+            return k.load(w_ptr, k.add(w_base, k.add(k.mul(ci, taps * cb), t * cb + j)))
+
+        def vectors(k: KernelBuilder) -> None:
+            zero = k.vector(lanes=vec).f(0.0)
+
+            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                plane = k1.add(x_base, k1.mul(ci, h * w))
+                res = list(a)
+                for kh in range(kh_n):
+                    iy = k1.add(iy0, kh * dy)
+                    row_ok = k1.all_of(k1.in_bounds(iy, 0, h)) if self.needs_check(0) else None
+                    if row_ok is not None:
+                        iy = k1.max_i(k1.min_i(iy, h - 1), 0)  # a readable row; its values are not used
+                    row = k1.add(plane, k1.add(k1.mul(iy, w), ix_start))
+                    for kw in range(kw_n):
+                        start = k1.add(row, kw * dx)
+                        parts = [k1.vload(x_ptr, k1.add(start, c * vec), vec) for c in range(self.chunks)]
+                        v = parts[0] if sx == 1 else k1.vec(
+                            [k1.lane(parts[lane * sx // vec], lane * sx % vec) for lane in range(vec)])
+                        v = k1.select(row_ok, v, zero)
+                        t = kh * kw_n + kw
+                        for j in range(cb):
+                            res[j] = k1.fma(v, k1.splat(weight(k1, ci, t, j), vec), res[j])
+                return res
+
+            accs = k.for_(0, cig, 1, [k.splat(b, vec) for b in biases], over_ci, "ci")
+            for j in range(cb):
+                value = self.epilogue.apply_pixels(k, accs[j], n, co0, p, extras, ow, dco=j)
+                k.vstore(value, out, k.add(k.mul(k.add(k.mul(n, co_total), k.add(co0, j)), oh * ow), p))
+
+        def pixels(k: KernelBuilder) -> None:
+            # lanes past the row's end read its last pixel's inputs and are not stored
+            ix0s = [k.sub(k.mul(k.min_i(k.add(ox0, lane), ow - 1), sx), self.pads[1]) for lane in range(vec)]
+
+            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                plane = k1.add(x_base, k1.mul(ci, h * w))
+                res = list(a)
+                for kh in range(kh_n):
+                    for kw in range(kw_n):
+                        t = kh * kw_n + kw
+                        ws = [weight(k1, ci, t, j) for j in range(cb)]
+                        for lane in range(vec):
+                            v = self.input_tap(k1, x_ptr, plane, iy0, ix0s[lane], kh, kw)
+                            for j in range(cb):
+                                res[lane * cb + j] = k1.fma(v, ws[j], res[lane * cb + j])
+                return res
+
+            accs = k.for_(0, cig, 1, [biases[j] for _ in range(vec) for j in range(cb)], over_ci, "ci")
+            for lane in range(vec):
+                def store(k1: KernelBuilder, lane=lane) -> None:
+                    for j in range(cb):
+                        self.store(k1, out, extras, accs[lane * cb + j], n, co0, oy, ox0, dco=j, dx=lane)
+
+                k.guard([k.cmp("slt", k.add(ox0, lane), ow)], store)
+
+        last = kb.add(ix_start, (kw_n - 1) * dx + self.chunks * vec - 1)
+        inside = kb.all_of([kb.cmp("sge", ix_start, 0), kb.cmp("slt", last, w), kb.cmp("sle", kb.add(ox0, vec), ow)])
+        kb.if_else(inside, vectors, pixels)
+
+
+def pack_taps(w: np.ndarray, co_block: int) -> np.ndarray:
+    """OIHW -> [O/co_block][I][KH*KW][co_block] (PlaneSpec, RowsSpec)."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(w.reshape(o // co_block, co_block, i, kh * kw).transpose(0, 2, 3, 1))
