@@ -9,8 +9,10 @@ and keys it leaves out take the lowering's static defaults).
     python examples/custom_pass.py [model.onnx] [--x-block N] [--source out.cl]
 
 Without a model it builds the project's `tinynet`. It compiles the model twice for the
-default OpenCL device (with and without the pass), prints the kernels the pass changed
-and the max error of both against onnxruntime.
+default OpenCL device (with and without the pass) with a GPU target profile's NCHW plan
+(`--target`, default adreno-740), whose convolutions are the float4 kernels the pass
+edits (a CPU target picks the float8 pixel-vector kernels instead), prints the kernels
+the pass changed and the max error of both against onnxruntime.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def main() -> None:
     ap.add_argument("model", nargs="?", help="an ONNX model (default: the tinynet example)")
     ap.add_argument("--x-block", type=int, default=2, choices=(1, 2, 4))
     ap.add_argument("--source", metavar="FILE", help="also write the OpenCL C compiled with the pass to FILE")
+    ap.add_argument("--target", default="adreno-740", help="target profile (default adreno-740)")
     args = ap.parse_args()
 
     import onnx
@@ -64,8 +67,9 @@ def main() -> None:
     def insert(default: str) -> str:  # the default pipeline, our pass after select-kernel-config
         return default.replace(",split-k", f",force-x-block{{x-block={args.x_block}}},split-k")
 
-    base = adreno_mlir.compile(model)
-    cm = adreno_mlir.compile(model, pipeline=insert, passes=[ForceXBlock])
+    plan = dict(target=args.target, layout="nchw", textures=False)
+    base = adreno_mlir.compile(model, **plan)
+    cm = adreno_mlir.compile(model, pipeline=insert, passes=[ForceXBlock], **plan)
     rng = np.random.default_rng(0)
     feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}
     ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)

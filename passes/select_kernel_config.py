@@ -19,7 +19,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | Gemm, MatMul | `k_split` (work-items sharing one output's reduction: 1 = one per output) |
 | MatMul | `tile_m` (rows per work-item: 1, 2, 4, 8), `tile_n` (columns per work-item: 1, or 4 as a float4 when N % 4 == 0) |
 | every NCHW4c kernel | `compute` (`"f32"`, or `"f16"`: half arithmetic, weights uploaded in half; absent: f32) |
-| every kernel | `work_group` (preferred local size; absent: the OpenCL driver picks) |
+| every kernel | `work_group` (preferred local size; absent or empty: the OpenCL driver picks) |
 
 `compute = "f16"` is what precision="fp16" means (the pass option `compute=f16` gives it
 to every NCHW4c kernel); set it to "f32" on one op to keep that layer in fp32 arithmetic
@@ -197,9 +197,9 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
             raise CompileError(
                 f"{where(head)}: kernel_config key '{k}' is not used by this kernel; known keys: "
                 f"{', '.join(sorted(known))}")
-        if k == "work_group":
-            if not (isinstance(v, tuple) and 1 <= len(v) <= 3 and all(d >= 1 for d in v)):
-                raise CompileError(f"{where(head)}: kernel_config work_group must be 1-3 positive ints, got {v}")
+        if k == "work_group":  # () = the driver's choice (an override of a default local size)
+            if not (isinstance(v, tuple) and len(v) <= 3 and all(d >= 1 for d in v)):
+                raise CompileError(f"{where(head)}: kernel_config work_group must be 0-3 positive ints, got {v}")
         elif k == "kernel":
             if v not in CONV_KERNELS:
                 raise CompileError(f"{where(head)}: kernel_config kernel must be one of "
@@ -635,6 +635,7 @@ class SelectConfig(RewritePattern):
             keys = [kernel_signature(op)] + [
                 f"loc:{d.data}" for d in (getattr(m.location, "desc", None) for m in [op, *members]) if d is not None]
         known = known_keys(head)
+        overridden: dict[str, Any] = {}
         for key in dict.fromkeys(keys):  # the signature first, then node names (more specific)
             if key not in self.overrides:
                 continue
@@ -644,9 +645,10 @@ class SelectConfig(RewritePattern):
                 # each takes the keys it reads; keys no kernel of the node read are reported.
                 entry = {k: v for k, v in entry.items() if k in known}
             self.used.setdefault(key, set()).update(entry)
-            cfg.update(entry)
-            if "kernel" in entry:  # the other keys must fit the chosen kernel
-                cfg = {**self.rules.choose(head, kernel=cfg["kernel"]), **cfg}
+            overridden.update(entry)
+        if "kernel" in overridden:  # the defaults of the chosen kernel, not of the default one
+            cfg = self.rules.choose(head, kernel=overridden["kernel"])
+        cfg.update(overridden)
         if not cfg:
             return
         try:

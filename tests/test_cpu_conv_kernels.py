@@ -244,3 +244,13 @@ def test_rows_refuses_stride_three():
     with pytest.raises(CompileError, match="needs groups 1 or a depthwise convolution, a row stride of 1 or 2"):
         adreno_mlir.compile(conv_model(1, 4, 4, 12, 12, 3, 3, (1, 1, 1, 1)), layout="nchw", textures=False,
                             overrides={"loc:conv": {"kernel": "rows"}})
+
+
+def test_empty_work_group_overrides_a_default_local_size():
+    """The pointwise default on CPUs carries a local size (4 x 16 blocks); an override of
+    `work_group: []` (what the autotuner writes for "the driver's choice") removes it."""
+    model = pointwise_model(1, 8, 32, 8, 8, "relu")
+    default = _check(model, target="pocl-cpu")
+    assert [launch.local_size for launch in default.executable.launches] == [(4, 8)]  # 4 x 16, fitted to 4 x 8
+    driver = _check(model, overrides={"loc:conv": {"work_group": []}}, target="pocl-cpu")
+    assert [launch.local_size for launch in driver.executable.launches] == [None]

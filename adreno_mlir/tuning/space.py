@@ -77,7 +77,12 @@ class Space:
         """The full configuration for a point of the dimensions' product."""
         cfg = {**self.default, **point}
         if cfg.get("work_group") == DRIVER:
-            cfg.pop("work_group")
+            # an override cannot delete a key: against a default local size, the driver's
+            # choice is the empty one
+            if "work_group" in self.default:
+                cfg["work_group"] = ()
+            else:
+                cfg.pop("work_group")
         if self.kind == "gemm" and cfg.get("k_split", 1) > 1:
             # Untiled, explicitly: select-kernel-config merges an override onto its own
             # choice, so a key left out keeps the default's tile_n = 4, which split-K refuses.

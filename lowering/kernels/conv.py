@@ -16,13 +16,14 @@ checks are emitted only where padding or the window can leave the input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, window_leaves_input, window_loops
+from adreno_mlir.lowering.kernels.common import UNROLL_TAPS, KernelSpec, window_leaves_input, window_loops
 
 
 @dataclass(frozen=True)
@@ -336,15 +337,107 @@ class PointwiseSpec(ConvGeometry):
 
 
 @dataclass(frozen=True)
-class PlaneSpec(ConvGeometry):
+class _VectorConv(ConvGeometry):
+    """What the plane and row kernels share: packed weights, the per-pixel path for
+    vectors that cannot take the vector loads, the vector loop over input channels."""
+
+    vec: int = 8
+
+    def weight(self, k: KernelBuilder, w_ptr: SSAValue, w_base: SSAValue, ci, t, j: int) -> SSAValue:
+        """Weight of input channel ci, tap t (an int or an index), channel co0 + j."""
+        taps, cb = self.w_shape[2] * self.w_shape[3], self.co_block
+        return k.load(w_ptr, k.add(w_base, k.add(k.mul(ci, taps * cb), k.add(k.mul(t, cb), j))))
+
+    def bases(self, kb: KernelBuilder, z: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
+        """(n, co0, input base, weight base) of work-item row z (n * blocks + block)."""
+        _, ci_total, h, w = self.x_shape
+        co_total, cig, kh_n, kw_n = self.w_shape
+        blocks = co_total // self.co_block
+        n = kb.div(z, blocks, "n")
+        cob = kb.rem(z, blocks)
+        co0 = kb.mul(cob, self.co_block, "co")
+        # depthwise (co_block 1): the channel's own plane; groups 1: every input plane
+        x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
+        return n, co0, x_base, kb.mul(cob, cig * kh_n * kw_n * self.co_block, "w_base")
+
+    def pixels(self, k: KernelBuilder, ptrs: tuple, n, co0, x_base, w_base, biases: list[SSAValue],
+               where: Callable[[KernelBuilder, SSAValue], tuple[SSAValue, SSAValue, SSAValue]]) -> None:
+        """The `vec` pixels of this work-item one at a time (a loop over lanes):
+        `where(k, lane)` gives the lane's (oy, ox, is-it-stored) with oy, ox clamped to a
+        real pixel; masked scalar loads over the window, the epilogue, a guarded store."""
+        x_ptr, w_ptr, out, extras = ptrs
+        cb = self.co_block
+        h, w = self.x_shape[2:]
+
+        def lane_body(k1: KernelBuilder, lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            oy, ox, stored = where(k1, lane)
+            iy0 = k1.sub(k1.mul(oy, self.strides[0]), self.pads[0])
+            ix0 = k1.sub(k1.mul(ox, self.strides[1]), self.pads[1])
+
+            def over_ci(k2: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                plane = k2.add(x_base, k2.mul(ci, h * w))
+
+                def tap(k3: KernelBuilder, kh, kw, acc: list[SSAValue]) -> list[SSAValue]:
+                    v = self.input_tap(k3, x_ptr, plane, iy0, ix0, kh, kw)
+                    t = k3.add(k3.mul(kh, self.w_shape[3]), kw)
+                    return [k3.fma(v, self.weight(k3, w_ptr, w_base, ci, t, j), acc[j]) for j in range(cb)]
+
+                return self.over_taps(k2, a, tap)
+
+            accs = k1.for_(0, self.w_shape[1], 1, list(biases), over_ci, "ci")
+
+            def store(k2: KernelBuilder) -> None:
+                for j in range(cb):
+                    self.store(k2, out, extras, accs[j], n, co0, oy, ox, dco=j)
+
+            k1.guard([stored], store)
+            return []
+
+        k.for_(0, self.vec, 1, [], lane_body, "lane")
+
+    def vector_loop(self, k: KernelBuilder, x_ptr, w_ptr, x_base, w_base, biases: list[SSAValue],
+                    load: Callable[[KernelBuilder, SSAValue, SSAValue, int], SSAValue]) -> list[SSAValue]:
+        """The accumulators (one vector per output channel) over input channels and taps:
+        `load(k, plane, kh, kw)` gives the tap's input vector. Rows of the window are a
+        loop (marked for unrolling when the window is small); columns are written out, so
+        each column's lane mask is computed once per work-item."""
+        h, w = self.x_shape[2:]
+        cig, kh_n, kw_n = self.w_shape[1:]
+        cb, vec = self.co_block, self.vec
+        mark = kh_n * kw_n <= UNROLL_TAPS
+
+        def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+            plane = k1.add(x_base, k1.mul(ci, h * w))
+
+            def row(k2: KernelBuilder, kh, acc: list[SSAValue]) -> list[SSAValue]:
+                res = list(acc)
+                for kw in range(kw_n):
+                    v = load(k2, plane, kh, kw)
+                    t = k2.add(k2.mul(kh, kw_n), kw)
+                    for j in range(cb):
+                        res[j] = k2.fma(v, k2.splat(self.weight(k2, w_ptr, w_base, ci, t, j), vec), res[j])
+                return res
+
+            return row(k1, 0, a) if kh_n == 1 else k1.for_(0, kh_n, 1, a, row, "kh", mark)
+
+        return k.for_(0, cig, 1, [k.splat(b, vec) for b in biases], over_ci, "ci")
+
+
+def _inside(k: KernelBuilder, v, hi: int):
+    """0 <= v < hi: a Python bool when v is known now (a 1-pixel-wide plane)."""
+    return 0 <= v < hi if isinstance(v, int) else k.all_of(k.in_bounds(v, 0, hi))
+
+
+@dataclass(frozen=True)
+class PlaneSpec(_VectorConv):
     """Convolution with stride 1 and output rows as wide as the input's (groups 1, or
     depthwise), as vectors of `vec` consecutive pixels of the flattened plane for
     `co_block` output channels (depthwise: 1): input pixel p + offset feeds output pixel
     p at every tap, so one vload reads a tap for the whole vector (rows included) and
-    only the columns that cross the left or right edge are masked, lane by lane. Vectors
-    whose reads would leave the plane (the first and last rows) and the last partial
-    vector compute each pixel with masked scalar loads. Weights are packed
-    `[CO/co_block][CI/groups][KH*KW][co_block]`.
+    only the columns that cross the left or right edge are masked (one select with a
+    mask made once per work-item). Vectors whose reads would leave the plane (the first
+    and last rows) and the last partial vector compute each pixel with masked scalar
+    loads. Weights are packed `[CO/co_block][CI/groups][KH*KW][co_block]`.
 
     A CPU schedule: explicit float8 arithmetic is what PoCL vectorizes (mobilenet_v2's
     stride-1 depthwise layers took ~11 ms on PoCL with the float4-over-channels kernel
@@ -352,110 +445,63 @@ class PlaneSpec(ConvGeometry):
     vector of a flattened plane needs no special case for rows narrower than itself
     (7x7 and 14x14 maps)."""
 
-    vec: int = 8
-
     def name_prefix(self) -> str:
         return f"{super().name_prefix()}_pl{self.vec}" + ("" if self.depthwise else f"c{self.co_block}")
 
     @property
-    def pixels(self) -> int:
+    def pixels_per_plane(self) -> int:
         return self.out_shape[2] * self.out_shape[3]
 
     def global_size(self) -> tuple[int, ...]:
         n, co, _, _ = self.out_shape
-        return (-(-self.pixels // self.vec), n * co // self.co_block)
-
-    def offsets(self) -> list[tuple[int, int, int]]:
-        """(kh, kw, input offset from the output pixel's flat index) per tap."""
-        kh_n, kw_n = self.w_shape[2:]
-        w = self.x_shape[3]
-        dy, dx = self.dilations
-        return [(kh, kw, (kh * dy - self.pads[0]) * w + kw * dx - self.pads[1])
-                for kh in range(kh_n) for kw in range(kw_n)]
+        return (-(-self.pixels_per_plane // self.vec), n * co // self.co_block)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         x_ptr, w_ptr = ins[0], ins[1]
-        _, ci_total, h, w = self.x_shape
-        co_total, cig, kh_n, kw_n = self.w_shape
-        cb, vec, plane, ow = self.co_block, self.vec, self.pixels, self.out_shape[3]
-        taps, blocks = kh_n * kw_n, co_total // cb
-        offsets = self.offsets()
-        lo, hi = min(o for *_, o in offsets), max(o for *_, o in offsets)
+        h, w = self.x_shape[2:]
+        co_total, _, kh_n, kw_n = self.w_shape
+        cb, vec, plane, ow = self.co_block, self.vec, self.pixels_per_plane, self.out_shape[3]
+        (dy, dx), (pt, pl) = self.dilations, self.pads[:2]
+        # input offset of tap (kh, kw) from the output pixel's flat index: kh * dy * w + shift[kw]
+        shifts = [kw * dx - pl - pt * w for kw in range(kw_n)]
+        lo, hi = min(shifts), max(shifts) + (kh_n - 1) * dy * w
 
         gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
-        n = kb.div(z, blocks, "n")
-        cob = kb.rem(z, blocks)
-        co0 = kb.mul(cob, cb, "co")
+        n, co0, x_base, w_base = self.bases(kb, z)
         p0 = kb.mul(gx, vec, "p0")
-        # depthwise (cb == 1): the channel's own plane; groups 1: every input plane
-        x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
-        w_base = kb.mul(cob, cig * taps * cb, "w_base")
         biases = [kb.load(ins[2], kb.add(co0, j)) if self.has_bias else kb.f(0.0) for j in range(cb)]
 
-        def weight(k: KernelBuilder, ci, t: int, j: int) -> SSAValue:
-            return k.load(w_ptr, k.add(w_base, k.add(k.mul(ci, taps * cb), t * cb + j)))
-
         def vectors(k: KernelBuilder) -> None:
-            # per kw that can leave the row: a float mask, 1 where lane l's input column
-            # is inside the row (computed once; each masked tap is then one select)
-            masks: dict[int, SSAValue] = {}
-            for _, kw, _ in offsets:
-                shift = kw * self.dilations[1] - self.pads[1]
-                if shift and kw not in masks:
-                    one, nil = k.f(1.0), k.f(0.0)
-                    masks[kw] = k.vec([k.select(k.all_of(k.in_bounds(k.add(k.rem(k.add(p0, lane), w), shift), 0, w)),
-                                                one, nil) for lane in range(vec)])
-            zero = k.vector(lanes=vec).f(0.0)
+            # per column of the window that can leave the row: 1 where lane l's input
+            # column is inside it
+            one, nil, zero = k.f(1.0), k.f(0.0), k.vector(lanes=vec).f(0.0)
+            masks = {kw: k.vec([k.select(_inside(k, k.add(k.rem(k.add(p0, lane), w), kw * dx - pl), w), one, nil)
+                                for lane in range(vec)])
+                     for kw in range(kw_n) if kw * dx - pl != 0}
 
-            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
-                start = k1.add(k1.add(x_base, k1.mul(ci, h * w)), p0)
-                res = list(a)
-                for t, (_, kw, off) in enumerate(offsets):
-                    v = k1.vload(x_ptr, k1.add(start, off), vec)
-                    if kw in masks:
-                        v = k1.select_nonzero(masks[kw], v, zero)
-                    for j in range(cb):
-                        res[j] = k1.fma(v, k1.splat(weight(k1, ci, t, j), vec), res[j])
-                return res
+            def load(k1: KernelBuilder, plane_in, kh, kw: int) -> SSAValue:
+                v = k1.vload(x_ptr, k1.add(k1.add(plane_in, p0), k1.add(k1.mul(kh, dy * w), shifts[kw])), vec)
+                return k1.select_nonzero(masks[kw], v, zero) if kw in masks else v
 
-            accs = k.for_(0, cig, 1, [k.splat(b, vec) for b in biases], over_ci, "ci")
+            accs = self.vector_loop(k, x_ptr, w_ptr, x_base, w_base, biases, load)
             for j in range(cb):
                 value = self.epilogue.apply_pixels(k, accs[j], n, co0, p0, extras, ow, dco=j)
                 k.vstore(value, out, k.add(k.mul(k.add(k.mul(n, co_total), k.add(co0, j)), plane), p0))
 
-        def pixels(k: KernelBuilder) -> None:
-            # lanes past the plane's end read its last pixel's inputs and are not stored
-            ps = [k.min_i(k.add(p0, lane), plane - 1) for lane in range(vec)]
-            oys, oxs = [k.div(q, ow) for q in ps], [k.rem(q, ow) for q in ps]
-            iy0s, ix0s = [k.sub(oy, self.pads[0]) for oy in oys], [k.sub(ox, self.pads[1]) for ox in oxs]
-
-            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
-                plane_in = k1.add(x_base, k1.mul(ci, h * w))
-                res = list(a)
-                for t, (kh, kw, _) in enumerate(offsets):
-                    ws = [weight(k1, ci, t, j) for j in range(cb)]
-                    for lane in range(vec):
-                        v = self.input_tap(k1, x_ptr, plane_in, iy0s[lane], ix0s[lane], kh, kw)
-                        for j in range(cb):
-                            res[lane * cb + j] = k1.fma(v, ws[j], res[lane * cb + j])
-                return res
-
-            accs = k.for_(0, cig, 1, [biases[j] for _ in range(vec) for j in range(cb)], over_ci, "ci")
-            for lane in range(vec):
-                def store(k1: KernelBuilder, lane=lane) -> None:
-                    for j in range(cb):
-                        self.store(k1, out, extras, accs[lane * cb + j], n, co0, oys[lane], oxs[lane], dco=j)
-
-                k.guard([k.cmp("slt", k.add(p0, lane), plane)], store)
+        def where(k: KernelBuilder, lane: SSAValue):
+            p = k.add(p0, lane)
+            q = k.min_i(p, plane - 1)  # lanes past the plane's end compute its last pixel, unstored
+            return k.div(q, ow, "oy"), k.rem(q, ow, "ox"), k.cmp("slt", p, plane)
 
         inside = kb.all_of([kb.cmp("sge", kb.add(p0, lo), 0), kb.cmp("slt", kb.add(p0, vec - 1 + hi), h * w),
                             kb.cmp("sle", kb.add(p0, vec), plane)])
-        kb.if_else(inside, vectors, pixels)
+        kb.if_else(inside, vectors,
+                   lambda k: self.pixels(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases, where))
 
 
 @dataclass(frozen=True)
-class RowsSpec(ConvGeometry):
+class RowsSpec(_VectorConv):
     """Any convolution with groups 1 or depthwise, stride 1 or 2 along the row, as
     vectors of `vec` consecutive output pixels of one row for `co_block` output channels
     (depthwise: 1). At each tap the input lanes are ox * stride + offset: one vload for
@@ -466,9 +512,8 @@ class RowsSpec(ConvGeometry):
     `[CO/co_block][CI/groups][KH*KW][co_block]`.
 
     A CPU schedule like `PointwiseSpec`: explicit float8 arithmetic is what PoCL
-    vectorizes."""
-
-    vec: int = 8
+    vectorizes. mobilenet_v2's stem (3x3 stride 2, 3 -> 32 channels) took 1.03 ms
+    as rows against 1.87 ms as vec4 on PoCL."""
 
     def name_prefix(self) -> str:
         return f"{super().name_prefix()}_rw{self.vec}c{self.co_block}"
@@ -485,86 +530,47 @@ class RowsSpec(ConvGeometry):
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         x_ptr, w_ptr = ins[0], ins[1]
-        _, ci_total, h, w = self.x_shape
-        co_total, cig, kh_n, kw_n = self.w_shape
+        h, w = self.x_shape[2:]
+        co_total, _, _, kw_n = self.w_shape
         _, _, oh, ow = self.out_shape
         cb, vec, sx = self.co_block, self.vec, self.strides[1]
         dy, dx = self.dilations
-        taps, blocks = kh_n * kw_n, co_total // cb
 
         gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
-        n = kb.div(z, blocks, "n")
-        cob = kb.rem(z, blocks)
-        co0 = kb.mul(cob, cb, "co")
+        n, co0, x_base, w_base = self.bases(kb, z)
         ox0 = kb.mul(gx, vec, "ox")
-        # depthwise (cb == 1): the channel's own plane; groups 1: every input plane
-        x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
-        w_base = kb.mul(cob, cig * taps * cb, "w_base")
         iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
         ix_start = kb.sub(kb.mul(ox0, sx), self.pads[1], "ix0")
         biases = [kb.load(ins[2], kb.add(co0, j)) if self.has_bias else kb.f(0.0) for j in range(cb)]
         p = kb.add(kb.mul(oy, ow), ox0, "p")  # the vector's first output pixel in its plane
 
-        def weight(k: KernelBuilder, ci, t: int, j: int) -> SSAValue:
-            return k.load(w_ptr, k.add(w_base, k.add(k.mul(ci, taps * cb), t * cb + j)))
-
         def vectors(k: KernelBuilder) -> None:
             zero = k.vector(lanes=vec).f(0.0)
 
-            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
-                plane = k1.add(x_base, k1.mul(ci, h * w))
-                res = list(a)
-                for kh in range(kh_n):
-                    iy = k1.add(iy0, kh * dy)
-                    row_ok = k1.all_of(k1.in_bounds(iy, 0, h)) if self.needs_check(0) else None
-                    if row_ok is not None:
-                        iy = k1.max_i(k1.min_i(iy, h - 1), 0)  # a readable row; its values are not used
-                    row = k1.add(plane, k1.add(k1.mul(iy, w), ix_start))
-                    for kw in range(kw_n):
-                        start = k1.add(row, kw * dx)
-                        parts = [k1.vload(x_ptr, k1.add(start, c * vec), vec) for c in range(self.chunks)]
-                        v = parts[0] if sx == 1 else k1.vec(
-                            [k1.lane(parts[lane * sx // vec], lane * sx % vec) for lane in range(vec)])
-                        v = k1.select(row_ok, v, zero)
-                        t = kh * kw_n + kw
-                        for j in range(cb):
-                            res[j] = k1.fma(v, k1.splat(weight(k1, ci, t, j), vec), res[j])
-                return res
+            def load(k1: KernelBuilder, plane_in, kh, kw: int) -> SSAValue:
+                iy = k1.add(iy0, k1.mul(kh, dy))
+                row_ok = k1.all_of(k1.in_bounds(iy, 0, h)) if self.needs_check(0) else None
+                if row_ok is not None:
+                    iy = k1.max_i(k1.min_i(iy, h - 1), 0)  # a readable row; its values are not used
+                start = k1.add(plane_in, k1.add(k1.mul(iy, w), k1.add(ix_start, kw * dx)))
+                parts = [k1.vload(x_ptr, k1.add(start, c * vec), vec) for c in range(self.chunks)]
+                v = parts[0] if sx == 1 else k1.vec(
+                    [k1.lane(parts[lane * sx // vec], lane * sx % vec) for lane in range(vec)])
+                return k1.select(row_ok, v, zero)
 
-            accs = k.for_(0, cig, 1, [k.splat(b, vec) for b in biases], over_ci, "ci")
+            accs = self.vector_loop(k, x_ptr, w_ptr, x_base, w_base, biases, load)
             for j in range(cb):
                 value = self.epilogue.apply_pixels(k, accs[j], n, co0, p, extras, ow, dco=j)
                 k.vstore(value, out, k.add(k.mul(k.add(k.mul(n, co_total), k.add(co0, j)), oh * ow), p))
 
-        def pixels(k: KernelBuilder) -> None:
-            # lanes past the row's end read its last pixel's inputs and are not stored
-            ix0s = [k.sub(k.mul(k.min_i(k.add(ox0, lane), ow - 1), sx), self.pads[1]) for lane in range(vec)]
-
-            def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
-                plane = k1.add(x_base, k1.mul(ci, h * w))
-                res = list(a)
-                for kh in range(kh_n):
-                    for kw in range(kw_n):
-                        t = kh * kw_n + kw
-                        ws = [weight(k1, ci, t, j) for j in range(cb)]
-                        for lane in range(vec):
-                            v = self.input_tap(k1, x_ptr, plane, iy0, ix0s[lane], kh, kw)
-                            for j in range(cb):
-                                res[lane * cb + j] = k1.fma(v, ws[j], res[lane * cb + j])
-                return res
-
-            accs = k.for_(0, cig, 1, [biases[j] for _ in range(vec) for j in range(cb)], over_ci, "ci")
-            for lane in range(vec):
-                def store(k1: KernelBuilder, lane=lane) -> None:
-                    for j in range(cb):
-                        self.store(k1, out, extras, accs[lane * cb + j], n, co0, oy, ox0, dco=j, dx=lane)
-
-                k.guard([k.cmp("slt", k.add(ox0, lane), ow)], store)
+        def where(k: KernelBuilder, lane: SSAValue):
+            ox = k.add(ox0, lane)  # lanes past the row's end compute its last pixel, unstored
+            return oy, k.min_i(ox, ow - 1), k.cmp("slt", ox, ow)
 
         last = kb.add(ix_start, (kw_n - 1) * dx + self.chunks * vec - 1)
         inside = kb.all_of([kb.cmp("sge", ix_start, 0), kb.cmp("slt", last, w), kb.cmp("sle", kb.add(ox0, vec), ow)])
-        kb.if_else(inside, vectors, pixels)
-
+        kb.if_else(inside, vectors,
+                   lambda k: self.pixels(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases, where))
 
 def pack_taps(w: np.ndarray, co_block: int) -> np.ndarray:
     """OIHW -> [O/co_block][I][KH*KW][co_block] (PlaneSpec, RowsSpec)."""
