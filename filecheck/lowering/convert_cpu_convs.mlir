@@ -159,21 +159,22 @@ func.func @pointwise_even(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 
 // -----
 
-// kernel = "plane" (DepthwisePlaneSpec): a 3x3 pad-1 stride-1 depthwise conv, 8
-// channels, batch 2, 7x7, with a fused clip (ReLU6; graph-fuse moves the
-// kernel_config written on the conv to the fused op). A work-item computes 8
-// consecutive pixels of one flattened plane. If all reads stay inside the plane
-// (p0 - 8 >= 0, p0 + 7 + 8 < 49, p0 + 8 <= 49), each of the 9 taps is ONE vload8 at
-// the tap's flat offset (-8, -7, -6, -1, 0, 1, 6, 7, 8) (the taps of the left and
-// right columns have their lanes masked at the row edges: not checked here), then one
-// vstore8. Otherwise (scf.if's else) each of the 8 pixels is computed with scalar
-// loads and stored under its own guard.
+// kernel = "plane" (PlaneSpec): a 3x3 pad-1 stride-1 depthwise conv, 8 channels,
+// batch 2, 7x7, with a fused clip (ReLU6; graph-fuse moves the kernel_config written on
+// the conv to the fused op). A work-item computes 8 consecutive pixels of one flattened
+// plane. If all reads stay inside the plane (p0 - 8 >= 0, p0 + 7 + 8 < 49,
+// p0 + 8 <= 49): the left and right columns of the window get a lane mask each (a
+// float8 of 1/0 made once), then a loop over the window's rows (marked for unrolling)
+// reads each tap with ONE vload8 at its flat offset (-8, -7, -6 plus 7 per row), the
+// masked columns through one select each; one vstore8. Otherwise (scf.if's else) a loop
+// over the 8 lanes computes each pixel with scalar loads over the usual window loop
+// nest and stores it under a guard.
 // Grid: (ceil(49 / 8), 2 * 8) = (7, 16).
 
 // CHECK-LABEL: opencl.kernel @dwconv3x3_pl8_clip(%input: !opencl.ptr<global, f32>, %weight: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
 // CHECK:         %[[C8:[0-9a-z_]+]] = arith.constant 8 : i32
-// CHECK:         %p0 = arith.muli %{{.*}}, %[[C8]] : i32
 // CHECK:         %[[C49:[0-9a-z_]+]] = arith.constant 49 : i32
+// CHECK:         %p0 = arith.muli %{{.*}}, %[[C8]] : i32
 // CHECK-NOT:     scf.if
 // CHECK:         %[[LO:[0-9a-z_]+]] = arith.constant -8 : i32
 // CHECK-NEXT:    %[[P_LO:[0-9a-z_]+]] = arith.addi %p0, %[[LO]] : i32
@@ -184,16 +185,30 @@ func.func @pointwise_even(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // CHECK:         %[[OK:[0-9a-z_]+]] = arith.andi %{{.*}}, %{{.*}} : i1
 // CHECK-NEXT:    %[[INSIDE:[0-9a-z_]+]] = arith.andi %[[OK]], %{{.*}} : i1
 // CHECK-NEXT:    scf.if %[[INSIDE]] {
-// One vload8 per tap, 9 in all (the masking of the edge columns is not checked here).
-// CHECK-COUNT-9:   opencl.vload %input[%{{.*}}] : !opencl.ptr<global, f32> -> vector<8xf32>
-// CHECK-NOT:       opencl.vload
+// Two column masks (kw = 0 and kw = 2), made before the loops.
+// CHECK:           %[[MASK0:[0-9a-z_]+]] = opencl.vec_make {{.*}} : vector<8xf32>
+// CHECK:           %[[MASK2:[0-9a-z_]+]] = opencl.vec_make {{.*}} : vector<8xf32>
+// CHECK:           scf.for %ci =
+// CHECK:             scf.for %kh = {{.*}} -> (vector<8xf32>) : i32 {
+// Three vload8 per row of the window; the outer two columns masked.
+// CHECK:               %[[L0:[0-9a-z_]+]] = opencl.vload %input[%{{.*}}] : !opencl.ptr<global, f32> -> vector<8xf32>
+// CHECK-NEXT:          opencl.select_nonzero %[[MASK0]], %[[L0]], %{{.*}} : vector<8xf32>
+// CHECK:               %[[L1:[0-9a-z_]+]] = opencl.vload %input[%{{.*}}] : !opencl.ptr<global, f32> -> vector<8xf32>
+// CHECK-NOT:           opencl.select_nonzero %{{.*}}, %[[L1]]
+// CHECK:               %[[L2:[0-9a-z_]+]] = opencl.vload %input[%{{.*}}] : !opencl.ptr<global, f32> -> vector<8xf32>
+// CHECK-NEXT:          opencl.select_nonzero %[[MASK2]], %[[L2]], %{{.*}} : vector<8xf32>
+// CHECK-NOT:           opencl.vload
+// CHECK:             } {opencl.unroll = 0 : i64}
 // CHECK:           arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:           arith.minimumf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:           opencl.vstore %{{.*}}, %out[%{{.*}}] : vector<8xf32>, !opencl.ptr<global, f32>
 // CHECK-NEXT:    } else {
-// CHECK-NOT:       opencl.vload
-// CHECK-NOT:       opencl.vstore
-// CHECK-COUNT-8:   opencl.store %{{.*}}, %out[%{{.*}}] : !opencl.ptr<global, f32>
+// CHECK:           scf.for %lane =
+// CHECK-NOT:         opencl.vload
+// CHECK:             scf.for %kw =
+// CHECK-NOT:         opencl.vstore
+// CHECK:             scf.if
+// CHECK:               opencl.store %{{.*}}, %out[%{{.*}}] : !opencl.ptr<global, f32>
 // CHECK-NOT:       opencl.store
 // CHECK:         opencl.return
 // CHECK-LABEL: func.func @depthwise(%x: !opencl.buffer<784xf32>) -> !opencl.buffer<784xf32> {
@@ -204,21 +219,20 @@ func.func @pointwise_even(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // OCL-LABEL: __kernel void dwconv3x3_pl8_clip(
 // OCL:           const int p0 = ((int)get_global_id(0)) * 8;
 // OCL:           if ((((p0 + (-8)) >= 0) & ((p0 + 15) < 49)) & ((p0 + 8) <= 49)) {
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S:[0-9a-z_]+]] + (-8)));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + (-7)));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + (-6)));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + (-1)));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + [[S]]);
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + 1));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + 6));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + 7));
-// OCL:               const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + 8));
+// OCL:               #pragma unroll
+// OCL-NEXT:          for (int kh = 0; kh < 3; ++kh) {
+// OCL:                   const float8 {{v[0-9]+}} = vload8(0, input + ([[S:v[0-9]+]] + ([[R:v[0-9]+]] + (-8))));
+// OCL:                   const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + ([[R]] + (-7))));
+// OCL:                   const float8 {{v[0-9]+}} = vload8(0, input + ([[S]] + ([[R]] + (-6))));
+// The masked columns: a vector ?: per tap.
+// OCL:                   = fma(({{v[0-9]+}} != (float8)(0.0f)) ? {{v[0-9]+}} : (float8)(0.0f),
 // ReLU6 on the whole vector and one float8 store.
 // OCL-NOT:           vload
 // OCL:               vstore8(adreno_fmin_float8(adreno_fmax_float8({{.*}}, (float8)(0.0f)), (float8)(6.0f)), 0, out + {{.*}});
 // OCL-NEXT:      } else {
+// OCL-NEXT:          for (int lane = 0; lane < 8; ++lane) {
 // OCL-NOT:           vload
-// OCL-COUNT-8:       out[{{.*}}] = adreno_fmin_float(adreno_fmax_float(
+// OCL:               out[{{.*}}] = adreno_fmin_float(adreno_fmax_float(
 // OCL-NOT:           vstore
 
 func.func @depthwise(%x: tensor<2x8x7x7xf32>) -> tensor<2x8x7x7xf32> {

@@ -13,7 +13,8 @@
 // On the CPU target: a stride-1 conv whose rows keep their width runs as float8 vectors
 // over the flattened plane (kernel "plane"), 8 channels per work-item.
 // The pool has no keys of its own: no kernel_config at all, unless work-group is set.
-// With overrides, `loc:nchw_conv` in the JSON overrides file selects the scalar kernel.
+// With overrides, `loc:nchw_conv` in the JSON overrides file selects the scalar kernel:
+// its config starts from the scalar kernel's defaults (no vec4 x_block left over).
 
 // CHECK-LABEL: func.func @nchw
 // CHECK:         %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64}} -> tensor<1x8x6x6xf32> {
@@ -25,7 +26,7 @@
 // WG:            %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64, work_group = array<i64: 16, 4, 1>}} -> tensor<1x8x6x6xf32> {
 // WG:            %m = graph.max_pool %r {kernel_config = {work_group = array<i64: 16, 4, 1>}, kernel_shape = array<i64: 2, 2>} :
 // OVR-LABEL:   func.func @nchw
-// OVR:           %r = graph.fused {kernel_config = {kernel = "scalar", co_block = 4 : i64, x_block = 1 : i64}} -> tensor<1x8x6x6xf32> {
+// OVR:           %r = graph.fused {kernel_config = {kernel = "scalar", co_block = 4 : i64}} -> tensor<1x8x6x6xf32> {
 func.func @nchw(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x5x5xf32> {
   %w = graph.constant dense<0.5> : tensor<8x8x3x3xf32>
   %c = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<8x8x3x3xf32> -> tensor<1x8x6x6xf32> loc("nchw_conv")
