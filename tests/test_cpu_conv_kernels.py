@@ -36,7 +36,7 @@ def _model(nodes, inputs, output_shape, inits):
     graph = helper.make_graph(
         nodes, "m", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_shape)], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
 
 
 def _init(rng, name, shape):
