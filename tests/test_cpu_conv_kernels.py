@@ -199,11 +199,12 @@ def test_rows_depthwise(shape, k, stride, pads, group, dilation):
 
 
 @pytest.mark.parametrize("n, ci, co, h, w, k, stride, pads, kernel", [
-    (1, 3, 16, 32, 32, 3, 2, (1, 1, 1, 1), "_rw8c8"),
+    (1, 3, 16, 32, 32, 3, 2, (1, 1, 1, 1), "_rw8c16"),
     (1, 8, 8, 14, 14, 3, 1, (1, 1, 1, 1), "_pl8c8"),
     (1, 6, 12, 7, 7, 3, 1, (1, 1, 1, 1), "_pl8c4"),
     (1, 4, 8, 11, 12, 7, 2, (3, 3, 3, 3), "_rw8c8"),
-], ids=["stem-s2", "3x3-14x14", "3x3-7x7-12ch", "7x7-s2"])
+    (1, 8, 32, 9, 9, 3, 1, (1, 1, 1, 1), "_pl8c16"),
+], ids=["stem-s2", "3x3-14x14", "3x3-7x7-12ch", "7x7-s2", "3x3-32ch"])
 def test_groups1_defaults_on_cpu(n, ci, co, h, w, k, stride, pads, kernel):
     """groups-1 convs that are not 1x1 on a CPU target: plane where rows keep their width
     (stride 1, same padding), else rows."""

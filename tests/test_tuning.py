@@ -395,7 +395,7 @@ def test_compile_with_tuning_db_uses_the_best_entry(small, small_spaces, this_ke
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     conv = sig_of(small_spaces, "conv")
     default = small_spaces[conv].default
-    assert default == {"kernel": "plane", "co_block": 8, "vec": 8}, default  # the CPU default
+    assert default == {"kernel": "plane", "co_block": 8, "vec": 8, "work_group": (8, 8, 1)}, default  # CPU default
     better = {"kernel": "vec4", "co_block": 4, "x_block": 2}
     slower = {"kernel": "vec4", "co_block": 4, "x_block": 1}
     broken = {"kernel": "vec4", "co_block": 8, "x_block": 1}

@@ -11,7 +11,8 @@
 // On the GPU: float4 (OIHW4o) kernel, 8 output channels per work-item; this tiny grid is far
 // below min-work-items (16384), so one pixel per work-item (x_block = 1).
 // On the CPU target: a stride-1 conv whose rows keep their width runs as float8 vectors
-// over the flattened plane (kernel "plane"), 8 channels per work-item.
+// over the flattened plane (kernel "plane"), 8 channels per work-item (16 where they
+// divide the output channels), in 8 x 8 work-groups.
 // The pool has no keys of its own: no kernel_config at all, unless work-group is set.
 // With overrides, `loc:nchw_conv` in the JSON overrides file selects the scalar kernel:
 // its config starts from the scalar kernel's defaults (no vec4 x_block left over).
@@ -20,7 +21,7 @@
 // CHECK:         %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64}} -> tensor<1x8x6x6xf32> {
 // CHECK:         %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} :
 // CPU-LABEL:   func.func @nchw
-// CPU:           %r = graph.fused {kernel_config = {kernel = "plane", co_block = 8 : i64, vec = 8 : i64}} -> tensor<1x8x6x6xf32> {
+// CPU:           %r = graph.fused {kernel_config = {kernel = "plane", co_block = 8 : i64, vec = 8 : i64, work_group = array<i64: 8, 8, 1>}} -> tensor<1x8x6x6xf32> {
 // CPU:           %m = graph.max_pool %r {kernel_shape = array<i64: 2, 2>} :
 // WG-LABEL:    func.func @nchw
 // WG:            %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 1 : i64, work_group = array<i64: 16, 4, 1>}} -> tensor<1x8x6x6xf32> {
