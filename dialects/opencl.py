@@ -546,6 +546,26 @@ def _print_ptr_index(printer: Printer, ptr: SSAValue, *idx: SSAValue) -> None:
     printer.print_string("]")
 
 
+def _print_store_head(printer: Printer, op: Operation, value: SSAValue, ptr: SSAValue, index: SSAValue) -> None:
+    """` %v, %ptr[%idx] {attrs} : ` of the store ops (the types follow)."""
+    printer.print_string(" ")
+    printer.print_ssa_value(value)
+    printer.print_string(",")
+    _print_ptr_index(printer, ptr, index)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+
+
+def _parse_store_head(parser: Parser) -> tuple:
+    """(value, ptr, index, attrs) of ` %v, %ptr[%idx] {attrs} :` (unresolved operands)."""
+    value = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    ptr, (idx,) = _parse_ptr_index(parser)
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    return value, ptr, idx, attrs
+
+
 def _parse_attrs_into(parser: Parser, op: Operation) -> None:
     extra = parser.parse_optional_attr_dict()
     op.attributes |= extra
@@ -628,21 +648,12 @@ class StoreOp(IRDLOperation):
             raise VerifyException("opencl.store into a constant pointer")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(",")
-        _print_ptr_index(printer, self.ptr, self.index)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
+        _print_store_head(printer, self, self.value, self.ptr, self.index)
         printer.print_attribute(self.ptr.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        ptr, (idx,) = _parse_ptr_index(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        value, ptr, idx, attrs = _parse_store_head(parser)
         t = _parse_ptr_type(parser)
         op = StoreOp(
             parser.resolve_operand(value, t.element),
@@ -735,11 +746,7 @@ class VStore4Op(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> VStore4Op:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        ptr, (idx,) = _parse_ptr_index(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        value, ptr, idx, attrs = _parse_store_head(parser)
         t = _parse_ptr_type(parser)
         op = VStore4Op(
             parser.resolve_operand(value, _vec4_of(t.element)),
@@ -830,23 +837,14 @@ class VStoreOp(IRDLOperation):
             raise VerifyException("opencl.vstore into a constant pointer")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(",")
-        _print_ptr_index(printer, self.ptr, self.offset)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
+        _print_store_head(printer, self, self.value, self.ptr, self.offset)
         printer.print_attribute(self.value.type)
         printer.print_string(", ")
         printer.print_attribute(self.ptr.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> VStoreOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        ptr, (off,) = _parse_ptr_index(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        value, ptr, off, attrs = _parse_store_head(parser)
         vt = parser.parse_type()
         parser.parse_punctuation(",")
         t = _parse_ptr_type(parser)
@@ -916,11 +914,7 @@ class VStoreHalf4Op(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> VStoreHalf4Op:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        ptr, (idx,) = _parse_ptr_index(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
+        value, ptr, idx, attrs = _parse_store_head(parser)
         t = _parse_ptr_type(parser)
         op = cls(parser.resolve_operand(value, _vec4_of(f32)), parser.resolve_operand(ptr, t),
                  parser.resolve_operand(idx, i32))
