@@ -382,8 +382,17 @@ def work_items(kop: Operation, cfg: dict[str, Any]) -> int:
                 * cfg.get("split_k", 1))
     if kind == "conv":
         n, co, h, w = graph.shape_of(out)
-        xb = cfg.get("x_block", 1) if cfg.get("kernel") == "vec4" else 1
-        return _cdiv(w, xb) * h * n * _cdiv(co, cfg.get("co_block", 1))
+        kernel, vec = cfg.get("kernel"), cfg.get("vec", 8)
+        depthwise = head.groups.value.data > 1 and head.groups.value.data == co
+        blocks = n * _cdiv(co, 1 if depthwise and kernel in ("plane", "rows") else cfg.get("co_block", 1))
+        if kernel == "pointwise":  # vectors over the flattened plane
+            return _cdiv(h * w, vec * cfg.get("x_block", 1)) * blocks
+        if kernel == "plane":
+            return _cdiv(h * w, vec) * blocks
+        if kernel == "rows":
+            return _cdiv(w, vec) * h * blocks
+        xb = cfg.get("x_block", 1) if kernel == "vec4" else 1
+        return _cdiv(w, xb) * h * blocks
     if kind == "winograd_matmul":
         a2, k4, _, p, _ = out.type.shape
         return a2 * _cdiv(p, cfg.get("tiles_per_item", 1)) * _cdiv(k4, cfg.get("co_blocks", 1))

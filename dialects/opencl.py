@@ -1342,7 +1342,10 @@ class VecExtractOp(IRDLOperation):
         el = parser.parse_type()
         vt: Attribute = _vec4_of(el)
         if parser.parse_optional_keyword("from") is not None:  # absent: a float4 (older IR)
+            pos = parser.pos
             vt = parser.parse_type()
+            if not isinstance(vt, VectorType) or vt.element_type != el:
+                parser.raise_error(f"opencl.vec_extract of {el} needs a vector of {el} after 'from', got {vt}", pos)
         op = VecExtractOp(parser.resolve_operand(v, vt), lane)
         op.attributes |= attrs
         return op

@@ -389,7 +389,7 @@ class KernelBuilder:
         by lane through scalars."""
         a, b = self._floats(a, b)
         t = cond.type
-        if isinstance(t, VectorType) and t.element_type == f32:
+        if isinstance(t, VectorType) and t.element_type == f32 and a.type == b.type == t:
             return self._op(opencl.SelectNonzeroOp, cond, a, b)
         if isinstance(t, VectorType):
             return self.vec([self.select_nonzero(self.lane(cond, k), self.lane(a, k), self.lane(b, k))

@@ -82,6 +82,7 @@ class Convolution(KernelPattern):
             hint = (op.weight.owner.weight_name or "conv_weight") + f"_pw{cb}"
             w_buf = hb.weight(hint, PointwiseSpec.pack_weights(hb.constant_array(op.weight), cb))
         elif cfg["kernel"] == "rows":
+            cb = 1 if depthwise else cb
             spec = RowsSpec(co_block=cb, vec=cfg["vec"], **geometry)
             hint = (op.weight.owner.weight_name or "conv_weight") + f"_rw{cb}"
             w_buf = hb.weight(hint, pack_taps(hb.constant_array(op.weight), cb))

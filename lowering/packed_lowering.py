@@ -16,7 +16,6 @@ from xdsl.ir import SSAValue
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.lowering.expr import In
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
-from adreno_mlir.passes.select_kernel_config import conv4c_config_error
 from adreno_mlir.lowering.kernels.packed import (
     Packed,
     PackedConvSpec,
@@ -35,6 +34,7 @@ from adreno_mlir.lowering.winograd_lowering import (
     lower_winograd_matmul,
     lower_winograd_output,
 )
+from adreno_mlir.passes.select_kernel_config import conv4c_config_error
 
 
 packed = packed_of

@@ -12,7 +12,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 | kernel | keys |
 |---|---|
 | conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
-| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, `"plane"`: stride-1 convs (groups 1 or depthwise) whose output rows are as wide as the input's, as vectors over the flattened plane, and `"rows"`: groups-1 or depthwise convs with row stride 1 or 2 as vectors along output rows; the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1 for depthwise rows and plane (ignored), 1/2/4/8/16 otherwise), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise, plane and rows: pixels per vector, 4 or 8) |
+| conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, `"plane"`: stride-1 convs (groups 1 or depthwise) whose output rows are as wide as the input's, as vectors over the flattened plane, and `"rows"`: groups-1 or depthwise convs with row stride 1 or 2 as vectors along output rows; the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 otherwise; depthwise plane and rows ignore it: one channel each), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise, plane and rows: pixels per vector, 4 or 8) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
 | fused attention (graph.attention) | `reduce_items` (work-items per query row: 1 = a serial row, else 2-128) |
@@ -256,9 +256,8 @@ def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
         if not rows_ok(op):
             return ("kernel_config kernel = \"rows\" needs groups 1 or a depthwise convolution, a row stride of "
                     "1 or 2 and constant weights; use \"vec4\" or \"scalar\"")
-        if cb is not None and (co % cb or (depthwise and cb != 1)):
-            return (f"kernel_config co_block = {cb} must divide the output channels ({co}) and be 1 for depthwise "
-                    "convolutions")
+        if cb is not None and not depthwise and co % cb:
+            return f"kernel_config co_block = {cb} must divide the output channels ({co})"
     elif cfg.get("kernel") == "vec4":
         if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
             return ("kernel_config kernel = \"vec4\" needs constant weights, output channels divisible by 4 and "
@@ -675,11 +674,13 @@ class SelectKernelConfig(ModulePass):
     """Target profile (adreno_mlir.target): CPU profiles get no split-K and no occupancy
     pixel blocking."""
     conv_co_block: int = 8
-    """Output channels per work-item in NCHW convolutions (1, 2, 4 or 8)."""
+    """Output channels per work-item in vec4 and scalar NCHW convolutions (1, 2, 4 or 8; the
+    CPU vector kernels choose their own)."""
     conv_x_block: int = 4
     """Adjacent output pixels per work-item in vectorised convolutions."""
     vectorize: bool = True
-    """Use the float4 (OIHW4o) NCHW convolution where it applies."""
+    """Use the vector NCHW convolutions where they apply: float4 (OIHW4o) on GPUs, the float8
+    pixel-vector kernels (pointwise, plane, rows) on CPUs; off: the scalar kernel."""
     packed_co_blocks: int = 1
     """Output channel blocks per work-item in NCHW4c convolutions (2 was slower on the H200)."""
     min_work_items: int = 16384

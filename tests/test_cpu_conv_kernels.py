@@ -255,3 +255,53 @@ def test_empty_work_group_overrides_a_default_local_size():
     assert [launch.local_size for launch in default.executable.launches] == [(4, 8)]  # 4 x 16, fitted to 4 x 8
     driver = _check(model, overrides={"loc:conv": {"work_group": []}}, target="pocl-cpu")
     assert [launch.local_size for launch in driver.executable.launches] == [None]
+
+
+def _config_kernels(model, target):
+    """(kernel op, head) of every kernel in the config stage of `model` compiled for `target`."""
+    from xdsl.parser import Parser
+
+    from adreno_mlir.context import make_context
+    from adreno_mlir.passes.select_kernel_config import head_of, is_kernel
+
+    cm = adreno_mlir.compile(model, layout="nchw", textures=False, target=target, keep_ir=True)
+    module = Parser(make_context(), cm.stage_ir["config"]).parse_module()
+    return [(op, head_of(op)) for op in module.walk() if is_kernel(op)]
+
+
+def test_tuning_space_driver_choice_against_each_kernels_defaults():
+    """The tuner's "driver" local size is `work_group = []` for a kernel whose defaults
+    carry a local size (plane on CPUs), even when the default config is another kernel
+    without one (scalar here); for the default kernel itself it is no key at all, so the
+    default is one candidate, not two."""
+    from adreno_mlir.passes.select_kernel_config import set_config
+    from adreno_mlir.tuning.space import DRIVER, space_of
+
+    kop, _ = next((k, h) for k, h in _config_kernels(conv_model(1, 8, 8, 9, 9, 3, 1, (1, 1, 1, 1)), "pocl-cpu")
+                  if h.name == "graph.conv2d")
+    set_config(kop, {"kernel": "scalar", "co_block": 8})
+    space = space_of(kop, gpu=False)
+    assert space.normalize({"kernel": "plane", "work_group": DRIVER})["work_group"] == ()
+    assert "work_group" not in space.normalize({"kernel": "scalar", "work_group": DRIVER})
+    candidates = space.candidates()
+    assert len({tuple(sorted(c.items())) for c in candidates}) == len(candidates)
+    assert all(c.get("co_block", 4) in (4, 8) for c in candidates if c["kernel"] == "vec4")
+
+
+def test_roofline_counts_the_vector_kernels_work_items():
+    """analyze.work_items: the pointwise, plane and rows kernels' launch grids."""
+    from adreno_mlir.analyze import work_items
+
+    model = pointwise_model(1, 8, 16, 14, 14, "none")
+    kop, _ = next((k, h) for k, h in _config_kernels(model, "adreno-740") if h.name == "graph.conv2d")
+    assert work_items(kop, {"kernel": "pointwise", "vec": 8, "x_block": 4, "co_block": 16}) == 7  # ceil(196/32) x 1
+    assert work_items(kop, {"kernel": "plane", "vec": 8, "co_block": 4}) == 25 * 4
+    assert work_items(kop, {"kernel": "rows", "vec": 8, "co_block": 8}) == 2 * 14 * 2
+
+
+def test_rows_depthwise_ignores_co_block():
+    """Depthwise plane and rows kernels take one channel per work-item whatever co_block
+    says (both kernels alike)."""
+    model = conv_model(1, 8, 8, 12, 12, 3, 2, (1, 1, 1, 1), group=8)
+    cm = _check(model, overrides={"loc:conv": {"kernel": "rows", "co_block": 4}}, target="pocl-cpu")
+    assert "_rw8c1" in cm.source

@@ -11,7 +11,7 @@ Per kernel kind (passes/select_kernel_config.py documents each key):
 | kind | dimensions |
 |---|---|
 | conv on NCHW4c | x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks); depthwise: x_block, dw_rows |
-| conv on NCHW | kernel: every one that applies (vec4, scalar, pointwise, plane, rows), co_block, x_block (vec4, pointwise), vec (pointwise, plane) |
+| conv on NCHW | kernel: every one that applies (vec4, scalar, pointwise, plane, rows), co_block, x_block (vec4, pointwise), vec (pointwise, plane, rows) |
 | Winograd matmul | tiles_per_item 1/2/4, co_blocks 1/2/4 |
 | reductions, LayerNorm/Softmax | reduce_items 1, 16 ... 256 (up to the reduced extent) |
 | attention | reduce_items 1, 2 ... 128 (up to the keys) |
@@ -41,7 +41,8 @@ from adreno_mlir.passes.select_kernel_config import (
 )
 
 DRIVER = "driver"
-"""The work_group choice that leaves the local size to the OpenCL driver (no key)."""
+"""The work_group choice that leaves the local size to the OpenCL driver (no key, or `()`
+where a default local size must be overridden)."""
 
 WORK_GROUPS: tuple[Any, ...] = (DRIVER, (64, 1, 1), (16, 4, 1), (8, 8, 1), (4, 4, 4))
 """Preferred local sizes tried (the lowering shrinks each axis to a divisor of the grid)."""
@@ -77,12 +78,14 @@ class Space:
         """The full configuration for a point of the dimensions' product."""
         cfg = {**self.default, **point}
         if cfg.get("work_group") == DRIVER:
-            # an override cannot delete a key: against a default local size, the driver's
-            # choice is the empty one
-            if "work_group" in self.default:
-                cfg["work_group"] = ()
-            else:
+            # An override cannot delete a key, and one that picks another kernel starts
+            # from that kernel's defaults (which may have a local size): the driver's
+            # choice is written `()`, except for the default kernel without a local size
+            # (so that the default itself is one candidate, not two).
+            if cfg.get("kernel") == self.default.get("kernel") and "work_group" not in self.default:
                 cfg.pop("work_group")
+            else:
+                cfg["work_group"] = ()
         if self.kind == "gemm" and cfg.get("k_split", 1) > 1:
             # Untiled, explicitly: select-kernel-config merges an override onto its own
             # choice, so a key left out keeps the default's tile_n = 4, which split-K refuses.
@@ -94,8 +97,8 @@ class Space:
             for key in ("co_block", "x_block", "vec"):  # keys the chosen kernel does not read
                 if key not in CONV_KERNEL_KEYS.get(kernel, (key,)):
                     cfg.pop(key, None)
-            if kernel == "vec4" and cfg.get("co_block", 4) > 8:
-                cfg["co_block"] = 8  # 16 channels per work-item: the other kernels only
+            if kernel == "vec4":  # float4s of channels: 4 or 8 (16: the other kernels only)
+                cfg["co_block"] = min(max(cfg.get("co_block", 4), 4), 8)
             if kernel == "vec4" and self.channels_per_group == 1:
                 cfg["co_block"] = 4  # depthwise: one float4 of channels
             if kernel in ("rows", "plane") and self.channels_per_group == 1:
@@ -185,7 +188,7 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
     elif kind == "conv":
         # Every kernel that can run the conv (select_kernel_config.conv_kernels): vec4
         # (float4 over channels), scalar (one pixel per work-item: what a CPU's work-group
-        # vectorizer likes), pointwise and plane (explicit float8 pixel vectors, the CPU
+        # vectorizer likes), pointwise, plane and rows (explicit float8 pixel vectors, the CPU
         # defaults). normalize() drops the keys a kernel does not read, so each distinct
         # kernel is measured once; what a kernel refuses is pruned before measuring.
         kernels = conv_kernels(head)

@@ -4,6 +4,7 @@
 // RUN: sed -n '/^\/\/ BEGIN NOT-A-VECTOR/,/^\/\/ END/p' %s | not adreno-opt 2>&1 | filecheck %s --check-prefix=NOTVEC
 // RUN: sed -n '/^\/\/ BEGIN LEGACY-EXTRACT/,/^\/\/ END/p' %s | not adreno-opt 2>&1 | filecheck %s --check-prefix=LEGACY
 // RUN: sed -n '/^\/\/ BEGIN WRONG-ELEMENT/,/^\/\/ END/p' %s | not adreno-opt 2>&1 | filecheck %s --check-prefix=ELEMENT
+// RUN: sed -n '/^\/\/ BEGIN EXTRACT-FROM/,/^\/\/ END/p' %s | not adreno-opt 2>&1 | filecheck %s --check-prefix=FROM
 
 // opencl.vload / opencl.vstore (2, 4, 8 or 16 lanes at an ELEMENT offset, printed
 // `vloadN(0, ptr + off)` / `vstoreN(v, 0, ptr + off)`) and the floatN / halfN forms of
@@ -309,6 +310,16 @@ opencl.kernel @k(%p: !opencl.ptr<global, f32>, %off: i32) {
 }
 // END
 // ELEMENT: opencl.vload of !opencl.ptr<global, f32> gives vectors of f32, not vector<8xf16>
+
+// `from` must name a vector of the result's element type.
+// BEGIN EXTRACT-FROM
+opencl.kernel @k(%a: f16) {
+  %s = opencl.vec_splat %a : vector<8xf16>
+  %e = opencl.vec_extract %s[2] : f32 from vector<8xf16>
+  opencl.return
+}
+// END
+// FROM: opencl.vec_extract of f32 needs a vector of f32 after 'from', got vector<8xf16>
 
 // The legacy `vec_extract ... : f32` reads its operand as a float4: a float8 is refused.
 // BEGIN LEGACY-EXTRACT

@@ -50,11 +50,8 @@
 // CHECK-NEXT:      opencl.vstore %{{.*}}, %out[%out_base] : vector<8xf32>, !opencl.ptr<global, f32>
 // CHECK-COUNT-7:   opencl.vstore %{{.*}}, %out[%{{.*}}] : vector<8xf32>, !opencl.ptr<global, f32>
 // CHECK-NOT:       opencl.vstore
+// The scalar tail (the else branch): pixels p0 .. 48, one at a time, four f32 accumulators.
 // CHECK:         } else {
-// CHECK-NEXT:    }
-// The scalar tail: pixels p0 .. 48, one at a time, four f32 accumulators.
-// CHECK-NEXT:    %[[PART:[0-9a-z_]+]] = arith.cmpi sgt, %[[END]], %[[C49]] : i32
-// CHECK-NEXT:    scf.if %[[PART]] {
 // CHECK:           scf.for %p = %p0 to %[[C49]] step %{{.*}} : i32 {
 // CHECK:             scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) : i32 {
 // CHECK-NOT:           opencl.vload
@@ -74,7 +71,7 @@
 
 // OCL-LABEL: __kernel void conv1x1_pw8x2c4_relu(
 // OCL:           const int p0 = ((int)get_global_id(0)) * 16;
-// OCL:           if ([[END:v[0-9]+]] <= 49) {
+// OCL:           if ((p0 + 16) <= 49) {
 // OCL:               for (int ci = 0; ci < 6; ++ci) {
 // OCL:                   const float8 [[X0:v[0-9]+]] = vload8(0, input + [[ROW:v[0-9]+]]);
 // OCL-NEXT:              const float8 [[X1:v[0-9]+]] = vload8(0, input + ([[ROW]] + 8));
@@ -90,8 +87,7 @@
 // OCL-NEXT:          vstore8(adreno_fmax_float8({{v[0-9]+}}, (float8)(0.0f)), 0, out + (out_base + 57));
 // OCL-NEXT:          vstore8(adreno_fmax_float8({{v[0-9]+}}, (float8)(0.0f)), 0, out + (out_base + 106));
 // OCL-NEXT:          vstore8(adreno_fmax_float8({{v[0-9]+}}, (float8)(0.0f)), 0, out + (out_base + 155));
-// OCL-NEXT:      }
-// OCL-NEXT:      if ([[END]] > 49) {
+// OCL-NEXT:      } else {
 // OCL-NEXT:          for (int p = p0; p < 49; ++p) {
 // OCL-NOT:               vload
 // OCL:                   out[{{.*}}] = adreno_fmax_float({{v[0-9]+}}, 0.0f);

@@ -1,6 +1,7 @@
 """Direct 2-D convolution (NCHW activations) with a fused epilogue.
 
-Two schedules share the geometry code:
+Five schedules share the geometry code (the last three are the CPU defaults: explicit
+float8 pixel vectors, which PoCL's vectorizer does not have to discover):
 
 - `Conv4Spec` (groups == 1 or depthwise, output channels % 4 == 0): weights are packed
   at compile time to OIHW4o (`[CO/4][CI][KH][KW][4]`), so one `vload4` brings the
@@ -9,6 +10,10 @@ Two schedules share the geometry code:
   `co_block` multiply-adds. Grid: (ceil(OW / x_block), OH, N * CO / co_block).
 - `ConvSpec` (any grouping): one work-item per output pixel and `co_block`
   channels, scalar weights.
+- `PointwiseSpec` (1x1, stride 1): vectors of pixels of the flattened plane x channels.
+- `PlaneSpec` (stride 1, rows as wide as the input's): one vector over the flattened
+  plane per tap.
+- `RowsSpec` (row stride 1 or 2): vectors along an output row.
 
 Window loops are marked for unrolling (`#pragma unroll`) for windows up to 3x3; bounds
 checks are emitted only where padding or the window can leave the input.
@@ -45,7 +50,8 @@ class ConvGeometry(KernelSpec):
     def name_prefix(self) -> str:
         kh, kw = self.w_shape[2:]
         kind = "dwconv" if self.depthwise else "conv"
-        s = f"_s{self.strides[0]}" if self.strides != (1, 1) else ""
+        sy, sx = self.strides
+        s = "" if self.strides == (1, 1) else f"_s{sy}" if sy == sx else f"_s{sy}x{sx}"
         return f"{kind}{kh}x{kw}{s}"
 
     def base_name(self) -> str:
@@ -255,13 +261,13 @@ class PointwiseSpec(ConvGeometry):
         return f"{super().name_prefix()}_pw{self.vec}x{self.x_block}c{self.co_block}"
 
     @property
-    def pixels(self) -> int:
+    def pixels_per_plane(self) -> int:
         return self.out_shape[2] * self.out_shape[3]
 
     def global_size(self) -> tuple[int, ...]:
         n, co, _, _ = self.out_shape
         step = self.vec * self.x_block
-        return (-(-self.pixels // step), n * co // self.co_block)
+        return (-(-self.pixels_per_plane // step), n * co // self.co_block)
 
     @staticmethod
     def pack_weights(w: np.ndarray, co_block: int) -> np.ndarray:
@@ -275,7 +281,7 @@ class PointwiseSpec(ConvGeometry):
         ci_total = self.x_shape[1]
         co_total = self.out_shape[1]
         cb, vec, xb = self.co_block, self.vec, self.x_block
-        plane, step, ow = self.pixels, vec * xb, self.out_shape[3]
+        plane, step, ow = self.pixels_per_plane, vec * xb, self.out_shape[3]
         blocks = co_total // cb
 
         gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
@@ -330,10 +336,7 @@ class PointwiseSpec(ConvGeometry):
         if plane % step == 0:
             full(kb)
         else:
-            last = kb.cmp("sle", kb.add(p0, step), plane)
-            kb.if_(last, full)
-            kb.if_(kb.cmp("sgt", kb.add(p0, step), plane), tail)
-
+            kb.if_else(kb.cmp("sle", kb.add(p0, step), plane), full, tail)
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,7 @@ class _VectorConv(ConvGeometry):
         x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
         return n, co0, x_base, kb.mul(cob, cig * kh_n * kw_n * self.co_block, "w_base")
 
-    def pixels(self, k: KernelBuilder, ptrs: tuple, n, co0, x_base, w_base, biases: list[SSAValue],
+    def per_pixel_path(self, k: KernelBuilder, ptrs: tuple, n, co0, x_base, w_base, biases: list[SSAValue],
                where: Callable[[KernelBuilder, SSAValue], tuple[SSAValue, SSAValue, SSAValue]]) -> None:
         """The `vec` pixels of this work-item one at a time (a loop over lanes):
         `where(k, lane)` gives the lane's (oy, ox, is-it-stored) with oy, ox clamped to a
@@ -395,7 +398,7 @@ class _VectorConv(ConvGeometry):
 
         k.for_(0, self.vec, 1, [], lane_body, "lane")
 
-    def vector_loop(self, k: KernelBuilder, x_ptr, w_ptr, x_base, w_base, biases: list[SSAValue],
+    def vector_loop(self, k: KernelBuilder, w_ptr, x_base, w_base, biases: list[SSAValue],
                     load: Callable[[KernelBuilder, SSAValue, SSAValue, int], SSAValue]) -> list[SSAValue]:
         """The accumulators (one vector per output channel) over input channels and taps:
         `load(k, plane, kh, kw)` gives the tap's input vector. Rows of the window are a
@@ -484,7 +487,7 @@ class PlaneSpec(_VectorConv):
                 v = k1.vload(x_ptr, k1.add(k1.add(plane_in, p0), k1.add(k1.mul(kh, dy * w), shifts[kw])), vec)
                 return k1.select_nonzero(masks[kw], v, zero) if kw in masks else v
 
-            accs = self.vector_loop(k, x_ptr, w_ptr, x_base, w_base, biases, load)
+            accs = self.vector_loop(k, w_ptr, x_base, w_base, biases, load)
             for j in range(cb):
                 value = self.epilogue.apply_pixels(k, accs[j], n, co0, p0, extras, ow, dco=j)
                 k.vstore(value, out, k.add(k.mul(k.add(k.mul(n, co_total), k.add(co0, j)), plane), p0))
@@ -497,7 +500,8 @@ class PlaneSpec(_VectorConv):
         inside = kb.all_of([kb.cmp("sge", kb.add(p0, lo), 0), kb.cmp("slt", kb.add(p0, vec - 1 + hi), h * w),
                             kb.cmp("sle", kb.add(p0, vec), plane)])
         kb.if_else(inside, vectors,
-                   lambda k: self.pixels(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases, where))
+                   lambda k: self.per_pixel_path(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases,
+                                                 where))
 
 
 @dataclass(frozen=True)
@@ -558,7 +562,7 @@ class RowsSpec(_VectorConv):
                     [k1.lane(parts[lane * sx // vec], lane * sx % vec) for lane in range(vec)])
                 return k1.select(row_ok, v, zero)
 
-            accs = self.vector_loop(k, x_ptr, w_ptr, x_base, w_base, biases, load)
+            accs = self.vector_loop(k, w_ptr, x_base, w_base, biases, load)
             for j in range(cb):
                 value = self.epilogue.apply_pixels(k, accs[j], n, co0, p, extras, ow, dco=j)
                 k.vstore(value, out, k.add(k.mul(k.add(k.mul(n, co_total), k.add(co0, j)), oh * ow), p))
@@ -570,7 +574,9 @@ class RowsSpec(_VectorConv):
         last = kb.add(ix_start, (kw_n - 1) * dx + self.chunks * vec - 1)
         inside = kb.all_of([kb.cmp("sge", ix_start, 0), kb.cmp("slt", last, w), kb.cmp("sle", kb.add(ox0, vec), ow)])
         kb.if_else(inside, vectors,
-                   lambda k: self.pixels(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases, where))
+                   lambda k: self.per_pixel_path(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases,
+                                                 where))
+
 
 def pack_taps(w: np.ndarray, co_block: int) -> np.ndarray:
     """OIHW -> [O/co_block][I][KH*KW][co_block] (PlaneSpec, RowsSpec)."""
