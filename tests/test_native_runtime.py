@@ -281,7 +281,9 @@ MALFORMED = {
     "shared-input-allocation": (lambda p: _edit_manifest(
         p, lambda m: m["inputs"].append(dict(m["inputs"][0], name="again"))), "ADRENO_ERR_FORMAT",
         "shares allocation"),
-    "global-too-large": (lambda p: _edit_manifest(p, lambda m: m["launches"][0].update({"global": [2**33]})),
+    # the first extent too large, the others kept (a launch with a local size must keep its rank)
+    "global-too-large": (lambda p: _edit_manifest(p, lambda m: m["launches"][0].update(
+        {"global": [2**33, *m["launches"][0]["global"][1:]]})),
                          "ADRENO_ERR_FORMAT", "must be an integer in [1, 2147483647]"),
     "binaries-wrong-type": (lambda p: _edit_manifest(p, lambda m: m.update(binaries={})), "ADRENO_ERR_FORMAT",
                             "'binaries' must be an array"),
