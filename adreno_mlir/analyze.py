@@ -369,7 +369,7 @@ def work_items(kop: Operation, cfg: dict[str, Any]) -> int:
     k_split; reductions and normalisations outputs (rows) x reduce_items; anything else one
     per output element (per float4 on NCHW4c tensors)."""
     from adreno_mlir.dialects import graph, texture
-    from adreno_mlir.passes.select_kernel_config import head_of, kernel_kind
+    from adreno_mlir.passes.select_kernel_config import head_of, is_depthwise, kernel_kind
 
     head = head_of(kop)
     kind = kernel_kind(head)
@@ -383,7 +383,7 @@ def work_items(kop: Operation, cfg: dict[str, Any]) -> int:
     if kind == "conv":
         n, co, h, w = graph.shape_of(out)
         kernel, vec = cfg.get("kernel"), cfg.get("vec", 8)
-        depthwise = head.groups.value.data > 1 and head.groups.value.data == co
+        depthwise = is_depthwise(head)
         blocks = n * _cdiv(co, 1 if depthwise and kernel in ("plane", "rows") else cfg.get("co_block", 1))
         if kernel == "pointwise":  # vectors over the flattened plane
             return _cdiv(h * w, vec * cfg.get("x_block", 1)) * blocks

@@ -418,10 +418,7 @@ class KernelBuilder:
         type first (a count or a coordinate is f32; in a half kernel its splat meets half
         data)."""
         value = self.cast(self.f(scalar), self.ftype)
-        if lanes == 4:
-            return self._op(opencl.VecSplatOp, value)
-        vt = VectorType(self.ftype, [lanes])
-        return self.pure((opencl.VecSplatOp, value, lanes), lambda: opencl.VecSplatOp(value, vt))
+        return self._op(opencl.VecSplatOp, value, attrs=(VectorType(self.ftype, [lanes]),))
 
     def vec(self, lanes: Sequence[SSAValue]) -> SSAValue:
         values = self._floats(*lanes)

@@ -16,7 +16,7 @@ from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
 from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec, read_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
-from adreno_mlir.passes.select_kernel_config import conv_config_error, matmul_geometry_of, tileable
+from adreno_mlir.passes.select_kernel_config import conv_config_error, is_depthwise, matmul_geometry_of, tileable
 from adreno_mlir.lowering.kernels.pool import PoolSpec, ReduceSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
@@ -65,8 +65,7 @@ class Convolution(KernelPattern):
         out_shape = graph.shape_of(op.result)
         x_shape, w_shape = graph.shape_of(op.input), graph.shape_of(op.weight)
         epi, extras = _epi_args(hb, group, out_shape)
-        co, groups = out_shape[1], op.groups.value.data
-        depthwise = groups > 1 and groups == x_shape[1] == co
+        groups, depthwise = op.groups.value.data, is_depthwise(op)
         geometry = dict(
             x_shape=x_shape, w_shape=w_shape, out_shape=out_shape,
             strides=graph.ints(op.strides), pads=graph.ints(op.pads), dilations=graph.ints(op.dilations),

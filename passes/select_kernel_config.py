@@ -233,40 +233,17 @@ def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
     return None
 
 
-def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
-    """Why an NCHW convolution cannot take `cfg` (its kernel and co_block), or None: the
-    one statement of these limits, for `validate_config` (the autotuner prunes with it) and
-    the lowering alike."""
-    co, groups = graph.shape_of(op.result)[1], op.groups.value.data
-    depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
-    cb = cfg.get("co_block")
-    if cfg.get("kernel") == "pointwise":
-        if not pointwise_ok(op):
-            return ("kernel_config kernel = \"pointwise\" needs a 1x1 convolution with stride 1, no padding, "
-                    "groups 1 and constant weights; use \"vec4\" or \"scalar\"")
-        if cb is not None and co % cb:
-            return f"kernel_config co_block = {cb} must divide the output channels ({co})"
-    elif cfg.get("kernel") == "plane":
-        if not plane_ok(op):
-            return ("kernel_config kernel = \"plane\" needs groups 1 or a depthwise convolution, stride 1, output "
-                    "rows as wide as the input's and constant weights; use \"vec4\" or \"scalar\"")
-        if cb is not None and not depthwise and co % cb:
-            return f"kernel_config co_block = {cb} must divide the output channels ({co})"
-    elif cfg.get("kernel") == "rows":
-        if not rows_ok(op):
-            return ("kernel_config kernel = \"rows\" needs groups 1 or a depthwise convolution, a row stride of "
-                    "1 or 2 and constant weights; use \"vec4\" or \"scalar\"")
-        if cb is not None and not depthwise and co % cb:
-            return f"kernel_config co_block = {cb} must divide the output channels ({co})"
-    elif cfg.get("kernel") == "vec4":
-        if not (co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)):
-            return ("kernel_config kernel = \"vec4\" needs constant weights, output channels divisible by 4 and "
-                    "groups 1 or depthwise; use \"scalar\"")
-        if cb is not None and (cb not in (4, 8) or co % cb or (depthwise and cb != 4)):
-            return f"kernel_config co_block = {cb} must be 4 or 8, divide the output channels ({co}) and be 4 for depthwise"
-    elif cb is not None and (co // groups) % cb:
-        return f"kernel_config co_block = {cb} must divide the output channels per group ({co // groups})"
-    return None
+def is_depthwise(op: graph.Conv2dOp) -> bool:
+    """One group per input channel and per output channel."""
+    groups = op.groups.value.data
+    return groups > 1 and groups == graph.shape_of(op.input)[1] == graph.shape_of(op.result)[1]
+
+
+def vec4_ok(op: graph.Conv2dOp) -> bool:
+    """Whether an NCHW convolution can run as the float4 kernel (`Conv4Spec`): output
+    channels in float4s, groups 1 or depthwise, constant weights (packed OIHW4o)."""
+    return (graph.shape_of(op.result)[1] % 4 == 0 and (op.groups.value.data == 1 or is_depthwise(op))
+            and isinstance(op.weight.owner, graph.ConstantOp))
 
 
 def pointwise_ok(op: graph.Conv2dOp) -> bool:
@@ -277,32 +254,58 @@ def pointwise_ok(op: graph.Conv2dOp) -> bool:
             and isinstance(op.weight.owner, graph.ConstantOp))
 
 
-def conv_kernels(op: graph.Conv2dOp) -> tuple[str, ...]:
-    """The NCHW convolution kernels that can run `op` (`scalar` always can)."""
-    co, groups = graph.shape_of(op.result)[1], op.groups.value.data
-    depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
-    vec4 = co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)
-    return tuple(k for k, ok in (("vec4", vec4), ("scalar", True), ("pointwise", pointwise_ok(op)),
-                                 ("plane", plane_ok(op)), ("rows", rows_ok(op))) if ok)
+def plane_ok(op: graph.Conv2dOp) -> bool:
+    """Whether an NCHW convolution can run as the plane kernel (`PlaneSpec`): groups 1
+    or depthwise, stride 1, output width == input width, constant weights (packed)."""
+    return ((op.groups.value.data == 1 or is_depthwise(op)) and graph.ints(op.strides) == (1, 1)
+            and graph.shape_of(op.result)[3] == graph.shape_of(op.input)[3]
+            and isinstance(op.weight.owner, graph.ConstantOp))
 
 
 def rows_ok(op: graph.Conv2dOp) -> bool:
     """Whether an NCHW convolution can run as the row-vector kernel (`RowsSpec`): groups
     1 or depthwise, row stride 1 or 2, constant weights (packed at compile time)."""
+    return ((op.groups.value.data == 1 or is_depthwise(op)) and graph.ints(op.strides)[1] in (1, 2)
+            and isinstance(op.weight.owner, graph.ConstantOp))
+
+
+_CONV_KERNEL_RULES = {
+    "vec4": (vec4_ok, "constant weights, output channels divisible by 4 and groups 1 or depthwise"),
+    "pointwise": (pointwise_ok, "a 1x1 convolution with stride 1, no padding, groups 1 and constant weights"),
+    "plane": (plane_ok, "groups 1 or a depthwise convolution, stride 1, output rows as wide as the input's and "
+                        "constant weights"),
+    "rows": (rows_ok, "groups 1 or a depthwise convolution, a row stride of 1 or 2 and constant weights"),
+}
+"""Per NCHW convolution kernel but `scalar` (which runs any conv): whether it applies,
+and what it needs (for the error when a config asks for it where it does not)."""
+
+
+def conv_kernels(op: graph.Conv2dOp) -> tuple[str, ...]:
+    """The NCHW convolution kernels that can run `op` (`scalar` always can)."""
+    return ("scalar", *(k for k, (ok, _) in _CONV_KERNEL_RULES.items() if ok(op)))
+
+
+def conv_config_error(op: graph.Conv2dOp, cfg: dict[str, Any]) -> str | None:
+    """Why an NCHW convolution cannot take `cfg` (its kernel and co_block), or None: the
+    one statement of these limits, for `validate_config` (the autotuner prunes with it) and
+    the lowering alike."""
     co, groups = graph.shape_of(op.result)[1], op.groups.value.data
-    depthwise = groups > 1 and groups == graph.shape_of(op.input)[1] == co
-    return ((groups == 1 or depthwise) and graph.ints(op.strides)[1] in (1, 2)
-            and isinstance(op.weight.owner, graph.ConstantOp))
-
-
-def plane_ok(op: graph.Conv2dOp) -> bool:
-    """Whether an NCHW convolution can run as the plane kernel (`PlaneSpec`): groups 1
-    or depthwise, stride 1, output width == input width, constant weights (packed)."""
-    x, out = graph.shape_of(op.input), graph.shape_of(op.result)
-    groups = op.groups.value.data
-    depthwise = groups > 1 and groups == x[1] == out[1]
-    return ((groups == 1 or depthwise) and graph.ints(op.strides) == (1, 1) and out[3] == x[3]
-            and isinstance(op.weight.owner, graph.ConstantOp))
+    depthwise = is_depthwise(op)
+    kernel, cb = cfg.get("kernel"), cfg.get("co_block")
+    if kernel in _CONV_KERNEL_RULES:
+        ok, needs = _CONV_KERNEL_RULES[kernel]
+        if not ok(op):
+            other = '"scalar"' if kernel == "vec4" else '"vec4" or "scalar"'
+            return f'kernel_config kernel = "{kernel}" needs {needs}; use {other}'
+    if cb is None or (depthwise and kernel in ("plane", "rows")):  # those take one channel each
+        return None
+    if kernel == "vec4":
+        if cb not in (4, 8) or co % cb or (depthwise and cb != 4):
+            return f"kernel_config co_block = {cb} must be 4 or 8, divide the output channels ({co}) and be 4 for depthwise"
+        return None
+    if (co // groups) % cb:
+        return f"kernel_config co_block = {cb} must divide the output channels per group ({co // groups})"
+    return None
 
 
 def group_items(extent: int, most: int = 256) -> int:
@@ -547,36 +550,36 @@ class Rules:
 
     def conv(self, op: graph.Conv2dOp, kernel: str | None = None) -> dict[str, Any]:
         out = graph.shape_of(op.result)
-        x = graph.shape_of(op.input)
         co, groups = out[1], op.groups.value.data
-        depthwise = groups > 1 and groups == x[1] == co
-        vec4_ok = co % 4 == 0 and (groups == 1 or depthwise) and isinstance(op.weight.owner, graph.ConstantOp)
-        if kernel == "pointwise" or (kernel is None and not self.gpu and self.vectorize and pointwise_ok(op)):
-            # CPU default (PointwiseSpec): float8 x 2 pixel vectors x 4 channels was the
-            # fastest of 20 shapes' microbenchmarks on PoCL (docs/tuning.md).
-            # A work-group of 4 pixel blocks x 16 channel blocks: PoCL runs a work-group's
-            # items one after the other on one core, so the channel blocks reuse the
-            # input rows from cache (mobilenet_v2's 1x1 convs: 16.2 -> 12.6 ms).
-            cb = next(b for b in (4, 2, 1) if co % b == 0)
-            return {"kernel": "pointwise", "co_block": cb, "x_block": 2, "vec": 8,
-                    **({} if self.gpu else {"work_group": (4, 16, 1)})}
-        if kernel == "plane" or (kernel is None and not self.gpu and self.vectorize and plane_ok(op)):
+        depthwise = is_depthwise(op)
+        cpu = kernel is None and not self.gpu and self.vectorize  # the float8 kernels are CPU defaults
+        local = (lambda wg: {}) if self.gpu else (lambda wg: {"work_group": wg})
+
+        def block(most: int) -> int:  # the most channels per work-item, up to `most`, that divide co
+            return next(b for b in (16, 8, 4, 2, 1) if b <= most and co % b == 0)
+
+        if kernel == "pointwise" or (cpu and pointwise_ok(op)):
+            # float8 x 2 pixel vectors x 4 channels was the fastest of 20 shapes'
+            # microbenchmarks on PoCL (docs/tuning.md). A work-group of 4 pixel blocks x 16
+            # channel blocks: PoCL runs a work-group's items one after the other on one
+            # core, so the channel blocks reuse the input rows from cache (mobilenet_v2's
+            # 1x1 convs: 16.2 -> 12.6 ms).
+            return {"kernel": "pointwise", "co_block": block(4), "x_block": 2, "vec": 8, **local((4, 16, 1))}
+        if kernel == "plane" or (cpu and plane_ok(op)):
             if depthwise:
                 return {"kernel": "plane", "co_block": 1, "vec": 8}
             # 16 channels per work-item and 8 x 8 work-groups (channel blocks sharing input
             # rows from cache): resnet18's 3x3 convs on PoCL 77.7 -> 49.3 ms
-            return {"kernel": "plane", "co_block": next(b for b in (16, 8, 4, 2, 1) if co % b == 0), "vec": 8,
-                    **({} if self.gpu else {"work_group": (8, 8, 1)})}
-        if kernel == "rows" or (kernel is None and not self.gpu and self.vectorize and not depthwise
-                                and rows_ok(op)):
-            # CPU default for groups-1 convs that are not pointwise (mobilenet_v2's stem:
-            # 1.87 -> 1.03 ms on PoCL). Strided depthwise convs keep vec4 (2.05 ms
-            # against 2.76 as rows).
+            return {"kernel": "plane", "co_block": block(16), "vec": 8, **local((8, 8, 1))}
+        if kernel == "rows" or (cpu and not depthwise and rows_ok(op)):
+            # CPU default for the other groups-1 convs (mobilenet_v2's stem: 1.87 -> 1.03
+            # ms on PoCL; strided depthwise convs keep vec4: 2.05 ms against 2.76 as rows).
             # 16 channels per work-item, work-groups of 8 rows x 8 channel blocks:
             # resnet18's stride-2 convs on PoCL 11.6 -> 5.5 ms
-            return {"kernel": "rows", "co_block": 1 if depthwise else next(b for b in (16, 8, 4, 2, 1) if co % b == 0),
-                    "vec": 8, **({} if self.gpu or depthwise else {"work_group": (1, 8, 8)})}
-        if kernel == "vec4" or (kernel is None and self.vectorize and vec4_ok):
+            if depthwise:
+                return {"kernel": "rows", "co_block": 1, "vec": 8}
+            return {"kernel": "rows", "co_block": block(16), "vec": 8, **local((1, 8, 8))}
+        if kernel == "vec4" or (kernel is None and self.vectorize and vec4_ok(op)):
             cb = 8 if co % 8 == 0 and not depthwise and self.conv_co_block >= 8 else 4
             # Smaller pixel blocks rather than fewer than min_work_items work-items.
             items_per_row = out[2] * out[0] * co // cb

@@ -33,6 +33,7 @@ from adreno_mlir.passes.select_kernel_config import (
     config_of,
     conv_kernels,
     head_of,
+    is_depthwise,
     kernel_kind,
     kernel_op,
     kernel_signature,
@@ -191,12 +192,9 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
         # vectorizer likes), pointwise, plane and rows (explicit float8 pixel vectors, the CPU
         # defaults). normalize() drops the keys a kernel does not read, so each distinct
         # kernel is measured once; what a kernel refuses is pruned before measuring.
-        kernels = conv_kernels(head)
-        groups = head.groups.value.data
-        depthwise = groups > 1 and groups == graph.shape_of(head.input)[1] == graph.shape_of(head.result)[1]
         cog = graph.shape_of(head.result)[1] // head.groups.value.data
-        dims += [("kernel", kernels),
-                 ("co_block", (1, 4) if depthwise else tuple(b for b in (1, 2, 4, 8, 16) if cog % b == 0)),
+        dims += [("kernel", conv_kernels(head)),
+                 ("co_block", (1, 4) if is_depthwise(head) else tuple(b for b in (1, 2, 4, 8, 16) if cog % b == 0)),
                  ("x_block", (1, 2, 4)), ("vec", (4, 8))]
     elif kind == "winograd_matmul":
         dims += [("tiles_per_item", (1, 2, 4)), ("co_blocks", (1, 2, 4))]
