@@ -70,16 +70,22 @@ BINARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(o
 TERNARY_KINDS = {k for k, op in graph.ELEMENTWISE_BY_KIND.items() if issubclass(op, graph.TernaryOp)}
 
 
-def describe(e: Expr) -> str:
-    """A short name fragment for kernel names, e.g. `relu` or `add_relu`."""
+def describe(e: Expr, seen: set[Expr] | None = None) -> str:
+    """A short name fragment for kernel names, e.g. `relu` or `add_relu`. A
+    subexpression read twice (SiLU's x in `x * sigmoid(x)`) is named once, as the
+    kernel computes it once."""
+    seen = set() if seen is None else seen
+    if e in seen:
+        return ""
+    seen.add(e)
     if isinstance(e, Un):
-        inner = describe(e.x)
+        inner = describe(e.x, seen)
         return f"{inner}_{e.kind}" if inner else e.kind
     if isinstance(e, Bin):
-        parts = [p for p in (describe(e.a), describe(e.b)) if p]
+        parts = [p for p in (describe(e.a, seen), describe(e.b, seen)) if p]
         return "_".join(parts + [e.kind])
     if isinstance(e, Tern):
-        parts = [p for p in (describe(e.a), describe(e.b), describe(e.c)) if p]
+        parts = [p for p in (describe(e.a, seen), describe(e.b, seen), describe(e.c, seen)) if p]
         return "_".join(parts + [e.kind])
     return ""
 

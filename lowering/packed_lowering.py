@@ -187,7 +187,7 @@ def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[i
         src=src, kernel=tuple(k), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
         dilations=graph.ints(op.dilations), depthwise=depthwise, x_block=min(cfg["x_block"], out.shape[3]),
         dw_rows=depthwise and bool(cfg.get("dw_rows", 0)),
-        dynamic_ci=dynamic, co_blocks=co_blocks,
+        dynamic_ci=dynamic, co_blocks=co_blocks, reduce_items=cfg.get("reduce_items", 1),
     ), scalars
 
 

@@ -11,8 +11,14 @@ then follows the head's value while
 - the user's result has the value's shape (the epilogue runs once per output element;
   the user's other operand is read through broadcasting).
 
-So conv + bias + ReLU + residual add, an SE block's conv + hard-sigmoid and hard-swish
-chains each become one region, and the lowering one kernel. (The SE block's final
+A value read by two element-wise ops that meet again (SiLU, `x * sigmoid(x)`; GELU's
+`x * 0.5 * (1 + erf(x / sqrt 2))`) is no exception to the first rule: the group takes
+all of them when every op of that little graph has the shape, only one of them (the
+last) is read outside it, and it has at most `MAX_TAIL` ops. The kernel computes x once
+and reads it from a register twice.
+
+So conv + bias + ReLU + residual add, an SE block's conv + hard-sigmoid, hard-swish and
+SiLU chains each become one region, and the lowering one kernel. (The SE block's final
 `x * scale` stays a kernel of its own: its result has the block input's shape, not
 the 1x1 scale's, so it cannot be the scale conv's epilogue.) A group of one op stays a
 plain op. The region is placed where the group's last op stood, so every
@@ -66,14 +72,45 @@ def _joins(user: Operation | None, op: Operation) -> bool:
     )
 
 
+MAX_TAIL = 4
+"""The most element-wise ops a value read twice may fan out to before they meet again."""
+
+
+def _meeting_tail(op: Operation) -> list[Operation] | None:
+    """The element-wise ops that read `op`'s value more than once and meet in one op
+    (SiLU: sigmoid(x) and x * that), in program order with the meeting op last; None
+    unless all of them join `op` (same block and shape), only the last is read outside
+    them, and there are at most MAX_TAIL."""
+    members = {u.operation for u in op.results[0].uses}
+    if len(members) < 2:
+        return None
+    for _ in range(MAX_TAIL):
+        if len(members) > MAX_TAIL or not all(_joins(m, op) and not isinstance(m.parent_op(), graph.FusedOp)
+                                              for m in members):
+            return None
+        escaping = [m for m in members if any(u.operation not in members for u in m.results[0].uses)
+                    or not m.results[0].uses]
+        if len(escaping) == 1:
+            block = op.parent
+            order = {o: i for i, o in enumerate(block.ops)} if block is not None else {}
+            tail = sorted(members, key=lambda m: order.get(m, 0))
+            return tail if tail[-1] is escaping[0] else None
+        members |= {u.operation for m in escaping for u in m.results[0].uses}
+    return None
+
+
 def fusion_chain(head: Operation) -> list[Operation]:
     """The head and the element-wise ops that follow it into one kernel."""
     chain = [head]
     while True:
         user = _single_user(chain[-1])
-        if not _joins(user, chain[-1]):
+        if _joins(user, chain[-1]):
+            chain.append(user)
+            continue
+        tail = _meeting_tail(chain[-1])
+        if tail is None:
             return chain
-        chain.append(user)
+        chain += tail
 
 
 def absorbed_upstream(op: Operation) -> bool:
@@ -83,7 +120,7 @@ def absorbed_upstream(op: Operation) -> bool:
     for v in op.operands:
         p = v.owner
         if isinstance(p, Operation) and p.parent is op.parent and len(p.results) == 1 \
-                and can_take_epilogue(p) and _single_user(p) is op and _joins(op, p):
+                and can_take_epilogue(p) and op in fusion_chain(p)[1:]:
             return True
     return False
 

@@ -11,7 +11,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 
 | kernel | keys |
 |---|---|
-| conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap) |
+| conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap), `reduce_items` (groups 1: work-items of a work-group that share one output block's input channels and add their sums in local memory, split-K in one launch; GPU default for 1x1 outputs) |
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, `"plane"`: stride-1 convs (groups 1 or depthwise) whose output rows are as wide as the input's, as vectors over the flattened plane, and `"rows"`: groups-1 or depthwise convs with row stride 1 or 2 as vectors along output rows; the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 otherwise; depthwise plane and rows ignore it: one channel each), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise, plane and rows: pixels per vector, 4 or 8) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
@@ -156,7 +156,8 @@ def kernel_signature(op: Operation) -> str:
 
 
 _INT_KEYS = {
-    "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65), "dw_rows": (0, 1)},
+    "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65), "dw_rows": (0, 1),
+               "reduce_items": (1, 2, 4, 8, 16, 32, 64, 128, 256)},
     "conv": {"co_block": (1, 2, 4, 8, 16), "x_block": (1, 2, 4), "vec": (4, 8)},
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
@@ -230,6 +231,10 @@ def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
     if co_blocks > 1 and (depthwise or blocks % co_blocks):
         return (f"kernel_config co_blocks = {co_blocks} must divide the output channel blocks ({blocks}) "
                 "and be 1 for depthwise convolutions")
+    if cfg.get("reduce_items", 1) > 1 and (depthwise or cfg.get("split_k", 1) > 1
+                                           or isinstance(op, graph.Conv2dSplitKOp)):
+        return (f"kernel_config reduce_items = {cfg['reduce_items']} (a work-group per output summing the input "
+                "channels) needs groups = 1 and split_k = 1")
     return None
 
 
@@ -412,6 +417,13 @@ class Rules:
             # bound, and more work-items hide more latency than register reuse saves.
             x_block = 1
         cfg = {"x_block": x_block, "co_blocks": co_blocks, "split_k": split}
+        if self.gpu and not depthwise and h * w == 1 and isinstance(op, graph.Conv2dOp) and ci4 >= 8:
+            # A 1x1 output (a squeeze-excite block's 1x1 convs, a classifier as a conv): a GEMV of
+            # a few dozen output blocks. A work-group per output block sums the input channels in
+            # one launch; split-K needed two, and on the H200 each launch costs ~5 us, more than
+            # the product itself.
+            cfg.update(split_k=1, x_block=1, co_blocks=1,
+                       reduce_items=min(256, 1 << (ci4.bit_length() - 1)))
         if depthwise:  # row reuse (PackedConvSpec.dw_rows): each input pixel read once per work-item
             cfg["dw_rows"] = 1
         return cfg

@@ -186,6 +186,9 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
             out_blocks = graph.shape_of(head.result)[1] // 4  # the logical shape: 4 channels a block
             dims.append(("co_blocks", (1, 2) if out_blocks % 2 == 0 else (1,)))
             dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
+            _, _, oh, ow = graph.shape_of(head.result)
+            if oh * ow <= 49:  # small grids: also split the channels within a work-group (one launch)
+                dims.append(("reduce_items", tuple(r for r in (1, 4, 16, 64) if r <= ci_blocks)))
     elif kind == "conv":
         # Every kernel that can run the conv (select_kernel_config.conv_kernels): vec4
         # (float4 over channels), scalar (one pixel per work-item: what a CPU's work-group

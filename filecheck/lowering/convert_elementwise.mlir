@@ -44,23 +44,22 @@ func.func @chain(%x: tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32> {
 
 // -----
 
-// A value with two users ends a chain: relu is its own kernel; exp and the mul that
-// reads relu's output again fuse, loading that input once. A single element-wise op
-// named like an OpenCL built-in (sqrt) gets a `_map` suffix.
+// A value read by two element-wise ops that meet again stays in the chain: relu, exp
+// and the mul that reads relu's output again are one kernel, which computes relu once.
+// A single element-wise op named like an OpenCL built-in (sqrt) gets a `_map` suffix.
 
-// CHECK-LABEL: opencl.kernel @relu(%in0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
-// CHECK-LABEL: opencl.kernel @exp_mul(%in0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
+// CHECK-LABEL: opencl.kernel @relu_exp_mul(%in0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
 // CHECK-NEXT:    %i = opencl.global_id 0
 // CHECK-NEXT:    %[[V:[0-9a-z_]+]] = opencl.load %in0[%i]
-// CHECK-NEXT:    %[[E:[0-9a-z_]+]] = math.exp %[[V]] : f32
-// CHECK-NEXT:    %[[P:[0-9a-z_]+]] = arith.mulf %[[E]], %[[V]] : f32
+// CHECK-NEXT:    %[[Z:[0-9a-z_]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[R:[0-9a-z_]+]] = arith.maximumf %[[V]], %[[Z]] : f32
+// CHECK-NEXT:    %[[E:[0-9a-z_]+]] = math.exp %[[R]] : f32
+// CHECK-NEXT:    %[[P:[0-9a-z_]+]] = arith.mulf %[[E]], %[[R]] : f32
 // CHECK-NEXT:    opencl.store %[[P]], %out[%i]
 // CHECK-LABEL: opencl.kernel @sqrt_kernel(
 // CHECK-LABEL: func.func @split(%x: !opencl.buffer<6xf32>) -> (!opencl.buffer<6xf32>, !opencl.buffer<6xf32>) {
-// CHECK-NEXT:    %[[R:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<6xf32>
-// CHECK-NEXT:    opencl.launch @relu(%x, %[[R]]) global [6]
 // CHECK-NEXT:    %[[Y:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<6xf32>
-// CHECK-NEXT:    opencl.launch @exp_mul(%[[R]], %[[Y]]) global [6]
+// CHECK-NEXT:    opencl.launch @relu_exp_mul(%x, %[[Y]]) global [6]
 // CHECK-NEXT:    %[[Q:[0-9a-z_]+]] = opencl.alloc_buffer : !opencl.buffer<6xf32>
 // CHECK-NEXT:    opencl.launch @sqrt_kernel(%x, %[[Q]]) global [6]
 // CHECK-NEXT:    func.return %[[Y]], %[[Q]]

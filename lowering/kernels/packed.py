@@ -327,9 +327,24 @@ class PackedConvSpec(PackedSpec):
     once ((x_block - 1) * stride + (KW - 1) * dilation + 1 pixels) and keep it and the
     KH x KW weights in registers, instead of one read per tap and output pixel (x_block
     times KW reads per row): 4 outputs of a 3x3 stride-1 conv read 18 pixels, not 36."""
+    reduce_items: int = 1
+    """Groups-1 convs: > 1 (a power of two, the `reduce_items` config key) gives each
+    output block a work-group of that many work-items, work-item l summing input channel
+    blocks l, l + reduce_items, ..., and `work_group_sum` adds their partial sums in
+    local memory; work-item 0 adds the bias, runs the epilogue and writes. Split-K in one
+    launch: the form for GEMVs (a squeeze-excite block's 1x1 convs on a 1x1 input, a
+    classifier's 1x1 conv), whose grid is a few dozen outputs and whose two-launch
+    split-K would cost more in launches than the sum itself."""
+    src_tiles: int = 0
+    """> 0: `src` holds `graph.pool_partials` tiles (N, C4, src_tiles, 1), and the conv
+    (1x1 window on a 1x1 input) reads input pixel (n, c4, 0, 0) as their sum: the mean
+    that `graph.sum_partials` stands for, added where it is read."""
 
     def scalar_names(self) -> tuple[str, ...]:
         return ("ci4",) if self.dynamic_ci else ()
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.reduce_items, 1, 1) if self.reduce_items > 1 else None
 
     def out_arg(self):
         return ("out", GLOBAL_F32) if self.split_k > 1 else super().out_arg()
@@ -340,6 +355,8 @@ class PackedConvSpec(PackedSpec):
         s = f"_s{self.strides[0]}" if self.strides != (1, 1) else ""
         blk = f"_x{self.co_blocks}" if self.co_blocks > 1 else ""
         blk += f"_split{self.split_k}" if self.split_k > 1 else ""
+        blk += f"_wg{self.reduce_items}" if self.reduce_items > 1 else ""
+        blk += f"_tiles{self.src_tiles}" if self.src_tiles else ""
         return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
@@ -348,7 +365,7 @@ class PackedConvSpec(PackedSpec):
 
     def grid(self):
         n, c4, h, w = self.out.shape
-        return (-(-w // self.x_block), h, n * c4 // self.co_blocks * self.split_k)
+        return (-(-w // self.x_block) * self.reduce_items, h, n * c4 // self.co_blocks * self.split_k)
 
     def needs_check(self, axis: int) -> bool:
         return window_leaves_input(self.src.shape[2 + axis], self.out.shape[2 + axis], self.kernel[axis],
@@ -391,7 +408,12 @@ class PackedConvSpec(PackedSpec):
         kh_n, kw_n = self.kernel
         taps = kh_n * kw_n
         xb, cb = self.x_block, self.co_blocks
-        gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
+        group = self.reduce_items > 1
+        if group and (self.depthwise or self.split_k > 1):
+            raise ValueError("reduce_items > 1 needs a groups-1 conv without split_k")
+        gx = kb.group_id(0, "gx") if group else kb.global_id(0, "gx")
+        oy, z = kb.global_id(1, "oy"), kb.global_id(2, "z")
+        lid = kb.local_id(0, "l") if group else None
         part = 0
         if self.split_k > 1:
             part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
@@ -408,6 +430,11 @@ class PackedConvSpec(PackedSpec):
             ix = k.add(ixs[t], k.mul(kw, self.dilations[1]))
             conds = (k.in_bounds(iy, 0, H) if self.needs_check(0) else []) + (
                 k.in_bounds(ix, 0, W) if self.needs_check(1) else [])
+            if self.src_tiles:  # the sum of the pooled tiles (a 1x1 window on a 1x1 input)
+                v = self.src.read(k, x, n, ci4, 0, 0)
+                for tile in range(1, self.src_tiles):
+                    v = k.vector().fadd(v, self.src.read(k, x, n, ci4, tile, 0))
+                return v
             return self.src.read_masked(k, x, n, ci4, iy, ix, k.all_of(conds))
 
         def tap(k: KernelBuilder, ci4, kh, kw, accs):
@@ -436,15 +463,17 @@ class PackedConvSpec(PackedSpec):
                                 unroll=opencl.UNROLL_BY_PRINTER)
 
         split = self.split_k > 1
-        bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split else vk.f(0.0)
-                for j in range(cb)]
+        bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split and not group
+                else vk.f(0.0) for j in range(cb)]
         accs = [bias[j] for _ in range(xb) for j in range(cb)]
         if self.depthwise and self.dw_rows:
             accs = self.depthwise_rows(kb, x, wt, n, co4, iy0, ox0, accs)
         elif self.depthwise:
             accs = over_taps(kb, co4, accs)
         else:
-            lo, hi = 0, ci4n
+            lo, hi, step = 0, ci4n, 1
+            if group:  # blocks lid, lid + reduce_items, ...: neighbours read neighbouring blocks
+                lo, step = lid, self.reduce_items
             if split:  # this work-item's share of the input channel blocks
                 chunk = kb.div(kb.add(ci4n, self.split_k - 1), self.split_k, "chunk")
                 lo = kb.mul(part, chunk, "ci4_lo")
@@ -454,11 +483,12 @@ class PackedConvSpec(PackedSpec):
                 # the window), f32 across blocks: a long reduction (960 channels in
                 # MobileNetV3's head) summed in half loses too much (see block_sum).
                 accs = [kb.cast(a, f32) for a in accs]
-                accs = kb.for_(lo, hi, 1, accs, lambda k, ci4, a: block_sum(k, a, lambda k2, z: over_taps(k2, ci4, z)),
-                               "ci4")
-                accs = [kb.cast(a, f16) for a in accs]
+                accs = kb.for_(lo, hi, step, accs,
+                               lambda k, ci4, a: block_sum(k, a, lambda k2, z: over_taps(k2, ci4, z)), "ci4")
+                if not group:  # a work-group sums in f32 and converts at the end
+                    accs = [kb.cast(a, f16) for a in accs]
             else:
-                accs = kb.for_(lo, hi, 1, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+                accs = kb.for_(lo, hi, step, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
         partial = dataclasses.replace(self.out, kind="buf", element="f32")
 
         def finish(k: KernelBuilder, t: int, ox) -> None:
@@ -468,12 +498,37 @@ class PackedConvSpec(PackedSpec):
                 else:
                     self.finish_pixel(k, extras, out, accs[t * cb + j], n, k.add(co4, j), oy, ox)
 
+        if group:
+            self.group_finish(kb, ins, extras, out, accs, lid, n, co4, oy, ox0)
+            return
         for t in range(xb):
             ox = kb.add(ox0, t)
             if OW % xb and t > 0:
                 kb.guard([kb.cmp("slt", ox, OW)], lambda k, t=t, ox=ox: finish(k, t, ox))
             else:
                 finish(kb, t, ox)
+
+    def group_finish(self, kb: KernelBuilder, ins, extras, out, accs, lid, n, co4, oy, ox0) -> None:
+        """`reduce_items` > 1: each accumulator's work-group sum (one local array, a slot
+        per work-item and accumulator), then in work-item 0 bias, epilogue and store."""
+        cb, xb = self.co_blocks, self.x_block
+        OW = self.out.shape[3]
+        count = len(accs)
+        scratch = kb.local_alloc(self.reduce_items * count, accs[0].type, "partial")
+        for i, acc in enumerate(accs):
+            t, j = divmod(i, cb)
+            ox = kb.add(ox0, t)
+
+            def then(k: KernelBuilder, total: SSAValue, j=j, ox=ox) -> None:
+                if self.has_bias:
+                    bias = k.vload4(ins[2], k.add(co4, j), "bias")
+                    total = k.vector(total.type.element_type).fadd(total, k.cast(bias, total.type.element_type))
+                self.finish_pixel(k, extras, out, k.cast(total, k.ftype), n, k.add(co4, j), oy, ox)
+
+            tail = [kb.cmp("slt", ox, OW)] if OW % xb and t > 0 else []
+            work_group_sum(kb, acc, lid, self.reduce_items, then, scratch=scratch, stride=count, offset=i,
+                           finish_if=tail)
+
 
 def block_sum(kb: KernelBuilder, accs: list[SSAValue], partial) -> list[SSAValue]:
     """`accs` (f32 accumulators) plus `partial(kb, zeros)`, the half partial sums of one
