@@ -63,7 +63,9 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
         winograd,
         ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),
-        *tail,
+        tail[0],
+        ("pool-partials", f"fuse-pool-partials{{target={target}}}"),
+        *tail[1:],
     ]
 
 

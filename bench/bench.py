@@ -21,6 +21,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -154,6 +155,8 @@ FAMILIES = {
 def family_of(kernel: str) -> str:
     if kernel.startswith("winograd"):
         return "winograd"
+    if kernel.startswith("dwconv") and re.search(r"_pool\d+", kernel):
+        return "depthwise+pool"  # a depthwise conv that also writes a pool's partial means (fuse-pool-partials)
     for family, prefixes in FAMILIES.items():
         if kernel.startswith(prefixes):
             return family
@@ -510,7 +513,7 @@ def main(argv=None):
     print(f"- ours: adreno-mlir on {our_dev}; latency = wall time of `CompiledModel.run` "
           "(includes host->device and device->host copies)")
     if any(v.get("families") for r in rows for v in r["variants"]):
-        names = ["reduction", "gemm", "concat/copy", "depthwise", "winograd", "other"]
+        names = ["reduction", "gemm", "concat/copy", "depthwise", "depthwise+pool", "winograd", "other"]
         print("\n## device time by kernel family (share of the model's device time, from OpenCL events)\n")
         print("| model | path | device ms | " + " | ".join(names) + " |")
         print("|---|---|---:|" + "---:|" * len(names))

@@ -42,6 +42,7 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     lazy_traits_def,
+    opt_result_def,
     region_def,
     operand_def,
     opt_operand_def,
@@ -1971,20 +1972,33 @@ class FusedOp(IRDLOperation):
     inside are private to the kernel; only the yielded value is materialised. The
     `kernel_config` attribute (from `select-kernel-config`) sits on this op when the
     group was fused, else on the op itself.
+
+    A second result, `partials`, is the region's `graph.pool_partials` of the value it
+    computes (`fuse-pool-partials`): the kernel that writes the value also writes its
+    per-tile means, so a squeeze-excite block's global average pool needs no kernel of
+    its own. The region then yields two values, the stored one and the partials.
     """
 
     name = "graph.fused"
     result = result_def(AnyTensor)
+    partials = opt_result_def(AnyTensor)
     body = region_def("single_block")
-    assembly_format = "attr-dict `->` type($result) $body"
+    assembly_format = "attr-dict `->` type($result) (`,` type($partials)^)? $body"
 
-    def __init__(self, result_type: Attribute, body: Region):
-        super().__init__(result_types=[result_type], regions=[body])
+    def __init__(self, result_type: Attribute, body: Region, partials_type: Attribute | None = None):
+        super().__init__(result_types=[result_type, [] if partials_type is None else [partials_type]],
+                         regions=[body])
 
     @property
     def ops(self) -> list[Operation]:
-        """The fused ops in order, without the terminator: `ops[0]` is the head."""
-        return [o for o in self.body.block.ops if not isinstance(o, YieldOp)]
+        """The fused ops in order, without the terminator and the `graph.pool_partials`
+        that rides along: `ops[0]` is the head, the rest its element-wise tail."""
+        return [o for o in self.body.block.ops if not isinstance(o, (YieldOp, PoolPartialsOp))]
+
+    @property
+    def pool_partials(self) -> PoolPartialsOp | None:
+        """The region's `graph.pool_partials`, if it has one."""
+        return next((o for o in self.body.block.ops if isinstance(o, PoolPartialsOp)), None)
 
     @property
     def head(self) -> Operation:
@@ -1998,11 +2012,23 @@ class FusedOp(IRDLOperation):
 
     def verify_(self) -> None:
         last = self.body.block.last_op
-        if not isinstance(last, YieldOp) or len(last.values) != 1:
-            raise VerifyException("'graph.fused' body must end in 'graph.yield' of one value")
+        count = 1 if self.partials is None else 2
+        if not isinstance(last, YieldOp) or len(last.values) != count:
+            raise VerifyException(f"'graph.fused' body must end in 'graph.yield' of {count} value"
+                                  + ("s (the result and its pool partials)" if count == 2 else ""))
         if last.values[0].type != self.result.type:
             raise VerifyException(
                 f"'graph.fused' yields {last.values[0].type} but its result is {self.result.type}")
+        pool = self.pool_partials
+        if count == 2:
+            if pool is None or last.values[1] is not pool.result or pool.input is not last.values[0]:
+                raise VerifyException("'graph.fused' with partials must yield, second, the graph.pool_partials "
+                                      "of the value it yields first")
+            if pool.result.type != self.partials.type:
+                raise VerifyException(
+                    f"'graph.fused' partials are {self.partials.type} but the region yields {pool.result.type}")
+        elif pool is not None:
+            raise VerifyException("'graph.fused' holds a graph.pool_partials but has no partials result")
         ops = self.ops
         if len(ops) < 1:
             raise VerifyException("'graph.fused' needs at least one op before its yield")
@@ -2036,6 +2062,58 @@ class FusedOp(IRDLOperation):
                         raise VerifyException(
                             f"'graph.fused': the result of '{o.name}' is used outside the region; "
                             "only the yielded value may leave it")
+
+
+@irdl_op_definition
+class PoolPartialsOp(GraphOp):
+    """Per-tile means of an NCHW4c tensor x (N, C, H, W), written by the kernel that
+    computes x (inside its `graph.fused` region, yielded as the region's `partials`):
+    result[n, c, t, 0] = sum of x[n, c] over the t-th run of `ceil(H*W / tiles)` pixels
+    (row-major), divided by H*W. So the tiles add up to x's mean over H and W, and a
+    kernel that needs that mean (`graph.sum_partials`) reads `tiles` values per channel
+    instead of a pool kernel reading H*W. One work-group per tile and channel block sums
+    in local memory; `tiles` is chosen by `fuse-pool-partials` to give the GPU enough
+    work-groups."""
+
+    name = "graph.pool_partials"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    tiles = prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (Pure(), HasParent(FusedOp)))
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        if not isinstance(self.input.type, TextureTensorType) or len(x) != 4:
+            raise VerifyException("'graph.pool_partials' reads an NCHW4c texture tensor")
+        tiles = self.tiles.value.data
+        if not 1 <= tiles <= x[2] * x[3]:
+            raise VerifyException(f"'graph.pool_partials' tiles must be in 1..{x[2] * x[3]} (the pixels), got {tiles}")
+        _expect_shape(self, shape_of(self.result), (x[0], x[1], tiles, 1))
+        t = self.result.type
+        if not isinstance(t, TextureTensorType) or t.is_image or t.element != f32:
+            raise VerifyException("'graph.pool_partials' result must be an f32 NCHW4c tensor in a global buffer")
+
+
+@irdl_op_definition
+class SumPartialsOp(GraphOp):
+    """The mean over H and W that `graph.pool_partials` tiles add up to: result[n, c, 0, 0]
+    = the sum over t of partials[n, c, t, 0]. No kernel computes it: the convolution
+    that reads it (a 1x1 conv on the 1x1 mean, a squeeze-excite block's first FC) adds
+    the tiles as it loads its input. `fuse-pool-partials` puts it where a
+    `graph.global_avg_pool` was."""
+
+    name = "graph.sum_partials"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def verify_shapes(self) -> None:
+        p = shape_of(self.input)
+        if len(p) != 4 or p[3] != 1:
+            raise VerifyException("'graph.sum_partials' reads graph.pool_partials tiles (N x C x tiles x 1)")
+        _expect_shape(self, shape_of(self.result), (p[0], p[1], 1, 1))
 
 
 @irdl_op_definition
@@ -2158,6 +2236,8 @@ Graph = Dialect(
         YieldOp,
         Conv2dSplitKOp,
         SplitKSumOp,
+        PoolPartialsOp,
+        SumPartialsOp,
     ],
     [],
 )

@@ -44,6 +44,8 @@ def lower_group(hb: HostBuilder, group: Group, patterns=PATTERNS) -> None:
     pattern.lower(hb, group, cfg, group.location)
     if group.fused is not None:
         hb.buffers[group.fused.result] = hb.buffer(group.result)
+        if group.pool_partials is not None:
+            hb.buffers[group.fused.partials] = hb.buffer(group.pool_partials.result)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,11 @@ class Group:
             self.result.type, texture.TextureTensorType)
 
     @property
+    def pool_partials(self) -> graph.PoolPartialsOp | None:
+        """The `graph.pool_partials` the kernel also writes (fuse-pool-partials), if any."""
+        return self.fused.pool_partials if self.fused is not None else None
+
+    @property
     def has_epilogue(self) -> bool:
         return len(self.ops) > 1 or is_elementwise(self.head)
 
@@ -68,8 +73,8 @@ def groups_of(block: Block) -> list[Group]:
     """The kernels of a function body, in program order."""
     groups: list[Group] = []
     for op in block.ops:
-        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, func.ReturnOp)):
-            continue
+        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.SumPartialsOp, func.ReturnOp)):
+            continue  # no kernel: views, and sums that their reader adds up as it loads
         if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
             continue  # packed at compile time
         if isinstance(op, graph.FusedOp):

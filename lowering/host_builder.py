@@ -125,6 +125,11 @@ class HostBuilder:
         owner = value.owner
         if isinstance(owner, graph.ReshapeOp):
             buf = self.buffer(owner.input)
+        elif isinstance(owner, graph.SumPartialsOp):
+            raise LoweringError(
+                f"{where(owner)}: graph.sum_partials has no kernel of its own; only a 1x1 convolution on the "
+                "1x1 mean can read it (it adds the tiles as it loads). Read the graph.pool_partials' producer "
+                "through a graph.global_avg_pool instead")
         elif isinstance(owner, texture.PackOp) and isinstance(owner.input.owner, graph.ConstantOp):
             buf = self.packed_constant(owner)
         elif isinstance(owner, graph.ConstantOp):

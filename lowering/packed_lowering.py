@@ -19,6 +19,7 @@ from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, gro
 from adreno_mlir.lowering.kernels.packed import (
     Packed,
     PackedConvSpec,
+    PackedDwPoolSpec,
     PackedEpilogue,
     PackedMapSpec,
     PackedMeanSpec,
@@ -120,9 +121,14 @@ class EpiloguePattern(KernelPattern):
     def lower(self, hb, group, cfg, loc):
         out = packed(group.result)
         pepi, extras = epilogue(hb, group, out)
-        spec, ins, scalars = self.spec(hb, group.head, out, pepi, cfg)
+        spec, ins, scalars = self.group_spec(hb, group, out, pepi, cfg)
         spec, scalars = at_channel_offset(hb, group.result, spec, scalars)
         hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc, scalars)
+
+    def group_spec(self, hb, group: Group, out: Packed, pepi: PackedEpilogue, cfg: dict):
+        """The spec, head inputs and launch scalars of `group`'s kernel: `spec` of its head,
+        unless the pattern needs more of the group."""
+        return self.spec(hb, group.head, out, pepi, cfg)
 
     def spec(self, hb, op, out: Packed, pepi: PackedEpilogue, cfg: dict):
         raise NotImplementedError
@@ -169,6 +175,20 @@ class PackedResize(EpiloguePattern):
         return spec, [hb.buffer(op.input)], []
 
 
+def conv_input(hb, op) -> tuple[Packed, SSAValue, int]:
+    """A conv's input accessor, buffer and `src_tiles`: a `graph.sum_partials` input is
+    read as its pool partials (the conv adds the tiles), anything else as itself."""
+    owner = op.input.owner
+    if isinstance(owner, graph.SumPartialsOp):
+        groups = getattr(op, "groups", None)
+        if tuple(graph.weight_shape(op.weight)[2:]) != (1, 1) or any(graph.ints(op.pads)) or (
+                groups is not None and groups.value.data != 1):
+            raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution without padding can read "
+                                "graph.sum_partials")
+        return packed(owner.input), hb.buffer(owner.input), owner.input.type.shape[2]
+    return packed(op.input), hb.buffer(op.input), 0
+
+
 def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[int]]:
     """PackedConvSpec fields shared by the direct and the split-K partial kernel, and
     the launch scalars (input channel blocks, when they are a launch argument)."""
@@ -197,14 +217,23 @@ class PackedConvolution(EpiloguePattern):
 
     heads = (graph.Conv2dOp,)
 
-    def spec(self, hb, op, out, pepi, cfg):
+    def group_spec(self, hb, group, out, pepi, cfg):
+        return self.spec(hb, group.head, out, pepi, cfg, group.pool_partials)
+
+    def spec(self, hb, op, out, pepi, cfg, pool: graph.PoolPartialsOp | None = None):
         if cfg["split_k"] > 1:
             raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
                                 "before convert-graph-to-opencl")
-        geometry, scalars = conv_geometry(op, packed(op.input), out, cfg)
+        src, x, tiles = conv_input(hb, op)
+        geometry, scalars = conv_geometry(op, src, out, cfg)
         bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
-        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry)
-        return spec, [hb.buffer(op.input), hb.weight_buffer(op.weight), *bias], scalars
+        ins = [x, hb.weight_buffer(op.weight), *bias]
+        if pool is not None:  # fuse-pool-partials: the kernel also writes the tile means
+            spec = PackedDwPoolSpec(out=out, pepi=pepi, has_bias=op.bias is not None,
+                                    tiles=pool.tiles.value.data, **geometry)
+            return spec, [*ins, hb.alloc(pool.result)], scalars
+        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, src_tiles=tiles, **geometry)
+        return spec, ins, scalars
 
 
 class SplitKPartial(KernelPattern):
@@ -218,9 +247,10 @@ class SplitKPartial(KernelPattern):
         parts = op.parts.value.data
         n, c4, oh, ow, _ = op.result.type.shape
         out = Packed((n // parts, c4, oh, ow), "buf", "texture", "f32")
-        geometry, scalars = conv_geometry(op, packed(op.input), out, cfg)
-        spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, **geometry)
-        hb.launch(spec, [hb.buffer(op.input), hb.weight_buffer(op.weight), hb.alloc(op.result)], loc, scalars)
+        src, x, tiles = conv_input(hb, op)
+        geometry, scalars = conv_geometry(op, src, out, cfg)
+        spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, src_tiles=tiles, **geometry)
+        hb.launch(spec, [x, hb.weight_buffer(op.weight), hb.alloc(op.result)], loc, scalars)
 
 
 class SplitKSum(EpiloguePattern):

@@ -152,6 +152,8 @@ def kernel_signature(op: Operation) -> str:
     tail = ""
     if isinstance(kop, graph.FusedOp):
         tail = "+" + "+".join(o.name.removeprefix("graph.") for o in kop.ops[1:])
+        if kop.pool_partials is not None:
+            tail += f"+pool_partials{kop.pool_partials.tiles.value.data}"
     return f"{head.name}({types})->{kop.results[0].type}{{{props}}}{tail}"
 
 
@@ -220,6 +222,12 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
     return full
 
 
+def pooled(op: Operation) -> bool:
+    """Whether `op` heads a `graph.fused` region that also writes `graph.pool_partials`."""
+    parent = op.parent_op()
+    return isinstance(parent, graph.FusedOp) and parent.partials is not None and parent.head is op
+
+
 def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
     """Why an NCHW4c convolution cannot take `cfg` (its co_blocks), or None: checked by
     `validate_config` (so the autotuner prunes such candidates before compiling) and by
@@ -231,6 +239,12 @@ def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
     if co_blocks > 1 and (depthwise or blocks % co_blocks):
         return (f"kernel_config co_blocks = {co_blocks} must divide the output channel blocks ({blocks}) "
                 "and be 1 for depthwise convolutions")
+    if pooled(op):
+        if cfg.get("reduce_items", 1) < 2 or cfg.get("x_block", 1) != 1:
+            return (f"kernel_config of a depthwise conv that writes graph.pool_partials needs reduce_items >= 2 "
+                    f"(work-items per tile) and x_block = 1, got {cfg.get('reduce_items', 1)} and "
+                    f"{cfg.get('x_block', 1)}")
+        return None
     if cfg.get("reduce_items", 1) > 1 and (depthwise or cfg.get("split_k", 1) > 1
                                            or isinstance(op, graph.Conv2dSplitKOp)):
         return (f"kernel_config reduce_items = {cfg['reduce_items']} (a work-group per output summing the input "
@@ -426,6 +440,10 @@ class Rules:
                        reduce_items=min(256, 1 << (ci4.bit_length() - 1)))
         if depthwise:  # row reuse (PackedConvSpec.dw_rows): each input pixel read once per work-item
             cfg["dw_rows"] = 1
+        if pooled(op):  # a work-group per (tile, channel block): one output pixel per work-item per step
+            from adreno_mlir.passes.fuse_pool_partials import pool_items
+
+            cfg.update(x_block=1, reduce_items=pool_items(h * w))
         return cfg
 
     def winograd_matmul(self, op: Operation) -> dict[str, Any]:

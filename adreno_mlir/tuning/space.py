@@ -38,6 +38,7 @@ from adreno_mlir.passes.select_kernel_config import (
     kernel_op,
     kernel_signature,
     matmul_dims,
+    pooled,
     tileable,
 )
 
@@ -179,7 +180,10 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
         ci = graph.shape_of(head.input)
         ci_blocks = max(1, math.ceil(_logical_channels(head) / 4)) if ci else 1
         depthwise = isinstance(head, graph.Conv2dOp) and head.groups.value.data > 1
-        dims.append(("x_block", (1, 2, 4)))
+        if pooled(head):  # a work-group per (tile, channel block), one pixel per work-item and step
+            dims.append(("reduce_items", (16, 32, 64, 128)))
+        else:
+            dims.append(("x_block", (1, 2, 4)))
         if depthwise:
             dims.append(("dw_rows", (0, 1)))
         elif isinstance(head, graph.Conv2dOp) and head.groups.value.data == 1:

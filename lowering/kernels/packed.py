@@ -530,6 +530,60 @@ class PackedConvSpec(PackedSpec):
                            finish_if=tail)
 
 
+@dataclass(frozen=True)
+class PackedDwPoolSpec(PackedConvSpec):
+    """A depthwise conv (and its fused epilogue) that also writes `graph.pool_partials`:
+    grid (reduce_items, tiles, N*C4), a work-group per (tile, channel block). Work-item
+    l computes output pixels lo + l, lo + l + reduce_items, ... of its tile (the tile's
+    run of ceil(OH*OW / tiles) pixels; neighbouring work-items, neighbouring pixels),
+    one at a time with the `dw_rows` window reads, stores each after the epilogue and
+    adds it to an f32 sum; `work_group_sum` adds the sums and work-item 0 writes the
+    tile's sum / (OH*OW) to the f32 buffer `partials` [N][C4][tiles]."""
+
+    tiles: int = 1
+
+    def base_name(self) -> str:
+        return super().base_name() + f"_pool{self.tiles}"
+
+    def head_args(self):
+        return super().head_args() + [("partials", GLOBAL_F32)]
+
+    def grid(self):
+        n, c4, _, _ = self.out.shape
+        return (self.reduce_items, self.tiles, n * c4)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split(args)
+        x, wt, partials = ins[0], ins[1], ins[-1]
+        if not self.depthwise or self.x_block != 1 or self.reduce_items < 2:
+            raise ValueError("a pooled depthwise kernel needs a depthwise conv, x_block 1 and reduce_items >= 2")
+        _, c4n, OH, OW = self.out.shape
+        pixels = OH * OW
+        chunk = -(-pixels // self.tiles)
+        tile, z = kb.global_id(1, "tile"), kb.global_id(2, "z")
+        lid = kb.local_id(0, "l")
+        n, c4 = self.split_z(kb, z, c4n)
+        lo = kb.mul(tile, chunk, "lo")
+        hi = kb.min_i(kb.add(lo, chunk), pixels)
+        bias = kb.vload4(ins[2], c4, "bias") if self.has_bias else kb.vector().f(0.0)
+
+        def pixel(k: KernelBuilder, p: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            oy, ox = k.div(p, OW, "oy"), k.rem(p, OW, "ox")
+            iy0 = k.sub(k.mul(oy, self.strides[0]), self.pads[0], "iy0")
+            (value,) = self.depthwise_rows(k, x, wt, n, c4, iy0, ox, [bias])
+            value = self.pepi.apply(k, value, extras, n, c4, oy, ox)
+            self.out.write(k, out, value, n, self.out_block(k, out, c4), oy, ox)
+            return [k.vector(f32).fadd(acc[0], k.cast(value, f32))]
+
+        (total,) = kb.for_(kb.add(lo, lid), hi, self.reduce_items, [kb.vector(f32).f(0.0)], pixel, "p")
+        sums = Packed((self.out.shape[0], c4n, self.tiles, 1), "buf", "texture", "f32")
+
+        def finish(k: KernelBuilder, s: SSAValue) -> None:
+            sums.write(k, partials, k.vector(f32).fmul(s, 1.0 / pixels), n, c4, tile, 0)
+
+        work_group_sum(kb, total, lid, self.reduce_items, finish)
+
+
 def block_sum(kb: KernelBuilder, accs: list[SSAValue], partial) -> list[SSAValue]:
     """`accs` (f32 accumulators) plus `partial(kb, zeros)`, the half partial sums of one
     step of a reduction loop started from half zeros: how a half kernel keeps its

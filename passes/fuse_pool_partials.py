@@ -1,0 +1,159 @@
+"""`fuse-pool-partials`: the kernel that computes a tensor also pools it, so a
+squeeze-excite block's global average pool is no kernel of its own.
+
+A squeeze-excite block is depthwise conv (+ activation) -> global average pool -> 1x1
+conv -> activation -> 1x1 conv -> sigmoid -> scale. On a GPU the pool is a launch that
+reads a few thousand pixels: too little work to pay for a launch (~5 us each on the
+H200's OpenCL driver, 9-16 of them in MobileNetV3 and EfficientNet), and a separate
+kernel always rereads the tensor the depthwise kernel has just written. This pass moves
+the pool into the depthwise kernel's region:
+
+    %x, %p = graph.fused -> !texture.tensor<1x60x14x14x4xf32, ...>, !texture.tensor<1x60x4x1x4xf32, ...> {
+      %c = graph.conv2d %in, %w, %b {groups = 240 : i64, ...}
+      %h = graph.hard_swish %c
+      %t = graph.pool_partials %h {tiles = 4 : i64}
+      graph.yield %h, %t
+    }
+    %m = graph.sum_partials %p : ... -> !texture.tensor<1x60x1x1x4xf32, ...>
+    %f = graph.fused { graph.conv2d %m, %w1, %b1 ... }   // reads the 4 tiles and adds them
+
+The depthwise kernel then runs a work-group per (tile, channel block); each work-group
+writes its pixels as before and the sum of its tile, divided by H*W, from local memory.
+The first FC adds the `tiles` partial means of each channel as it loads its input
+(`graph.sum_partials` has no kernel).
+
+It applies where
+
+- the pool is a `graph.global_avg_pool` of an NCHW4c tensor whose only reader is a
+  groups-1 1x1 convolution (with stride 1 and no padding: a squeeze-excite FC), and
+- the tensor is computed by a depthwise convolution's `graph.fused` region (its
+  activation fused: the usual squeeze-excite input) that has no partials yet,
+
+and only for GPU targets: CPUs run the serial pool and a separate kernel as fast
+(select-kernel-config's reduce rule). `tiles` (the op attribute) is chosen so that the
+depthwise kernel keeps about `TARGET_ITEMS` work-items with a few pixels each; edit it
+in the IR (and the partials type) to try another. Run after graph-fuse and before
+select-kernel-config.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.errors import CompileError
+from adreno_mlir.target import get_profile, list_profiles
+
+TARGET_ITEMS = 32768
+"""Work-items the pooled depthwise kernel aims for (with `pool_items` per work-group)."""
+
+
+def pool_items(pixels: int) -> int:
+    """Work-items per (tile, channel block) work-group of a pooled depthwise kernel: 64
+    for large planes, fewer for small ones (a 7x7 plane has 49 pixels)."""
+    return 64 if pixels >= 256 else 32 if pixels >= 64 else 16
+
+
+def pool_tiles(n: int, c4: int, pixels: int) -> int:
+    """Tiles per channel block: at least two pixels per work-item, and no more work-groups
+    than `TARGET_ITEMS` work-items need."""
+    items = pool_items(pixels)
+    return max(1, min(math.ceil(pixels / (2 * items)), math.ceil(TARGET_ITEMS / (items * n * c4))))
+
+
+def _se_fc(pool: graph.GlobalAvgPoolOp) -> graph.Conv2dOp | None:
+    """The pool's only reader when it is a squeeze-excite FC (a groups-1 1x1 conv)."""
+    users = {u.operation for u in pool.result.uses}
+    if len(users) != 1:
+        return None
+    fc = users.pop()
+    if not isinstance(fc, graph.Conv2dOp) or fc.input is not pool.result or fc.groups.value.data != 1:
+        return None
+    if tuple(graph.weight_shape(fc.weight)[2:]) != (1, 1) or any(graph.ints(fc.pads)) \
+            or graph.ints(fc.strides) != (1, 1):
+        return None
+    return fc
+
+
+def _depthwise_region(value) -> graph.FusedOp | None:
+    owner = value.owner
+    if not isinstance(owner, graph.FusedOp) or owner.partials is not None:
+        return None
+    head = owner.head
+    if not isinstance(head, graph.Conv2dOp) or head.groups.value.data <= 1:
+        return None
+    if graph.shape_of(head.input)[1] != head.groups.value.data:
+        return None  # grouped, not depthwise
+    return owner
+
+
+class PoolInProducer(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.GlobalAvgPoolOp, rewriter: PatternRewriter, /):
+        t = op.input.type
+        if not isinstance(t, texture.TextureTensorType) or len(t.shape) != 5:
+            return
+        region = _depthwise_region(op.input)
+        if region is None or _se_fc(op) is None:
+            return
+        n, c4, h, w, _ = t.shape
+        tiles = pool_tiles(n, c4, h * w)
+        partials_type = texture.TextureTensorType.make((n, c4, tiles, 1, 4), f32, "nchw4c", "global")
+
+        # A new region with the partials result: the old one's ops move over.
+        old_yield = region.body.block.last_op
+        stored = old_yield.values[0]
+        block = Block()
+        new = graph.FusedOp(region.result.type, Region(block), partials_type)
+        new.location = region.location
+        new.attributes.update(region.attributes)
+        for o in list(region.body.block.ops):
+            if isinstance(o, graph.YieldOp):
+                continue
+            o.detach()
+            block.add_op(o)
+        pool = graph.PoolPartialsOp.create(operands=[stored], result_types=[partials_type],
+                                           properties={"tiles": IntegerAttr(tiles, 64)})
+        pool.location = op.location
+        block.add_op(pool)
+        block.add_op(graph.YieldOp(stored, pool.result))
+        rewriter.insert_op(new, InsertPoint.before(region))
+        region.result.replace_all_uses_with(new.result)
+        new.result.name_hint = region.result.name_hint
+        rewriter.erase_op(region)
+
+        total = graph.SumPartialsOp.create(operands=[new.partials], result_types=[op.result.type])
+        total.location = op.location
+        rewriter.replace_op(op, total)
+
+
+@dataclass(frozen=True)
+class FusePoolPartials(ModulePass):
+    name = "fuse-pool-partials"
+
+    target: str = "adreno-740"
+    """Target profile: the pass applies to GPU targets only."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            profile = get_profile(self.target)
+        except ValueError:
+            raise CompileError(
+                f"fuse-pool-partials: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
+            ) from None
+        if not profile.is_gpu:
+            return
+        PatternRewriteWalker(PoolInProducer(), apply_recursively=False).rewrite_module(op)
