@@ -12,6 +12,7 @@ the family's launches). Outputs are checked against the default variant (1e-4).
 
 Families and variants:
 - depthwise: x_block 1/2/4 x dw_rows 0/1 on depthwise NCHW4c convolutions;
+- dwgroups: work_group (local size) of the depthwise convolutions that do not pool;
 - reduction: reduce_items for global means by reduced extent: the default rule, serial
   (1) up to 7x7 / 14x14, and fixed 16/64/256.
 - matmul: tile_m x tile_n register tiles of MatMul / Gemm (1x1 ... 8x4);
@@ -77,6 +78,15 @@ def depthwise_variants():
                 {**c, "x_block": xb, "dw_rows": rows} if _is_dw(h) else None)
 
 
+def dwgroups_variants():
+    """Local sizes of the (un-pooled) depthwise convs: the default, then preferred sizes
+    (each fitted to divisors of the grid by the lowering, `host_builder.local_size`)."""
+    yield "default", lambda h, c: None
+    for wg in ((16, 4, 4), (32, 4, 1), (16, 16, 1), (8, 8, 4), (64, 2, 1), (4, 4, 16), (32, 1, 8)):
+        yield "wg" + "x".join(map(str, wg)), lambda h, c, wg=wg: (
+            {**c, "work_group": wg} if _is_dw(h) and c.get("reduce_items", 1) == 1 else None)
+
+
 def reduction_variants():
     is_mean = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
     yield "default", lambda h, c: None
@@ -118,6 +128,7 @@ def norm_variants():
 
 
 FAMILIES = {"depthwise": (depthwise_variants, ("dwconv",)),
+            "dwgroups": (dwgroups_variants, ("dwconv",)),
             "reduction": (reduction_variants, ("global_avgpool", "reduce_mean")),
             "matmul": (matmul_variants, ("matmul", "gemm")),
             "norm": (norm_variants, ("layer_norm", "softmax"))}
@@ -168,7 +179,8 @@ def main(argv=None) -> int:
                 prof = cm.profile(feeds, repeat=args.repeat)
                 fam = sum(ms for k, ms in prof.items() if k.startswith(prefixes))
                 row = {"model": name, "plan": plan, "variant": vname, "family_ms": fam,
-                       "device_ms": sum(prof.values()), "err_vs_first": err}
+                       "device_ms": sum(prof.values()), "err_vs_first": err,
+                       "kernels": {k: ms for k, ms in prof.items() if k.startswith(prefixes)}}
                 rows.append(row)
                 print(f"{name:28s} {plan:9s} {vname:12s} {args.family} {fam:.4f} ms  device {row['device_ms']:.3f} ms"
                       f"  err {err:.1e}", flush=True)
