@@ -65,6 +65,7 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),
         tail[0],
         ("pool-partials", f"fuse-pool-partials{{target={target}}}"),
+        ("channel-scale", "fuse-channel-scale"),
         *tail[1:],
     ]
 

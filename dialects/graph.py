@@ -2117,6 +2117,29 @@ class SumPartialsOp(GraphOp):
 
 
 @irdl_op_definition
+class ScaleChannelsOp(GraphOp):
+    """x (N, C, H, W) times a per-channel scale (N or 1, C, 1, 1): a squeeze-excite
+    block's output, `graph.mul` of the two with the scale broadcast over H and W. No
+    kernel computes it: the convolution that reads it (`fuse-channel-scale`) multiplies
+    each input pixel it loads by the scale of its channel block, so the scaled tensor is
+    never written to memory."""
+
+    name = "graph.scale_channels"
+    input = operand_def(AnyTensor)
+    scale = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type($result)"
+
+    def verify_shapes(self) -> None:
+        x, s = shape_of(self.input), shape_of(self.scale)
+        if len(x) != 4 or len(s) != 4 or s[1] != x[1] or s[2:] != (1, 1) or s[0] not in (1, x[0]):
+            raise VerifyException(f"'graph.scale_channels' scale must have shape [1 or {x[0] if x else 'N'}, "
+                                  f"{x[1] if len(x) > 1 else 'C'}, 1, 1] for input {list(x)}, got {list(s)}")
+        _expect_shape(self, shape_of(self.result), x)
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """The value a `graph.fused` region computes."""
 
@@ -2238,6 +2261,7 @@ Graph = Dialect(
         SplitKSumOp,
         PoolPartialsOp,
         SumPartialsOp,
+        ScaleChannelsOp,
     ],
     [],
 )

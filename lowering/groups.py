@@ -73,8 +73,9 @@ def groups_of(block: Block) -> list[Group]:
     """The kernels of a function body, in program order."""
     groups: list[Group] = []
     for op in block.ops:
-        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.SumPartialsOp, func.ReturnOp)):
-            continue  # no kernel: views, and sums that their reader adds up as it loads
+        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.SumPartialsOp, graph.ScaleChannelsOp,
+                           func.ReturnOp)):
+            continue  # no kernel: views, and sums and scales that their reader applies as it loads
         if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
             continue  # packed at compile time
         if isinstance(op, graph.FusedOp):

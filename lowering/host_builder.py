@@ -125,6 +125,10 @@ class HostBuilder:
         owner = value.owner
         if isinstance(owner, graph.ReshapeOp):
             buf = self.buffer(owner.input)
+        elif isinstance(owner, graph.ScaleChannelsOp):
+            raise LoweringError(
+                f"{where(owner)}: graph.scale_channels has no kernel of its own; only a groups-1 convolution can "
+                "read it (it scales the pixels it loads). Use graph.mul for any other reader")
         elif isinstance(owner, graph.SumPartialsOp):
             raise LoweringError(
                 f"{where(owner)}: graph.sum_partials has no kernel of its own; only a 1x1 convolution on the "

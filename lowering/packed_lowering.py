@@ -175,18 +175,25 @@ class PackedResize(EpiloguePattern):
         return spec, [hb.buffer(op.input)], []
 
 
-def conv_input(hb, op) -> tuple[Packed, SSAValue, int]:
-    """A conv's input accessor, buffer and `src_tiles`: a `graph.sum_partials` input is
-    read as its pool partials (the conv adds the tiles), anything else as itself."""
+def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
+    """A conv's input accessor, its head input buffers before the weights... (the input, and
+    after weight and bias a scale) and the spec fields that say how to read it: a
+    `graph.sum_partials` input is read as its pool partials (the conv adds the tiles), a
+    `graph.scale_channels` one as its input times the scale, anything else as itself."""
     owner = op.input.owner
+    if isinstance(owner, graph.ScaleChannelsOp):
+        groups = getattr(op, "groups", None)
+        if groups is not None and groups.value.data != 1:
+            raise LoweringError(f"{where(op)}: only a groups-1 convolution can read graph.scale_channels")
+        return packed(owner.input), [hb.buffer(owner.input), hb.buffer(owner.scale)], {"scale": packed(owner.scale)}
     if isinstance(owner, graph.SumPartialsOp):
         groups = getattr(op, "groups", None)
         if tuple(graph.weight_shape(op.weight)[2:]) != (1, 1) or any(graph.ints(op.pads)) or (
                 groups is not None and groups.value.data != 1):
             raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution without padding can read "
                                 "graph.sum_partials")
-        return packed(owner.input), hb.buffer(owner.input), owner.input.type.shape[2]
-    return packed(op.input), hb.buffer(op.input), 0
+        return packed(owner.input), [hb.buffer(owner.input)], {"src_tiles": owner.input.type.shape[2]}
+    return packed(op.input), [hb.buffer(op.input)], {}
 
 
 def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[int]]:
@@ -224,15 +231,15 @@ class PackedConvolution(EpiloguePattern):
         if cfg["split_k"] > 1:
             raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
                                 "before convert-graph-to-opencl")
-        src, x, tiles = conv_input(hb, op)
+        src, xs, reads = conv_input(hb, op)
         geometry, scalars = conv_geometry(op, src, out, cfg)
         bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
-        ins = [x, hb.weight_buffer(op.weight), *bias]
+        ins = [xs[0], hb.weight_buffer(op.weight), *bias, *xs[1:]]
         if pool is not None:  # fuse-pool-partials: the kernel also writes the tile means
             spec = PackedDwPoolSpec(out=out, pepi=pepi, has_bias=op.bias is not None,
-                                    tiles=pool.tiles.value.data, **geometry)
+                                    tiles=pool.tiles.value.data, **geometry, **reads)
             return spec, [*ins, hb.alloc(pool.result)], scalars
-        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, src_tiles=tiles, **geometry)
+        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry, **reads)
         return spec, ins, scalars
 
 
@@ -247,10 +254,10 @@ class SplitKPartial(KernelPattern):
         parts = op.parts.value.data
         n, c4, oh, ow, _ = op.result.type.shape
         out = Packed((n // parts, c4, oh, ow), "buf", "texture", "f32")
-        src, x, tiles = conv_input(hb, op)
+        src, xs, reads = conv_input(hb, op)
         geometry, scalars = conv_geometry(op, src, out, cfg)
-        spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, src_tiles=tiles, **geometry)
-        hb.launch(spec, [x, hb.weight_buffer(op.weight), hb.alloc(op.result)], loc, scalars)
+        spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, **geometry, **reads)
+        hb.launch(spec, [xs[0], hb.weight_buffer(op.weight), *xs[1:], hb.alloc(op.result)], loc, scalars)
 
 
 class SplitKSum(EpiloguePattern):

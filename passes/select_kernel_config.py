@@ -431,13 +431,16 @@ class Rules:
             # bound, and more work-items hide more latency than register reuse saves.
             x_block = 1
         cfg = {"x_block": x_block, "co_blocks": co_blocks, "split_k": split}
-        if self.gpu and not depthwise and h * w == 1 and isinstance(op, graph.Conv2dOp) and ci4 >= 8:
+        if not depthwise and h * w == 1 and isinstance(op, graph.Conv2dOp):
             # A 1x1 output (a squeeze-excite block's 1x1 convs, a classifier as a conv): a GEMV of
-            # a few dozen output blocks. A work-group per output block sums the input channels in
-            # one launch; split-K needed two, and on the H200 each launch costs ~5 us, more than
-            # the product itself.
-            cfg.update(split_k=1, x_block=1, co_blocks=1,
-                       reduce_items=min(256, 1 << (ci4.bit_length() - 1)))
+            # a few dozen output blocks. On GPUs a work-group per output block sums the input
+            # channels in one launch; split-K needed two, and on the H200 each launch costs ~5 us,
+            # more than the product itself. CPUs keep one work-item per output (written out: an
+            # absent key would take the GPU rule in the lowering).
+            items = min(256, 1 << (ci4.bit_length() - 1)) if self.gpu and ci4 >= 8 else 1
+            if items > 1:
+                cfg.update(split_k=1, x_block=1, co_blocks=1)
+            cfg["reduce_items"] = items
         if depthwise:  # row reuse (PackedConvSpec.dw_rows): each input pixel read once per work-item
             cfg["dw_rows"] = 1
         if pooled(op):  # a work-group per (tile, channel block): one output pixel per work-item per step

@@ -335,6 +335,10 @@ class PackedConvSpec(PackedSpec):
     launch: the form for GEMVs (a squeeze-excite block's 1x1 convs on a 1x1 input, a
     classifier's 1x1 conv), whose grid is a few dozen outputs and whose two-launch
     split-K would cost more in launches than the sum itself."""
+    scale: Packed | None = None
+    """A `graph.scale_channels` input (fuse-channel-scale): `scale` (N or 1, C4, 1, 1),
+    an argument after the bias, multiplies every input pixel read of channel block c4 by
+    its float4 (loaded once per input channel block)."""
     src_tiles: int = 0
     """> 0: `src` holds `graph.pool_partials` tiles (N, C4, src_tiles, 1), and the conv
     (1x1 window on a 1x1 input) reads input pixel (n, c4, 0, 0) as their sum: the mean
@@ -361,7 +365,8 @@ class PackedConvSpec(PackedSpec):
 
     def head_args(self):
         args = [("input", self.src.arg_type(False)), ("weight", self.weight_type)]
-        return args + ([("bias", self.weight_type)] if self.has_bias else [])
+        args += [("bias", self.weight_type)] if self.has_bias else []
+        return args + ([("scale", self.scale.arg_type(False))] if self.scale is not None else [])
 
     def grid(self):
         n, c4, h, w = self.out.shape
@@ -437,7 +442,7 @@ class PackedConvSpec(PackedSpec):
                 return v
             return self.src.read_masked(k, x, n, ci4, iy, ix, k.all_of(conds))
 
-        def tap(k: KernelBuilder, ci4, kh, kw, accs):
+        def tap(k: KernelBuilder, ci4, kh, kw, accs, scale=None):
             if self.depthwise:
                 wv = k.vload4(wt, k.add(k.mul(co4, taps), k.add(k.mul(kh, kw_n), kw)))
                 return [k.fma(read_tap(k, ci4, kh, kw, t), wv, accs[t]) for t in range(xb)]
@@ -450,16 +455,23 @@ class PackedConvSpec(PackedSpec):
             res = list(accs)
             for t in range(xb):
                 v = read_tap(k, ci4, kh, kw, t)
+                if scale is not None:
+                    v = k.vector().fmul(v, scale)
                 lanes = [k.splat(k.lane(v, lane)) for lane in range(4)]
                 for j in range(cb):
                     for lane in range(4):
                         res[t * cb + j] = k.fma(lanes[lane], wv[j][lane], res[t * cb + j])
             return res
 
+        if self.scale is not None and self.depthwise:
+            raise ValueError("a scaled input (graph.scale_channels) needs a groups-1 conv")
+        scale_n = n if self.scale is not None and self.scale.shape[0] > 1 else 0
+
         def over_taps(k: KernelBuilder, ci4, accs):
             # Unrolled by the printer: with `#pragma unroll` NVIDIA's compiler ran these
             # NCHW4c convs 1.6x slower than with the window written out (docs/startup.md).
-            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2),
+            scale = None if self.scale is None else self.scale.read(k, ins[-1], scale_n, ci4, 0, 0)
+            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2, scale),
                                 unroll=opencl.UNROLL_BY_PRINTER)
 
         split = self.split_k > 1
