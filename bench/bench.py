@@ -58,6 +58,8 @@ PLANS: dict[str, dict] = {
     "buffer4c": {"textures": False, "layout": "nchw4c"},  # NCHW4c in global buffers
     "texture": {"textures": True},  # NCHW4c in images where legal
     "texture-wg": {"textures": True, "work_group": "auto"},  # the target's preferred local size
+    # every image in the `texture` mapping (rows of a plane in neighbouring image rows) where it fits
+    "texture-rows": {"textures": True, "pipeline": lambda p: p.replace(" images=true}", " images=true mapping=texture}")},
     "texture-fp16": {"textures": True, "precision": "fp16-acc32"},
     "buffer4c-fp16": {"textures": False, "layout": "nchw4c", "precision": "fp16-acc32"},
 }

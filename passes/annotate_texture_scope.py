@@ -45,7 +45,11 @@ def writes_images(op: Operation) -> bool:
     return trait is not None and trait.writes
 
 
-def choose_mapping(shape: tuple[int, ...], profile: TargetProfile) -> str | None:
+def choose_mapping(shape: tuple[int, ...], profile: TargetProfile, prefer: str = "auto") -> str | None:
+    """The mapping of an image for `shape`: `prefer` if it fits, else (and for "auto") the
+    most balanced one that fits the target's image limits; None if none fits."""
+    if prefer != "auto" and profile.fits_image(*texture.image_extent(prefer, shape)):
+        return prefer
     best, best_ratio = None, None
     for scope in MAPPINGS:
         w, h = texture.image_extent(scope, shape)
@@ -65,6 +69,10 @@ class AnnotateTextureScope(ModulePass):
     """Target profile whose image limits apply (see adreno_mlir.target)."""
     images: bool = True
     """False forces the buffer plan: every tensor stays in a global buffer."""
+    mapping: str = "auto"
+    """"auto": per tensor the most balanced mapping that fits; "texture" or "texture-nhwc":
+    that mapping wherever it fits (a plan-level experiment: `texture` keeps a window's
+    rows in neighbouring image rows, `texture-nhwc` a channel block in one row)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
@@ -73,6 +81,9 @@ class AnnotateTextureScope(ModulePass):
             raise CompileError(
                 f"annotate-texture-scope: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
             ) from None
+        if self.mapping not in ("auto", *MAPPINGS):
+            raise CompileError(f"annotate-texture-scope: mapping must be auto, {' or '.join(MAPPINGS)}; "
+                               f"got '{self.mapping}'")
         if not self.images:
             return
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
@@ -85,6 +96,6 @@ class AnnotateTextureScope(ModulePass):
                         continue
                     if not r.uses or not all(reads_images(u.operation, r) for u in r.uses):
                         continue
-                    scope = choose_mapping(t.shape, profile)
+                    scope = choose_mapping(t.shape, profile, self.mapping)
                     if scope is not None:
                         Rewriter.replace_value_with_new_type(r, t.with_memory(scope))
