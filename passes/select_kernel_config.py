@@ -214,11 +214,24 @@ def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:
             choices = allowed[k]
             shown = f"{choices.start}..{choices.stop - 1}" if isinstance(choices, range) else list(choices)
             raise CompileError(f"{where(head)}: kernel_config {k} = {v!r} is not one of {shown}")
-    full = {**DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), **cfg}
+    full = merge_config(DEFAULT_RULES.choose(head, kernel=cfg.get("kernel")), cfg)
     error = conv_config_error(head, full) if kind == "conv" else conv4c_config_error(head, full) if (
         kind == "conv4c") else None
     if error is not None:
         raise CompileError(f"{where(head)}: {error}")
+    return full
+
+
+def merge_config(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """`given` (an override, or a config written by hand) over `defaults`. The two ways to
+    split a conv's input channels exclude each other, so a `split_k` > 1 that comes without
+    `reduce_items` drops the default's work-group split, and a `reduce_items` > 1 without
+    `split_k` the default's split-K: `{"split_k": 2}` on a squeeze-excite FC means split-K."""
+    full = {**defaults, **given}
+    if given.get("split_k", 1) > 1 and "reduce_items" not in given and full.get("reduce_items", 1) > 1:
+        full["reduce_items"] = 1
+    if given.get("reduce_items", 1) > 1 and "split_k" not in given and full.get("split_k", 1) > 1:
+        full["split_k"] = 1
     return full
 
 
@@ -689,7 +702,7 @@ class SelectConfig(RewritePattern):
             overridden.update(entry)
         if "kernel" in overridden:  # the defaults of the chosen kernel, not of the default one
             cfg = self.rules.choose(head, kernel=overridden["kernel"])
-        cfg.update(overridden)
+        cfg = merge_config(cfg, overridden)
         if not cfg:
             return
         try:

@@ -124,9 +124,10 @@ def test_cli_compile_writes_every_stage(tiny_path, tmp_path):
     r = _cli("compile", str(tiny_path), "-o", str(out), "--textures", "on")
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["0-graph.mlir", "1-graph-opt.mlir", "2-layout.mlir", "3-winograd.mlir", "4-scope.mlir",
-                     "5-fuse.mlir", "6-config.mlir", "7-split-k.mlir", "8-memory.mlir", "9-opencl.mlir",
-                     "pipeline.txt", "tinynet.adreno", "tinynet.cl", "weights"]
+    assert names == sorted(["0-graph.mlir", "1-graph-opt.mlir", "2-layout.mlir", "3-winograd.mlir", "4-scope.mlir",
+                            "5-fuse.mlir", "6-pool-partials.mlir", "7-channel-scale.mlir", "8-config.mlir",
+                            "9-split-k.mlir", "10-memory.mlir", "11-opencl.mlir",
+                            "pipeline.txt", "tinynet.adreno", "tinynet.cl", "weights"])
     assert "image2d_t" in (out / "tinynet.cl").read_text()
     # every stage is real IR that adreno-opt reads back
     again = subprocess.run(["adreno-opt", str(out / "4-scope.mlir")], capture_output=True, text=True)
@@ -134,8 +135,8 @@ def test_cli_compile_writes_every_stage(tiny_path, tmp_path):
     assert again.stdout == (out / "4-scope.mlir").read_text()
     # the printed pipeline lists every decision as a pass ...
     pipeline = (out / "pipeline.txt").read_text().strip()
-    for name in ("graph-fuse", "conv-winograd", "select-kernel-config", "split-k", "plan-memory",
-                 "convert-graph-to-opencl"):
+    for name in ("graph-fuse", "conv-winograd", "fuse-pool-partials", "fuse-channel-scale", "select-kernel-config",
+                 "split-k", "plan-memory", "convert-graph-to-opencl"):
         assert name in pipeline
     # ... and replays the whole compile from the graph IR with adreno-opt
     replay = subprocess.run(["adreno-opt", str(out / "0-graph.mlir"), "-p", pipeline, "-t", "opencl"],

@@ -85,6 +85,12 @@ CASES += [pytest.param("dense", plan, PLANS[plan], id=f"dense-{plan}") for plan 
 CASES += [pytest.param("cpu-convs", "nchw", PLANS["nchw"], id="cpu-convs-nchw")]
 CASES += [pytest.param("dense", f"images-{m}", _images_plan(m), id=f"dense-images-{m}")
           for m in ("texture", "texture-nhwc")]
+# A squeeze-excite block on GPU targets: the depthwise kernel that also writes pool
+# partials (local memory, barriers, tiles that leave the last work-group partly idle),
+# the GEMV convs (reduce_items) reading them, and the projection conv reading the scaled
+# input (graph.scale_channels).
+CASES += [pytest.param("squeeze-excite", plan, PLANS[plan], id=f"squeeze-excite-{plan}")
+          for plan in ("nchw4c-buffers", "nchw4c-textures")]
 
 RUN_ARTIFACT = """
 import sys
@@ -236,10 +242,37 @@ def _cpu_convs_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _squeeze_excite_model() -> onnx.ModelProto:
+    """A 3x3 depthwise conv + SiLU on a 13x13 plane of 40 channels (169 pixels: 2 tiles of
+    85 pixels for 32-item work-groups), its squeeze-excite (pool, 1x1 conv 40 -> 10 +
+    relu, 1x1 conv 10 -> 40 + hard-sigmoid) and the 1x1 projection of the scaled tensor."""
+    rng = np.random.default_rng(0)
+    arr = lambda shape, s=0.2: (rng.standard_normal(shape) * s).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(arr((40, 1, 3, 3)), "wd"), numpy_helper.from_array(arr(40), "bd"),
+             numpy_helper.from_array(arr((10, 40, 1, 1)), "w1"), numpy_helper.from_array(arr(10), "b1"),
+             numpy_helper.from_array(arr((40, 10, 1, 1)), "w2"), numpy_helper.from_array(arr(40), "b2"),
+             numpy_helper.from_array(arr((24, 40, 1, 1)), "wp")]
+    nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["d"], group=40, pads=[1, 1, 1, 1], name="/dw"),
+             helper.make_node("Sigmoid", ["d"], ["ds"], name="/sig"),
+             helper.make_node("Mul", ["d", "ds"], ["h"], name="/silu"),
+             helper.make_node("GlobalAveragePool", ["h"], ["p"], name="/pool"),
+             helper.make_node("Conv", ["p", "w1", "b1"], ["c1"], name="/fc1"),
+             helper.make_node("Relu", ["c1"], ["r"], name="/relu"),
+             helper.make_node("Conv", ["r", "w2", "b2"], ["c2"], name="/fc2"),
+             helper.make_node("HardSigmoid", ["c2"], ["s"], alpha=1 / 6, name="/hsig"),
+             helper.make_node("Mul", ["h", "s"], ["m"], name="/scale"),
+             helper.make_node("Conv", ["m", "wp"], ["y"], name="/project")]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "squeeze_excite", [helper.make_tensor_value_info("x", f, [1, 40, 13, 13])],
+                          [helper.make_tensor_value_info("y", f, [1, 24, 13, 13])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @pytest.fixture(scope="module")
 def models(tiny_path):
     return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
-            "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model()}
+            "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model(),
+            "squeeze-excite": _squeeze_excite_model()}
 
 
 def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
@@ -269,6 +302,10 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert any("_pl8" in k for k in kernels) and any("_pw8x2" in k for k in kernels), sorted(kernels)
     if model_name == "dense":
         assert not any(k.startswith("copy_4c") for k in kernels), sorted(kernels)
+    if model_name == "squeeze-excite":
+        assert any(k.startswith("dwconv") and "_pool" in k for k in kernels), sorted(kernels)
+        assert any("_tiles" in k for k in kernels) and not any(k.startswith(("global_avgpool", "mul")) for k in kernels), \
+            sorted(kernels)
 
     _, reports = run_under_oclgrind(oclgrind_env, RUN_ARTIFACT, str(artifact), str(feeds_file),
                                     str(tmp_path / "out.npz"))
