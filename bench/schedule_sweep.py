@@ -74,8 +74,8 @@ def _extent(head) -> int:
 def depthwise_variants():
     for xb in (1, 2, 4):
         for rows in (0, 1):
-            yield f"x{xb}-rows{rows}", lambda h, c, xb=xb, rows=rows: (
-                {**c, "x_block": xb, "dw_rows": rows} if _is_dw(h) else None)
+            yield f"x{xb}-rows{rows}", lambda h, c, xb=xb, rows=rows: (  # not the pooled ones: one pixel a step
+                {**c, "x_block": xb, "dw_rows": rows} if _is_dw(h) and c.get("reduce_items", 1) == 1 else None)
 
 
 def dwgroups_variants():

@@ -2027,6 +2027,11 @@ class FusedOp(IRDLOperation):
             if pool.result.type != self.partials.type:
                 raise VerifyException(
                     f"'graph.fused' partials are {self.partials.type} but the region yields {pool.result.type}")
+            head = self.ops[0] if self.ops else None
+            if not (isinstance(head, Conv2dOp) and head.groups.value.data > 1
+                    and shape_of(head.input)[1] == head.groups.value.data):
+                raise VerifyException("'graph.fused' with partials must be headed by a depthwise graph.conv2d "
+                                      "(the only kernel that writes graph.pool_partials)")
         elif pool is not None:
             raise VerifyException("'graph.fused' holds a graph.pool_partials but has no partials result")
         ops = self.ops

@@ -4,7 +4,8 @@ A packed activation goes to a 2-D image when its producer can write images (conc
 which only copy, keep buffers), every consumer can read them, and an image mapping fits
 the target's image limits; of the
 mappings that fit (`texture`: height N*C4*H, width W; `texture-nhwc`: height N*C4,
-width H*W) the most balanced is chosen. Everything else stays a global buffer (TVM's
+width H*W) the most balanced is chosen (the `mapping` option forces one where it fits: on
+the H200 neither was faster for depthwise convs, docs/bench/issue13/s3-texture-rows.log). Everything else stays a global buffer (TVM's
 annotate_texture_storage makes the same decision). Packed constants stay buffers.
 The choice is written into the `!texture.tensor` type.
 """

@@ -31,7 +31,8 @@ It applies where
 
 and only for GPU targets: CPUs run the serial pool and a separate kernel as fast
 (select-kernel-config's reduce rule). `tiles` (the op attribute) is chosen so that the
-depthwise kernel keeps about `TARGET_ITEMS` work-items with a few pixels each; edit it
+depthwise kernel keeps about `TARGET_ITEMS` work-items (the pass options `target-items` and
+`pixels-per-item` change the rule); edit it
 in the IR (and the partials type) to try another. Run after graph-fuse and before
 select-kernel-config.
 """
@@ -57,8 +58,16 @@ from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError
 from adreno_mlir.target import get_profile, list_profiles
 
-TARGET_ITEMS = 32768
+TARGET_ITEMS = 65536
 """Work-items the pooled depthwise kernel aims for (with `pool_items` per work-group)."""
+PIXELS_PER_ITEM = 1
+"""The fewest output pixels per work-item the tiling leaves (more tiles would idle work-items).
+
+On the H200 (a sweep over MobileNetV3-Small/Large and EfficientNet-B0 (bench/pool_tiles_sweep.py), buffers
+and images, docs/bench/issue13/s3-pool-sweep.log) 65536 work-items and one pixel each gave
+the least device time summed over the six runs (5.71 ms, as did 65536 / 2), against 5.87 for
+32768 / 2 and 5.98 for 32768 / 4; its depthwise kernels were the fastest (mobilenet_v3_small
+on buffers 85 us against 116), while the first FCs, which add more tiles, were slower."""
 
 
 def pool_items(pixels: int) -> int:
@@ -67,11 +76,13 @@ def pool_items(pixels: int) -> int:
     return 64 if pixels >= 256 else 32 if pixels >= 64 else 16
 
 
-def pool_tiles(n: int, c4: int, pixels: int) -> int:
-    """Tiles per channel block: at least two pixels per work-item, and no more work-groups
-    than `TARGET_ITEMS` work-items need."""
+def pool_tiles(n: int, c4: int, pixels: int, target_items: int = TARGET_ITEMS,
+               pixels_per_item: int = PIXELS_PER_ITEM) -> int:
+    """Tiles per channel block: no more than leave each work-item `pixels_per_item` pixels
+    (small planes get fewer: a 7x7 plane is one or two tiles of 16 work-items), and no more
+    work-groups than `target_items` work-items need."""
     items = pool_items(pixels)
-    return max(1, min(math.ceil(pixels / (2 * items)), math.ceil(TARGET_ITEMS / (items * n * c4))))
+    return max(1, min(math.ceil(pixels / (pixels_per_item * items)), math.ceil(target_items / (items * n * c4))))
 
 
 def _se_fc(pool: graph.GlobalAvgPoolOp) -> graph.Conv2dOp | None:
@@ -100,7 +111,11 @@ def _depthwise_region(value) -> graph.FusedOp | None:
     return owner
 
 
+@dataclass
 class PoolInProducer(RewritePattern):
+    target_items: int = TARGET_ITEMS
+    pixels_per_item: int = PIXELS_PER_ITEM
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.GlobalAvgPoolOp, rewriter: PatternRewriter, /):
         t = op.input.type
@@ -110,7 +125,7 @@ class PoolInProducer(RewritePattern):
         if region is None or _se_fc(op) is None:
             return
         n, c4, h, w, _ = t.shape
-        tiles = pool_tiles(n, c4, h * w)
+        tiles = pool_tiles(n, c4, h * w, self.target_items, self.pixels_per_item)
         partials_type = texture.TextureTensorType.make((n, c4, tiles, 1, 4), f32, "nchw4c", "global")
 
         # A new region with the partials result: the old one's ops move over.
@@ -146,6 +161,10 @@ class FusePoolPartials(ModulePass):
 
     target: str = "adreno-740"
     """Target profile: the pass applies to GPU targets only."""
+    target_items: int = TARGET_ITEMS
+    """Work-items a pooled depthwise kernel aims for (more tiles, up to `pixels_per_item`)."""
+    pixels_per_item: int = PIXELS_PER_ITEM
+    """The fewest output pixels per work-item that the tiling leaves."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
@@ -154,6 +173,10 @@ class FusePoolPartials(ModulePass):
             raise CompileError(
                 f"fuse-pool-partials: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
             ) from None
+        if self.target_items < 1 or self.pixels_per_item < 1:
+            raise CompileError(f"fuse-pool-partials: target-items and pixels-per-item must be >= 1, got "
+                               f"{self.target_items} and {self.pixels_per_item}")
         if not profile.is_gpu:
             return
-        PatternRewriteWalker(PoolInProducer(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(PoolInProducer(self.target_items, self.pixels_per_item),
+                             apply_recursively=False).rewrite_module(op)

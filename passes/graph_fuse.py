@@ -11,8 +11,8 @@ then follows the head's value while
 - the user's result has the value's shape (the epilogue runs once per output element;
   the user's other operand is read through broadcasting).
 
-A value read by two element-wise ops that meet again (SiLU, `x * sigmoid(x)`; GELU's
-`x * 0.5 * (1 + erf(x / sqrt 2))`) is no exception to the first rule: the group takes
+A value read by two element-wise ops that meet again (SiLU, `x * sigmoid(x)`; `x +
+relu(x)`) is no exception to the first rule: the group takes
 all of them when every op of that little graph has the shape, only one of them (the
 last) is read outside it, and it has at most `MAX_TAIL` ops. The kernel computes x once
 and reads it from a register twice.

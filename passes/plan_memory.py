@@ -101,8 +101,12 @@ def kernel_reads(op: Operation) -> set[SSAValue]:
     """The values the kernel of `op` reads (a fused region's outside operands)."""
     if isinstance(op, graph.FusedOp):
         inside = set(op.ops)
-        return {v for o in op.ops for v in o.operands if v.owner not in inside}
-    return set(op.operands)
+        reads = {v for o in op.ops for v in o.operands if v.owner not in inside}
+    else:
+        reads = set(op.operands)
+    # Ops without kernels are read through: their reader loads their operands.
+    return {w for v in reads for w in (v.owner.operands if isinstance(
+        v.owner, (graph.SumPartialsOp, graph.ScaleChannelsOp)) else (v,))}
 
 
 def input_slots(op: graph.ConcatOp, base: int) -> list[tuple[SSAValue, int]]:
@@ -334,7 +338,8 @@ def read_storage(block: Block) -> Storage:
         if not (isinstance(g, IntegerAttr) and isinstance(s, IntegerAttr) and set(fields) == {"alloc", "c4_offset"}
                 and g.value.data >= 0 and s.value.data >= 0):
             raise _storage_error(op, "expected {alloc = N : i64, c4_offset = K : i64} with N, K >= 0")
-        v = op.results[0] if len(op.results) == 1 else None
+        # A region's stored value is its first result (a second one is its pool partials).
+        v = op.result if isinstance(op, graph.FusedOp) else op.results[0] if len(op.results) == 1 else None
         t = None if v is None else packed_type(v)
         if t is None or t.shape[0] != 1:
             raise _storage_error(op, "only an NCHW4c tensor of batch 1 can share storage")

@@ -94,6 +94,11 @@ class Space:
             for t in ("tile_m", "tile_n"):
                 if t in cfg:
                     cfg[t] = 1
+        if self.kind == "conv4c" and cfg.get("reduce_items", 1) > 1:
+            # A work-group reduction fixes its own local size (and a 1x1 output has one pixel block).
+            cfg.pop("work_group", None)
+            if self.default.get("x_block") == 1:
+                cfg["x_block"] = 1
         if self.kind == "conv":
             kernel = cfg.get("kernel")
             for key in ("co_block", "x_block", "vec"):  # keys the chosen kernel does not read
@@ -180,19 +185,19 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
         ci = graph.shape_of(head.input)
         ci_blocks = max(1, math.ceil(_logical_channels(head) / 4)) if ci else 1
         depthwise = isinstance(head, graph.Conv2dOp) and head.groups.value.data > 1
+        _, _, oh, ow = graph.shape_of(head.result)
         if pooled(head):  # a work-group per (tile, channel block), one pixel per work-item and step
             dims.append(("reduce_items", (16, 32, 64, 128)))
-        else:
+        elif ow > 1:
             dims.append(("x_block", (1, 2, 4)))
-        if depthwise:
+        if depthwise and not pooled(head):  # the pooled kernel always reads rows once
             dims.append(("dw_rows", (0, 1)))
         elif isinstance(head, graph.Conv2dOp) and head.groups.value.data == 1:
             out_blocks = graph.shape_of(head.result)[1] // 4  # the logical shape: 4 channels a block
             dims.append(("co_blocks", (1, 2) if out_blocks % 2 == 0 else (1,)))
             dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
-            _, _, oh, ow = graph.shape_of(head.result)
             if oh * ow <= 49:  # small grids: also split the channels within a work-group (one launch)
-                dims.append(("reduce_items", tuple(r for r in (1, 4, 16, 64) if r <= ci_blocks)))
+                dims.append(("reduce_items", tuple(r for r in (1, 4, 8, 16, 32, 64, 128) if r <= ci_blocks)))
     elif kind == "conv":
         # Every kernel that can run the conv (select_kernel_config.conv_kernels): vec4
         # (float4 over channels), scalar (one pixel per work-item: what a CPU's work-group

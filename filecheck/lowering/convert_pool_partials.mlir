@@ -107,7 +107,7 @@ func.func @main(%x: !texture.tensor<1x8x28x28x4xf32, nchw4c, global>) -> !textur
 // add nothing (the loop bound min(lo + 3, 49)). The config written by hand
 // (reduce_items = 8) is kept: a work-group of 8 for 3 pixels. The partials stay an f32
 // buffer of N * C4 * tiles float4s indexed ((n * 2 + c4) * 20 + tile), and the FC (2
-// input blocks: no work-group) adds 20 tiles per block.
+// input blocks: no work-group) adds the 20 tiles of each block in f32, in a loop (more than 8).
 
 // HOST-LABEL: func.func @main(%in: !opencl.buffer<3136xf32>)
 // HOST:         opencl.launch @pack_nchw4c(
@@ -140,9 +140,12 @@ func.func @main(%x: !texture.tensor<1x8x28x28x4xf32, nchw4c, global>) -> !textur
 // CHECK-LABEL: __kernel void conv1x1_4c_tiles20(
 // CHECK-NOT:       __local
 // CHECK:           for (int ci4 = 0; ci4 < 2; ++ci4) {
-// CHECK:               const int [[T:v[0-9]+]] = ((z * 2) + ci4) * 20;
-// CHECK-NEXT:          vload4([[T]], input);
-// CHECK-COUNT-19:      vload4([[T]] + {{[0-9]+}}, input);
+// CHECK:               const int [[B:v[0-9]+]] = (z * 2) + ci4;
+// CHECK-NEXT:          float4 [[S:v[0-9]+]] = (float4)(0.0f);
+// CHECK-NEXT:          for (int tile = 0; tile < 20; ++tile) {
+// CHECK-NEXT:              const float4 [[V:v[0-9]+]] = vload4(([[B]] * 20) + tile, input);
+// CHECK-NEXT:              [[S]] = [[S]] + [[V]];
+// CHECK-NEXT:          }
 // CHECK-NOT:           vload4({{.*}}, input)
 func.func @main(%in: tensor<2x8x14x14xf32>) -> !texture.tensor<2x1x1x1x4xf32, nchw4c, global> {
   %x = texture.pack %in : tensor<2x8x14x14xf32> -> !texture.tensor<2x2x14x14x4xf16, nchw4c, #texture.image<texture, h = 56, w = 14>>

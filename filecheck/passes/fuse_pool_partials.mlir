@@ -9,19 +9,19 @@
 // (CPU) the module is unchanged.
 
 // The positive pattern: a 28x28 plane of 4 channel blocks. pool_tiles: 64 work-items
-// per work-group (784 >= 256 pixels), ceil(784 / 128) = 7 tiles. The region keeps
+// per work-group (784 >= 256 pixels), one pixel each: ceil(784 / 64) = 13 tiles. The region keeps
 // its location and the hard_swish it yields; the pool keeps its name on the
 // sum_partials; the scale's mul still reads the region's first result.
 
 // CHECK-LABEL: func.func @se(
-// CHECK:         %d, %[[P:.+]] = graph.fused -> !texture.tensor<1x4x28x28x4xf32, nchw4c, global>, !texture.tensor<1x4x7x1x4xf32, nchw4c, global> {
+// CHECK:         %d, %[[P:.+]] = graph.fused -> !texture.tensor<1x4x28x28x4xf32, nchw4c, global>, !texture.tensor<1x4x13x1x4xf32, nchw4c, global> {
 // CHECK-NEXT:      %[[C:.+]] = graph.conv2d %x, %wd, %bd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64}
 // CHECK-NEXT:      %[[H:.+]] = graph.hard_swish %[[C]] : !texture.tensor<1x4x28x28x4xf32, nchw4c, global>
-// CHECK-NEXT:      %[[T:.+]] = graph.pool_partials %[[H]] {tiles = 7 : i64} : !texture.tensor<1x4x28x28x4xf32, nchw4c, global> -> !texture.tensor<1x4x7x1x4xf32, nchw4c, global> loc("pool")
-// CHECK-NEXT:      graph.yield %[[H]], %[[T]] : !texture.tensor<1x4x28x28x4xf32, nchw4c, global>, !texture.tensor<1x4x7x1x4xf32, nchw4c, global>
+// CHECK-NEXT:      %[[T:.+]] = graph.pool_partials %[[H]] {tiles = 13 : i64} : !texture.tensor<1x4x28x28x4xf32, nchw4c, global> -> !texture.tensor<1x4x13x1x4xf32, nchw4c, global> loc("pool")
+// CHECK-NEXT:      graph.yield %[[H]], %[[T]] : !texture.tensor<1x4x28x28x4xf32, nchw4c, global>, !texture.tensor<1x4x13x1x4xf32, nchw4c, global>
 // CHECK-NEXT:    } loc("act")
 // CHECK-NOT:     graph.global_avg_pool
-// CHECK:         %p = graph.sum_partials %[[P]] : !texture.tensor<1x4x7x1x4xf32, nchw4c, global> -> !texture.tensor<1x4x1x1x4xf32, nchw4c, global> loc("pool")
+// CHECK:         %p = graph.sum_partials %[[P]] : !texture.tensor<1x4x13x1x4xf32, nchw4c, global> -> !texture.tensor<1x4x1x1x4xf32, nchw4c, global> loc("pool")
 // CHECK:         graph.fused -> !texture.tensor<1x2x1x1x4xf32, nchw4c, global> {
 // CHECK-NEXT:      graph.conv2d %p, %w1, %b1 :
 // CHECK:         graph.mul %d, %{{.+}} : (!texture.tensor<1x4x28x28x4xf32, nchw4c, global>, !texture.tensor<1x4x1x1x4xf32, nchw4c, global>)
@@ -64,15 +64,15 @@ func.func @se(%x: !texture.tensor<1x4x28x28x4xf32, nchw4c, global>) -> !texture.
 // -----
 
 // Images, a stride-2 depthwise conv, batch 2 and a small plane: 7x7 = 49 pixels (16
-// work-items per work-group), ceil(49 / 32) = 2 tiles. The partials are an f32 global
+// work-items per work-group), ceil(49 / 16) = 4 tiles. The partials are an f32 global
 // buffer whatever the region's result is (here a half image).
 
 // CHECK-LABEL: func.func @se_image(
-// CHECK:         %d, %[[P:.+]] = graph.fused -> !texture.tensor<2x2x7x7x4xf16, nchw4c, #texture.image<texture, h = 28, w = 7>>, !texture.tensor<2x2x2x1x4xf32, nchw4c, global> {
+// CHECK:         %d, %[[P:.+]] = graph.fused -> !texture.tensor<2x2x7x7x4xf16, nchw4c, #texture.image<texture, h = 28, w = 7>>, !texture.tensor<2x2x4x1x4xf32, nchw4c, global> {
 // CHECK:           graph.relu
-// CHECK-NEXT:      %[[T:.+]] = graph.pool_partials %{{.+}} {tiles = 2 : i64} : !texture.tensor<2x2x7x7x4xf16, nchw4c, #texture.image<texture, h = 28, w = 7>> -> !texture.tensor<2x2x2x1x4xf32, nchw4c, global>
+// CHECK-NEXT:      %[[T:.+]] = graph.pool_partials %{{.+}} {tiles = 4 : i64} : !texture.tensor<2x2x7x7x4xf16, nchw4c, #texture.image<texture, h = 28, w = 7>> -> !texture.tensor<2x2x4x1x4xf32, nchw4c, global>
 // CHECK-NEXT:      graph.yield %{{.+}}, %[[T]] :
-// CHECK:         %p = graph.sum_partials %[[P]] : !texture.tensor<2x2x2x1x4xf32, nchw4c, global> -> !texture.tensor<2x2x1x1x4xf16, nchw4c, global>
+// CHECK:         %p = graph.sum_partials %[[P]] : !texture.tensor<2x2x4x1x4xf32, nchw4c, global> -> !texture.tensor<2x2x1x1x4xf16, nchw4c, global>
 // CHECK:         graph.conv2d %p, %w1 :
 
 // CPU-LABEL: func.func @se_image(
@@ -221,7 +221,7 @@ func.func @producer_grouped(%x: !texture.tensor<1x4x8x8x4xf32, nchw4c, global>) 
 // partials result; the region then has partials, so the second pool stays a kernel.
 
 // CHECK-LABEL: func.func @two_pools(
-// CHECK:         %d, %[[P:.+]] = graph.fused -> !texture.tensor<1x4x8x8x4xf32, nchw4c, global>, !texture.tensor<1x4x1x1x4xf32, nchw4c, global> {
+// CHECK:         %d, %[[P:.+]] = graph.fused -> !texture.tensor<1x4x8x8x4xf32, nchw4c, global>, !texture.tensor<1x4x2x1x4xf32, nchw4c, global> {
 // CHECK-COUNT-1:   graph.pool_partials
 // CHECK:         %p = graph.sum_partials %[[P]]
 // CHECK:         %q = graph.global_avg_pool %d

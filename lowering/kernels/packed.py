@@ -227,15 +227,18 @@ class PackedSpec(KernelSpec):
                    "pepi": dataclasses.replace(self.pepi, extras=tuple((norm(p), b) for p, b in self.pepi.extras))}
         if getattr(self, "src", None) is not None and self.src.shape[0] == 1:
             changes["src"] = norm(self.src)
+        if getattr(self, "scale", None) is not None and self.scale.shape[0] == 1:
+            changes["scale"] = norm(self.scale)
         if isinstance(self, PackedMapSpec):
             changes["shape"] = (self.shape[0], 0, *self.shape[2:])
         return dataclasses.replace(self, **changes)
 
-    def finish_pixel(self, kb: KernelBuilder, extras, out, value, n, c4, h, w) -> None:
+    def finish_pixel(self, kb: KernelBuilder, extras, out, value, n, c4, h, w) -> SSAValue:
         """Epilogue (its extra inputs read at the pixel's own coordinates) and store (at
-        the output's channel offset, if any)."""
+        the output's channel offset, if any); returns the value stored."""
         value = self.pepi.apply(kb, value, extras, n, c4, h, w)
         self.out.write(kb, out, value, n, self.out_block(kb, out, c4), h, w)
+        return value
 
 
 # --------------------------------------------------------------------------- boundaries
@@ -435,11 +438,20 @@ class PackedConvSpec(PackedSpec):
             ix = k.add(ixs[t], k.mul(kw, self.dilations[1]))
             conds = (k.in_bounds(iy, 0, H) if self.needs_check(0) else []) + (
                 k.in_bounds(ix, 0, W) if self.needs_check(1) else [])
-            if self.src_tiles:  # the sum of the pooled tiles (a 1x1 window on a 1x1 input)
-                v = self.src.read(k, x, n, ci4, 0, 0)
-                for tile in range(1, self.src_tiles):
-                    v = k.vector().fadd(v, self.src.read(k, x, n, ci4, tile, 0))
-                return v
+            if self.src_tiles:  # the sum of the pooled tiles (a 1x1 window on a 1x1 input), in f32
+                vf = k.vector(f32)
+
+                def add(k2: KernelBuilder, tile, acc):
+                    return [k2.vector(f32).fadd(acc[0], k2.vload4(x, k2.add(k2.mul(base, self.src_tiles), tile)))]
+
+                base = k.add(k.mul(n, self.src.shape[1]), ci4) if self.src.shape[0] > 1 else ci4
+                if self.src_tiles <= 8:
+                    total = k.vload4(x, k.mul(base, self.src_tiles))
+                    for tile in range(1, self.src_tiles):
+                        (total,) = add(k, tile, [total])
+                else:
+                    (total,) = k.for_(0, self.src_tiles, 1, [vf.f(0.0)], add, "tile")
+                return k.cast(total, k.ftype)
             return self.src.read_masked(k, x, n, ci4, iy, ix, k.all_of(conds))
 
         def tap(k: KernelBuilder, ci4, kh, kw, accs, scale=None):
@@ -583,8 +595,7 @@ class PackedDwPoolSpec(PackedConvSpec):
             oy, ox = k.div(p, OW, "oy"), k.rem(p, OW, "ox")
             iy0 = k.sub(k.mul(oy, self.strides[0]), self.pads[0], "iy0")
             (value,) = self.depthwise_rows(k, x, wt, n, c4, iy0, ox, [bias])
-            value = self.pepi.apply(k, value, extras, n, c4, oy, ox)
-            self.out.write(k, out, value, n, self.out_block(k, out, c4), oy, ox)
+            value = self.finish_pixel(k, extras, out, value, n, c4, oy, ox)
             return [k.vector(f32).fadd(acc[0], k.cast(value, f32))]
 
         (total,) = kb.for_(kb.add(lo, lid), hi, self.reduce_items, [kb.vector(f32).f(0.0)], pixel, "p")
