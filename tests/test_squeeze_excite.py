@@ -478,3 +478,44 @@ def test_silu_with_sigmoid_output_is_not_fused():
     names = _compute_kernels(cm)
     assert not any(n.endswith("_sigmoid_mul") for n in names) and any(n.startswith("mul") for n in names), names
     _check(cm, model, TOLERANCE)
+
+
+# ------------------------------------------------------------------ regressions
+
+
+def _se_output_in_concat_model():
+    """A squeeze-excite block whose depthwise output h is also a channel-concat input
+    (plan-memory writes it into the concat's storage) and whose scaled output goes through
+    a projection conv (fuse-channel-scale)."""
+    rng = np.random.default_rng(3)
+    r = lambda *s: (rng.standard_normal(s) * 0.2).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(a, n) for a, n in (
+        (r(16, 1, 3, 3), "wd"), (r(16), "bd"), (r(8, 16, 1, 1), "w1"), (r(16, 8, 1, 1), "w2"),
+        (r(8, 16, 1, 1), "wp"), (r(16, 16, 1, 1), "wo"), (r(8, 32, 1, 1), "wc"))]
+    nodes = [helper.make_node("Conv", ["x", "wd", "bd"], ["d"], group=16, pads=[1] * 4, name="dw"),
+             helper.make_node("Relu", ["d"], ["h"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["h"], ["p"], name="pool"),
+             helper.make_node("Conv", ["p", "w1"], ["c1"], name="fc1"),
+             helper.make_node("Relu", ["c1"], ["r"], name="fc1_relu"),
+             helper.make_node("Conv", ["r", "w2"], ["c2"], name="fc2"),
+             helper.make_node("Sigmoid", ["c2"], ["s"], name="gate"),
+             helper.make_node("Mul", ["h", "s"], ["m"], name="scale"),
+             helper.make_node("Conv", ["m", "wp"], ["y"], name="project"),
+             helper.make_node("Conv", ["x", "wo"], ["o"], name="other"),
+             helper.make_node("Concat", ["h", "o"], ["cat"], axis=1, name="cat"),
+             helper.make_node("Conv", ["cat", "wc"], ["z"], name="after_cat")]
+    return _model(nodes, [_f("x", [1, 16, 8, 8])], [_f("y", None), _f("z", None)], inits)
+
+
+@pytest.mark.parametrize("plan", GPU_PLANS)
+def test_pooled_depthwise_output_in_concat(plan):
+    """Regression (review of fuse-pool-partials): plan-memory read a region's stored value
+    as `results[0]` only when the op had one result, so a pooled depthwise region (two
+    results) that writes a concat input failed with "only an NCHW4c tensor of batch 1 can
+    share storage"."""
+    model = _se_output_in_concat_model()
+    cm = adreno_mlir.compile(model, keep_ir=True, **PLANS[plan])
+    names = _kernels(cm)
+    assert any(n.startswith("dwconv") and "_pool" in n for n in names), names
+    assert not any(n.startswith(("global_avgpool", "mul")) for n in names), names
+    _check(cm, model, _tolerance(plan))
