@@ -60,9 +60,10 @@ PLANS = {
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
     "nchw4c-fp16": {"textures": True, "target": "adreno-740", "precision": "fp16-acc32"},
-    "nchw": {},
+    "nchw": {"textures": False, "layout": "nchw", "target": "pocl-cpu"},
 }
-"""`{}`: the plain NCHW plan for the default device's profile (pocl-cpu)."""
+"""`nchw`: the plain NCHW plan for a CPU profile, named so that the plan stays a CPU's on any
+device (on a GPU device `{}` would be the texture plan)."""
 GPU_PLANS = [p for p in PLANS if p != "nchw"]
 
 TOLERANCE = 1e-4
