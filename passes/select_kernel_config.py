@@ -450,7 +450,9 @@ class Rules:
             # channels in one launch; split-K needed two, and on the H200 each launch costs ~5 us,
             # more than the product itself. CPUs keep one work-item per output (written out: an
             # absent key would take the GPU rule in the lowering).
-            items = min(256, 1 << (ci4.bit_length() - 1)) if self.gpu and ci4 >= 8 else 1
+            # Reading pool tiles (graph.sum_partials), the work-items share (block, tile) pairs.
+            pairs = ci4 * (op.input.owner.input.type.shape[2] if isinstance(op.input.owner, graph.SumPartialsOp) else 1)
+            items = min(256, 1 << (pairs.bit_length() - 1)) if self.gpu and pairs >= 8 else 1
             if items > 1:
                 cfg.update(split_k=1, x_block=1, co_blocks=1)
             cfg["reduce_items"] = items

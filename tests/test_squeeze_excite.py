@@ -148,10 +148,11 @@ def _check(cm, model, tol: float):
         assert err <= tol, f"{name}: {err:.2e} from onnxruntime (tolerance {tol:.0e})"
 
 
-def _gemv_items(ci: int) -> int:
-    """select-kernel-config's GPU default reduce_items for a conv with a 1x1 output."""
-    ci4 = -(-ci // 4)
-    return min(256, 1 << (ci4.bit_length() - 1)) if ci4 >= 8 else 1
+def _gemv_items(ci: int, tiles: int = 1) -> int:
+    """select-kernel-config's GPU default reduce_items for a conv with a 1x1 output (reading
+    `tiles` pool tiles per input channel block: its work-items share (block, tile) pairs)."""
+    pairs = -(-ci // 4) * tiles
+    return min(256, 1 << (pairs.bit_length() - 1)) if pairs >= 8 else 1
 
 
 def _overrides(tmp_path, entries: dict) -> str:
@@ -195,7 +196,7 @@ def _assert_pool_partials(cm, c: int, oh: int, batch: int) -> None:
     assert not any("avgpool" in n for n in names), names
     fc = [n for n in names if "_tiles" in n]
     assert len(fc) == 1 and fc[0].startswith("conv1x1_4c") and f"_tiles{tiles}" in fc[0], names
-    items_fc = _gemv_items(c)
+    items_fc = _gemv_items(c, tiles)
     assert (f"_wg{items_fc}_" in fc[0]) == (items_fc > 1), (fc, items_fc)
     ir = cm.stage_ir["pool-partials"]
     assert ir.count("graph.pool_partials ") == 1 and ir.count("graph.sum_partials ") == 1

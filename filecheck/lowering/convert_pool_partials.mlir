@@ -13,14 +13,15 @@
 
 // 32 channels (8 blocks), 28x28 = 784 pixels, 7 tiles of 112 pixels. select-kernel-config
 // gives the pooled depthwise kernel reduce_items = 64 (>= 256 pixels) and the first FC
-// (a 1x1 output, 8 input blocks) reduce_items = 8: a work-group per output block.
+// (a 1x1 output, 8 input blocks x 7 tiles = 56 pairs) reduce_items = 32: a work-group per
+// output block.
 
 // HOST-LABEL: func.func @main(%x: !opencl.buffer<25088xf32>)
 // HOST:         %[[PP:.+]] = opencl.alloc_buffer : !opencl.buffer<224xf32>
 // HOST:         %[[H:.+]] = opencl.alloc_buffer : !opencl.buffer<25088xf32>
 // HOST-NEXT:    opencl.launch @dwconv3x3_4c_wg64_hard_swish_pool7(%x, %wd, %bd, %[[PP]], %[[H]]) global [64, 7, 8] local [64, 1, 1] :
 // HOST-NOT:     global_avgpool
-// HOST:         opencl.launch @conv1x1_4c_wg8_tiles7_relu(%[[PP]], %w1, %b1, %{{.+}}) global [8, 1, 2] local [8, 1, 1] :
+// HOST:         opencl.launch @conv1x1_4c_wg32_tiles7_relu(%[[PP]], %w1, %b1, %{{.+}}) global [32, 1, 2] local [32, 1, 1] :
 // HOST:         opencl.launch @conv1x1_4c_hard_sigmoid(
 // HOST:         opencl.launch @mul_4c(%[[H]],
 // HOST-NOT:     opencl.launch
@@ -52,23 +53,18 @@
 // CHECK-NEXT:      }
 // CHECK-NEXT:  }
 
-// The FC: input channel blocks l, l + 8, ... of work-group gx; each block's value is
-// the sum of its 7 tiles (partials index ci4 * 7 + t), then the work-group sum.
-// CHECK-LABEL: __kernel void conv1x1_4c_wg8_tiles7_relu(
+// The FC: (block, tile) pairs q = l, l + 32, ... of work-group gx (ci4 = q / 7, tile
+// q % 7: partials index ci4 * 7 + tile), each tile times the block's weights, then the
+// work-group sum.
+// CHECK-LABEL: __kernel void conv1x1_4c_wg32_tiles7_relu(
 // CHECK:           const int gx = (int)get_group_id(0);
 // CHECK:           const int l = (int)get_local_id(0);
-// CHECK:           for (int [[CI:ci4_?[0-9]*]] = l; [[CI]] < ci4; [[CI]] += 8) {
-// CHECK:               const int [[T:v[0-9]+]] = [[CI]] * 7;
-// CHECK-NEXT:          const float4 [[T0:v[0-9]+]] = vload4([[T]], input);
-// CHECK-NEXT:          const float4 [[T1:v[0-9]+]] = vload4([[T]] + 1, input);
-// CHECK-NEXT:          const float4 [[T2:v[0-9]+]] = vload4([[T]] + 2, input);
-// CHECK-NEXT:          const float4 [[T3:v[0-9]+]] = vload4([[T]] + 3, input);
-// CHECK-NEXT:          const float4 [[T4:v[0-9]+]] = vload4([[T]] + 4, input);
-// CHECK-NEXT:          const float4 [[T5:v[0-9]+]] = vload4([[T]] + 5, input);
-// CHECK-NEXT:          const float4 [[T6:v[0-9]+]] = vload4([[T]] + 6, input);
-// CHECK-NEXT:          = ((((([[T0]] + [[T1]]) + [[T2]]) + [[T3]]) + [[T4]]) + [[T5]]) + [[T6]];
+// CHECK:           for (int q = l; q < (ci4 * 7); q += 32) {
+// CHECK-NEXT:          const int [[CI:ci4_?[0-9]*]] = q / 7;
+// CHECK:               const float4 [[T:v[0-9]+]] = vload4(([[CI]] * 7) + (q % 7), input);
+// CHECK-NEXT:          {{v[0-9]+}} = fma((float4)([[T]].s3),
 // CHECK:           }
-// CHECK-NEXT:      __local float4 partial[8];
+// CHECK-NEXT:      __local float4 partial[32];
 // CHECK:           barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:           if (l == 0) {
 // CHECK:               vstore4(adreno_fmax_float4(
@@ -107,7 +103,8 @@ func.func @main(%x: !texture.tensor<1x8x28x28x4xf32, nchw4c, global>) -> !textur
 // add nothing (the loop bound min(lo + 3, 49)). The config written by hand
 // (reduce_items = 8) is kept: a work-group of 8 for 3 pixels. The partials stay an f32
 // buffer of N * C4 * tiles float4s indexed ((n * 2 + c4) * 20 + tile), and the FC (2
-// input blocks: no work-group) adds the 20 tiles of each block in f32, in a loop (more than 8).
+// input blocks, its config set to reduce_items = 1 by hand: one work-item per output) adds the
+// 20 tiles of each block in f32, in a loop (more than 8).
 
 // HOST-LABEL: func.func @main(%in: !opencl.buffer<3136xf32>)
 // HOST:         opencl.launch @pack_nchw4c(
@@ -159,6 +156,6 @@ func.func @main(%in: tensor<2x8x14x14xf32>) -> !texture.tensor<2x1x1x1x4xf32, nc
   }
   %p = graph.sum_partials %t : !texture.tensor<2x2x20x1x4xf32, nchw4c, global> -> !texture.tensor<2x2x1x1x4xf16, nchw4c, global>
   %w1 = graph.constant dense<0.125> : tensor<1x8x1x1x4xf32>
-  %f = graph.conv2d %p, %w1 : !texture.tensor<2x2x1x1x4xf16, nchw4c, global>, tensor<1x8x1x1x4xf32> -> !texture.tensor<2x1x1x1x4xf32, nchw4c, global>
+  %f = graph.conv2d %p, %w1 {kernel_config = {reduce_items = 1 : i64}} : !texture.tensor<2x2x1x1x4xf16, nchw4c, global>, tensor<1x8x1x1x4xf32> -> !texture.tensor<2x1x1x1x4xf32, nchw4c, global>
   func.return %f : !texture.tensor<2x1x1x1x4xf32, nchw4c, global>
 }

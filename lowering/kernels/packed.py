@@ -344,8 +344,9 @@ class PackedConvSpec(PackedSpec):
     its float4 (loaded once per input channel block)."""
     src_tiles: int = 0
     """> 0: `src` holds `graph.pool_partials` tiles (N, C4, src_tiles, 1), and the conv
-    (1x1 window on a 1x1 input) reads input pixel (n, c4, 0, 0) as their sum: the mean
-    that `graph.sum_partials` stands for, added where it is read."""
+    (1x1 window on a 1x1 input) reads input pixel (n, c4, 0, 0) as their sum (in f32): the
+    mean that `graph.sum_partials` stands for, added where it is read. With
+    `reduce_items` > 1 the work-items take (block, tile) pairs instead of blocks."""
 
     def scalar_names(self) -> tuple[str, ...]:
         return ("ci4",) if self.dynamic_ci else ()
@@ -433,7 +434,7 @@ class PackedConvSpec(PackedSpec):
                       self.pads[1]) for t in range(xb)]
         vk = kb.vector()
 
-        def read_tap(k: KernelBuilder, ci4, kh, kw, t):
+        def read_tap(k: KernelBuilder, ci4, kh, kw, t, tile=None):
             iy = k.add(iy0, k.mul(kh, self.dilations[0]))
             ix = k.add(ixs[t], k.mul(kw, self.dilations[1]))
             conds = (k.in_bounds(iy, 0, H) if self.needs_check(0) else []) + (
@@ -445,6 +446,8 @@ class PackedConvSpec(PackedSpec):
                     return [k2.vector(f32).fadd(acc[0], k2.vload4(x, k2.add(k2.mul(base, self.src_tiles), tile)))]
 
                 base = k.add(k.mul(n, self.src.shape[1]), ci4) if self.src.shape[0] > 1 else ci4
+                if tile is not None:  # one tile (the work-group loop runs over blocks and tiles)
+                    return k.cast(k.vload4(x, k.add(k.mul(base, self.src_tiles), tile)), k.ftype)
                 if self.src_tiles <= 8:
                     total = k.vload4(x, k.mul(base, self.src_tiles))
                     for tile in range(1, self.src_tiles):
@@ -454,7 +457,7 @@ class PackedConvSpec(PackedSpec):
                 return k.cast(total, k.ftype)
             return self.src.read_masked(k, x, n, ci4, iy, ix, k.all_of(conds))
 
-        def tap(k: KernelBuilder, ci4, kh, kw, accs, scale=None):
+        def tap(k: KernelBuilder, ci4, kh, kw, accs, scale=None, tile=None):
             if self.depthwise:
                 wv = k.vload4(wt, k.add(k.mul(co4, taps), k.add(k.mul(kh, kw_n), kw)))
                 return [k.fma(read_tap(k, ci4, kh, kw, t), wv, accs[t]) for t in range(xb)]
@@ -466,7 +469,7 @@ class PackedConvSpec(PackedSpec):
                   for j in range(cb)]
             res = list(accs)
             for t in range(xb):
-                v = read_tap(k, ci4, kh, kw, t)
+                v = read_tap(k, ci4, kh, kw, t, tile)
                 if scale is not None:
                     v = k.vector().fmul(v, scale)
                 lanes = [k.splat(k.lane(v, lane)) for lane in range(4)]
@@ -479,12 +482,21 @@ class PackedConvSpec(PackedSpec):
             raise ValueError("a scaled input (graph.scale_channels) needs a groups-1 conv")
         scale_n = n if self.scale is not None and self.scale.shape[0] > 1 else 0
 
-        def over_taps(k: KernelBuilder, ci4, accs):
+        def over_taps(k: KernelBuilder, ci4, accs, tile=None):
             # Unrolled by the printer: with `#pragma unroll` NVIDIA's compiler ran these
             # NCHW4c convs 1.6x slower than with the window written out (docs/startup.md).
             scale = None if self.scale is None else self.scale.read(k, ins[-1], scale_n, ci4, 0, 0)
-            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2, scale),
+            return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2, scale, tile),
                                 unroll=opencl.UNROLL_BY_PRINTER)
+
+        def step_taps(k: KernelBuilder, idx, accs):
+            """One step of the input loop: input block `idx`, or with pool tiles read by a
+            work-group, the pair (block, tile) numbered `idx`: the work-group's items then
+            share the blocks' tiles too, not only the blocks (a 112x112 squeeze-excite input
+            has 8 channel blocks and 128 tiles)."""
+            if group and self.src_tiles:
+                return over_taps(k, k.div(idx, self.src_tiles, "ci4"), accs, k.rem(idx, self.src_tiles, "tile"))
+            return over_taps(k, idx, accs)
 
         split = self.split_k > 1
         bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split and not group
@@ -498,6 +510,9 @@ class PackedConvSpec(PackedSpec):
             lo, hi, step = 0, ci4n, 1
             if group:  # blocks lid, lid + reduce_items, ...: neighbours read neighbouring blocks
                 lo, step = lid, self.reduce_items
+                if self.src_tiles:  # (block, tile) pairs: neighbours read neighbouring tiles
+                    hi = kb.mul(ci4n, self.src_tiles)
+            loop_name = "q" if group and self.src_tiles else "ci4"
             if split:  # this work-item's share of the input channel blocks
                 chunk = kb.div(kb.add(ci4n, self.split_k - 1), self.split_k, "chunk")
                 lo = kb.mul(part, chunk, "ci4_lo")
@@ -508,11 +523,11 @@ class PackedConvSpec(PackedSpec):
                 # MobileNetV3's head) summed in half loses too much (see block_sum).
                 accs = [kb.cast(a, f32) for a in accs]
                 accs = kb.for_(lo, hi, step, accs,
-                               lambda k, ci4, a: block_sum(k, a, lambda k2, z: over_taps(k2, ci4, z)), "ci4")
+                               lambda k, i, a: block_sum(k, a, lambda k2, z: step_taps(k2, i, z)), loop_name)
                 if not group:  # a work-group sums in f32 and converts at the end
                     accs = [kb.cast(a, f16) for a in accs]
             else:
-                accs = kb.for_(lo, hi, step, accs, lambda k, ci4, a: over_taps(k, ci4, a), "ci4")
+                accs = kb.for_(lo, hi, step, accs, lambda k, i, a: step_taps(k, i, a), loop_name)
         partial = dataclasses.replace(self.out, kind="buf", element="f32")
 
         def finish(k: KernelBuilder, t: int, ox) -> None:
