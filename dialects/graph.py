@@ -62,9 +62,11 @@ from adreno_mlir.dialects.traits import (  # noqa: F401 (re-exported: graph.Elem
     Elementwise,
     EpilogueHead,
     ImageOperands,
+    LoadedByReader,
     NCHW4cConvertible,
     is_elementwise,
     is_epilogue_head,
+    loaded_by_reader,
 )
 
 if TYPE_CHECKING:
@@ -2111,8 +2113,18 @@ class SumPartialsOp(GraphOp):
     name = "graph.sum_partials"
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LoadedByReader())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    @staticmethod
+    def readable_by(conv: Operation) -> bool:
+        """Whether `conv` can read a sum of tiles as its input: a groups-1 1x1 convolution
+        (direct or split-K) with stride 1 and no padding, which is what a squeeze-excite
+        block's first FC is."""
+        groups = getattr(conv, "groups", None)
+        return (isinstance(conv, (Conv2dOp, Conv2dSplitKOp)) and tuple(weight_shape(conv.weight)[2:]) == (1, 1)
+                and ints(conv.strides) == (1, 1) and not any(ints(conv.pads))
+                and (groups is None or groups.value.data == 1))
 
     def verify_shapes(self) -> None:
         p = shape_of(self.input)
@@ -2133,7 +2145,7 @@ class ScaleChannelsOp(GraphOp):
     input = operand_def(AnyTensor)
     scale = operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), LoadedByReader())
     assembly_format = "$input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type($result)"
 
     def verify_shapes(self) -> None:

@@ -12,6 +12,8 @@ here, depending on nothing else of the project, so that texture ops can carry th
   images (and writes its result to one unless `writes=False`); `annotate-texture-scope`
   uses it.
 - `NCHW4cConvertible`: the op has NCHW4c kernels (`convert-layout-nchw4c` may move it).
+- `LoadedByReader`: the op has no kernel; the kernel that reads its result computes it
+  from the op's operands as it loads them (`graph.sum_partials`, `graph.scale_channels`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,18 @@ class ImageOperands(OpTrait):
 class NCHW4cConvertible(OpTrait):
     """The op has NCHW4c kernels (`convert-layout-nchw4c` may move it to packed tensors;
     the pass still checks the op's shapes and attributes)."""
+
+
+@dataclass(frozen=True)
+class LoadedByReader(OpTrait):
+    """The op has no kernel and no storage: the kernel that reads its result (a
+    convolution) computes it from the op's operands while loading them. The lowering
+    skips it, select-kernel-config gives it no config, and plan-memory counts its
+    operands as read by that reader."""
+
+
+def loaded_by_reader(op: Operation) -> bool:
+    return op.has_trait(LoadedByReader)
 
 
 def is_elementwise(op: Operation) -> bool:

@@ -73,9 +73,8 @@ def groups_of(block: Block) -> list[Group]:
     """The kernels of a function body, in program order."""
     groups: list[Group] = []
     for op in block.ops:
-        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.SumPartialsOp, graph.ScaleChannelsOp,
-                           func.ReturnOp)):
-            continue  # no kernel: views, and sums and scales that their reader applies as it loads
+        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, func.ReturnOp)) or graph.loaded_by_reader(op):
+            continue  # no kernel: views, and ops that their reader computes as it loads
         if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
             continue  # packed at compile time
         if isinstance(op, graph.FusedOp):

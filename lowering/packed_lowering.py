@@ -187,11 +187,9 @@ def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
             raise LoweringError(f"{where(op)}: only a groups-1 convolution can read graph.scale_channels")
         return packed(owner.input), [hb.buffer(owner.input), hb.buffer(owner.scale)], {"scale": packed(owner.scale)}
     if isinstance(owner, graph.SumPartialsOp):
-        groups = getattr(op, "groups", None)
-        if tuple(graph.weight_shape(op.weight)[2:]) != (1, 1) or any(graph.ints(op.pads)) or (
-                groups is not None and groups.value.data != 1):
-            raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution without padding can read "
-                                "graph.sum_partials")
+        if not owner.readable_by(op):
+            raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution with stride 1 and no padding can "
+                                "read graph.sum_partials")
         return packed(owner.input), [hb.buffer(owner.input)], {"src_tiles": owner.input.type.shape[2]}
     return packed(op.input), [hb.buffer(op.input)], {}
 

@@ -91,10 +91,7 @@ def _se_fc(pool: graph.GlobalAvgPoolOp) -> graph.Conv2dOp | None:
     if len(users) != 1:
         return None
     fc = users.pop()
-    if not isinstance(fc, graph.Conv2dOp) or fc.input is not pool.result or fc.groups.value.data != 1:
-        return None
-    if tuple(graph.weight_shape(fc.weight)[2:]) != (1, 1) or any(graph.ints(fc.pads)) \
-            or graph.ints(fc.strides) != (1, 1):
+    if not isinstance(fc, graph.Conv2dOp) or fc.input is not pool.result or not graph.SumPartialsOp.readable_by(fc):
         return None
     return fc
 

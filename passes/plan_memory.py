@@ -105,8 +105,8 @@ def kernel_reads(op: Operation) -> set[SSAValue]:
     else:
         reads = set(op.operands)
     # Ops without kernels are read through: their reader loads their operands.
-    return {w for v in reads for w in (v.owner.operands if isinstance(
-        v.owner, (graph.SumPartialsOp, graph.ScaleChannelsOp)) else (v,))}
+    return {w for v in reads for w in (v.owner.operands if isinstance(v.owner, Operation)
+                                        and graph.loaded_by_reader(v.owner) else (v,))}
 
 
 def input_slots(op: graph.ConcatOp, base: int) -> list[tuple[SSAValue, int]]:

@@ -665,9 +665,8 @@ def is_kernel(op: Operation) -> bool:
         return True
     if isinstance(op.parent_op(), graph.FusedOp):
         return False
-    if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.YieldOp, graph.SumPartialsOp,
-                       graph.ScaleChannelsOp)):
-        return False  # no kernel: views, and what their reader computes as it loads
+    if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.YieldOp)) or graph.loaded_by_reader(op):
+        return False  # no kernel: views, and ops that their reader computes as it loads
     if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
         return False
     return op.name.startswith(("graph.", "texture."))

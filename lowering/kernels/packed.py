@@ -439,21 +439,19 @@ class PackedConvSpec(PackedSpec):
             ix = k.add(ixs[t], k.mul(kw, self.dilations[1]))
             conds = (k.in_bounds(iy, 0, H) if self.needs_check(0) else []) + (
                 k.in_bounds(ix, 0, W) if self.needs_check(1) else [])
-            if self.src_tiles:  # the sum of the pooled tiles (a 1x1 window on a 1x1 input), in f32
-                vf = k.vector(f32)
+            if self.src_tiles:  # pooled tiles (a 1x1 window on a 1x1 input), read and added in f32
+                def at(k2: KernelBuilder, t) -> SSAValue:  # the f32 partials buffer [N][C4][tiles]
+                    return k2.vload4(x, self.src.index(k2, n, ci4, t, 0))
 
-                def add(k2: KernelBuilder, tile, acc):
-                    return [k2.vector(f32).fadd(acc[0], k2.vload4(x, k2.add(k2.mul(base, self.src_tiles), tile)))]
-
-                base = k.add(k.mul(n, self.src.shape[1]), ci4) if self.src.shape[0] > 1 else ci4
                 if tile is not None:  # one tile (the work-group loop runs over blocks and tiles)
-                    return k.cast(k.vload4(x, k.add(k.mul(base, self.src_tiles), tile)), k.ftype)
+                    return k.cast(at(k, tile), k.ftype)
                 if self.src_tiles <= 8:
-                    total = k.vload4(x, k.mul(base, self.src_tiles))
-                    for tile in range(1, self.src_tiles):
-                        (total,) = add(k, tile, [total])
+                    total = at(k, 0)
+                    for t2 in range(1, self.src_tiles):
+                        total = k.vector(f32).fadd(total, at(k, t2))
                 else:
-                    (total,) = k.for_(0, self.src_tiles, 1, [vf.f(0.0)], add, "tile")
+                    (total,) = k.for_(0, self.src_tiles, 1, [k.vector(f32).f(0.0)],
+                                      lambda k2, t2, acc: [k2.vector(f32).fadd(acc[0], at(k2, t2))], "tile")
                 return k.cast(total, k.ftype)
             return self.src.read_masked(k, x, n, ci4, iy, ix, k.all_of(conds))
 
