@@ -137,10 +137,9 @@ func.func @main(%x: !texture.tensor<1x8x28x28x4xf32, nchw4c, global>) -> !textur
 // CHECK-LABEL: __kernel void conv1x1_4c_tiles20(
 // CHECK-NOT:       __local
 // CHECK:           for (int ci4 = 0; ci4 < 2; ++ci4) {
-// CHECK:               const int [[B:v[0-9]+]] = (z * 2) + ci4;
-// CHECK-NEXT:          float4 [[S:v[0-9]+]] = (float4)(0.0f);
+// CHECK:               float4 [[S:v[0-9]+]] = (float4)(0.0f);
 // CHECK-NEXT:          for (int tile = 0; tile < 20; ++tile) {
-// CHECK-NEXT:              const float4 [[V:v[0-9]+]] = vload4(([[B]] * 20) + tile, input);
+// CHECK-NEXT:              const float4 [[V:v[0-9]+]] = vload4((((z * 2) + ci4) * 20) + tile, input);
 // CHECK-NEXT:              [[S]] = [[S]] + [[V]];
 // CHECK-NEXT:          }
 // CHECK-NOT:           vload4({{.*}}, input)
