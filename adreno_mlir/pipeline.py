@@ -66,6 +66,7 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         tail[0],
         ("pool-partials", f"fuse-pool-partials{{target={target}}}"),
         ("channel-scale", "fuse-channel-scale"),
+        ("depthwise-load", f"fuse-depthwise-load{{target={target}}}"),
         *tail[1:],
     ]
 

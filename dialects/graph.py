@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
     f32,
     i32,
     i64,
@@ -45,6 +46,7 @@ from xdsl.irdl import (
     opt_result_def,
     region_def,
     operand_def,
+    opt_attr_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
@@ -66,7 +68,6 @@ from adreno_mlir.dialects.traits import (  # noqa: F401 (re-exported: graph.Elem
     NCHW4cConvertible,
     is_elementwise,
     is_epilogue_head,
-    loaded_by_reader,
 )
 
 if TYPE_CHECKING:
@@ -1979,11 +1980,17 @@ class FusedOp(IRDLOperation):
     computes (`fuse-pool-partials`): the kernel that writes the value also writes its
     per-tile means, so a squeeze-excite block's global average pool needs no kernel of
     its own. The region then yields two values, the stored one and the partials.
+
+    With the unit attribute `on_load` (`fuse-depthwise-load`) the region has no kernel
+    and no storage: it is a depthwise convolution (and its element-wise activation)
+    whose one reader, a groups-1 1x1 convolution, computes each pixel of it as it loads
+    that pixel. Delete the attribute to give the region a kernel of its own again.
     """
 
     name = "graph.fused"
     result = result_def(AnyTensor)
     partials = opt_result_def(AnyTensor)
+    on_load = opt_attr_def(UnitAttr)
     body = region_def("single_block")
     assembly_format = "attr-dict `->` type($result) (`,` type($partials)^)? $body"
 
@@ -2012,6 +2019,20 @@ class FusedOp(IRDLOperation):
         assert isinstance(last, YieldOp)
         return last.values[0]
 
+    def tail_reads_only_region(self) -> bool:
+        """Whether the element-wise tail reads nothing from outside the region (an
+        activation such as ReLU, hard-swish or x * sigmoid(x), not a residual add)."""
+        inside = set(self.ops)
+        return all(v.owner in inside for o in self.ops[1:] for v in o.operands)
+
+    def outside_reads(self) -> list[SSAValue]:
+        """The values from outside the region that its ops read, in first-use order."""
+        inside = set(self.body.block.ops)
+        reads: list[SSAValue] = []
+        for o in self.body.block.ops:
+            reads += [v for v in o.operands if v.owner not in inside and v not in reads]
+        return reads
+
     def verify_(self) -> None:
         last = self.body.block.last_op
         count = 1 if self.partials is None else 2
@@ -2036,6 +2057,12 @@ class FusedOp(IRDLOperation):
                                       "(the only kernel that writes graph.pool_partials)")
         elif pool is not None:
             raise VerifyException("'graph.fused' holds a graph.pool_partials but has no partials result")
+        if self.on_load is not None and (count == 2 or not self.ops or not is_depthwise_load(self.ops[0])
+                                         or not self.tail_reads_only_region()):
+            raise VerifyException(
+                "'graph.fused' on_load must hold a depthwise graph.conv2d on NCHW4c tensors (one output channel "
+                "per input channel) and element-wise ops that read only values of the region, with no partials: "
+                "its reader computes it pixel by pixel")
         ops = self.ops
         if len(ops) < 1:
             raise VerifyException("'graph.fused' needs at least one op before its yield")
@@ -2069,6 +2096,27 @@ class FusedOp(IRDLOperation):
                         raise VerifyException(
                             f"'graph.fused': the result of '{o.name}' is used outside the region; "
                             "only the yielded value may leave it")
+
+
+def is_depthwise_load(op: Operation | None) -> bool:
+    """Whether `op` is a depthwise convolution that a `graph.fused {on_load}` region can
+    hold: one output channel per input channel (groups = C), on NCHW4c tensors."""
+    return (isinstance(op, Conv2dOp) and isinstance(op.result.type, TextureTensorType)
+            and op.groups.value.data > 1 and shape_of(op.input)[1] == op.groups.value.data
+            and shape_of(op.result)[1] == op.groups.value.data)
+
+
+def reads_on_load(conv: Operation) -> bool:
+    """Whether `conv` can read a `graph.fused {on_load}` region's value, computing each
+    pixel as it loads it: a groups-1 1x1 convolution (direct or split-K) with stride 1
+    and no padding, whose every load is one pixel of its input."""
+    return SumPartialsOp.readable_by(conv)
+
+
+def loaded_by_reader(op: Operation) -> bool:
+    """The op has no kernel: its reader computes its value as it loads it (the
+    `LoadedByReader` trait, or a `graph.fused {on_load}` region)."""
+    return op.has_trait(LoadedByReader) or (isinstance(op, FusedOp) and op.on_load is not None)
 
 
 @irdl_op_definition

@@ -69,11 +69,8 @@ class LoadedByReader(OpTrait):
     """The op has no kernel and no storage: the kernel that reads its result (a
     convolution) computes it from the op's operands while loading them. The lowering
     skips it, select-kernel-config gives it no config, and plan-memory counts its
-    operands as read by that reader."""
-
-
-def loaded_by_reader(op: Operation) -> bool:
-    return op.has_trait(LoadedByReader)
+    operands as read by that reader. (`graph.loaded_by_reader` asks for this trait, and
+    for `graph.fused {on_load}` regions, which their reader computes in the same way.)"""
 
 
 def is_elementwise(op: Operation) -> bool:

@@ -17,6 +17,7 @@ from adreno_mlir.dialects import graph, texture
 from adreno_mlir.lowering.expr import In
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.packed import (
+    DepthwiseLoad,
     Packed,
     PackedConvSpec,
     PackedDwPoolSpec,
@@ -35,7 +36,7 @@ from adreno_mlir.lowering.winograd_lowering import (
     lower_winograd_matmul,
     lower_winograd_output,
 )
-from adreno_mlir.passes.select_kernel_config import conv4c_config_error
+from adreno_mlir.passes.select_kernel_config import conv4c_config_error, dw_tile_groups
 
 
 packed = packed_of
@@ -179,8 +180,15 @@ def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
     """A conv's input accessor, its head input buffers before the weights... (the input, and
     after weight and bias a scale) and the spec fields that say how to read it: a
     `graph.sum_partials` input is read as its pool partials (the conv adds the tiles), a
-    `graph.scale_channels` one as its input times the scale, anything else as itself."""
+    `graph.scale_channels` one as its input times the scale, a `graph.fused {on_load}`
+    region's as the depthwise conv it holds computed at each pixel (its input, and after
+    weight and bias the depthwise weights and bias), anything else as itself."""
     owner = op.input.owner
+    if isinstance(owner, graph.FusedOp) and owner.on_load is not None:
+        if not graph.reads_on_load(op):
+            raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution with stride 1 and no padding can "
+                                "read a graph.fused {on_load} region (delete on_load to give it a kernel)")
+        return depthwise_load(hb, owner)
     if isinstance(owner, graph.ScaleChannelsOp):
         groups = getattr(op, "groups", None)
         if groups is not None and groups.value.data != 1:
@@ -192,6 +200,22 @@ def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
                                 "read graph.sum_partials")
         return packed(owner.input), [hb.buffer(owner.input)], {"src_tiles": owner.input.type.shape[2]}
     return packed(op.input), [hb.buffer(op.input)], {}
+
+
+def depthwise_load(hb, region: graph.FusedOp) -> tuple[Packed, list[SSAValue], dict]:
+    """conv_input's answer for an on_load region: the depthwise conv's input, its weights
+    and bias, and the `dw_load` spec field (the activation as a float4 expression)."""
+    dw: graph.Conv2dOp = region.head
+    group = Group(region.ops, region)
+    expr, extras = group_expression(group) if group.has_epilogue else (PackedEpilogue().expr, [])
+    if extras:
+        raise LoweringError(f"{where(region)}: an on_load region's activation cannot read other tensors")
+    src = packed(dw.input)
+    load = DepthwiseLoad(src=src, kernel=tuple(graph.weight_shape(dw.weight)[2:]), strides=graph.ints(dw.strides),
+                         pads=graph.ints(dw.pads), dilations=graph.ints(dw.dilations), has_bias=dw.bias is not None,
+                         pepi=PackedEpilogue(expr), out_hw=packed(region.result).shape[2:])
+    bias = [hb.weight_buffer(dw.bias)] if dw.bias is not None else []
+    return src, [hb.buffer(dw.input), hb.weight_buffer(dw.weight), *bias], {"dw_load": load}
 
 
 def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[int]]:
@@ -213,6 +237,7 @@ def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[i
         dilations=graph.ints(op.dilations), depthwise=depthwise, x_block=min(cfg["x_block"], out.shape[3]),
         dw_rows=depthwise and bool(cfg.get("dw_rows", 0)),
         dynamic_ci=dynamic, co_blocks=co_blocks, reduce_items=cfg.get("reduce_items", 1),
+        dw_tile=(cfg["dw_tile"], dw_tile_groups(op, cfg)) if cfg.get("dw_tile", 0) else (0, 0),
     ), scalars
 
 

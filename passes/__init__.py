@@ -13,6 +13,7 @@ def all_passes():
     from adreno_mlir.passes.conv_winograd import ConvWinograd
     from adreno_mlir.passes.fuse_attention import FuseAttentionPass
     from adreno_mlir.passes.fuse_channel_scale import FuseChannelScale
+    from adreno_mlir.passes.fuse_depthwise_load import FuseDepthwiseLoad
     from adreno_mlir.passes.fuse_pool_partials import FusePoolPartials
     from adreno_mlir.passes.graph_fuse import GraphFuse
     from adreno_mlir.passes.plan_memory import PlanMemory
@@ -20,7 +21,8 @@ def all_passes():
     from adreno_mlir.passes.split_k import SplitK
 
     return [GraphCanonicalize, FoldBatchNorm, FuseAttentionPass, ConvertLayoutNCHW4c, ConvWinograd,
-            AnnotateTextureScope, GraphFuse, FusePoolPartials, FuseChannelScale, SelectKernelConfig, SplitK, PlanMemory, ConvertGraphToOpenCL]
+            AnnotateTextureScope, GraphFuse, FusePoolPartials, FuseChannelScale, FuseDepthwiseLoad, SelectKernelConfig,
+            SplitK, PlanMemory, ConvertGraphToOpenCL]
 
 
 __all__ = ["FoldBatchNorm", "GraphCanonicalize", "all_passes"]

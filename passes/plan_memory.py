@@ -88,8 +88,8 @@ def packed_type(value: SSAValue) -> texture.TextureTensorType | None:
 def writer_of(value: SSAValue) -> Operation | None:
     """The op whose kernel writes `value` and can write it at a channel offset (a
     `graph.fused` region or a lone op), a `graph.concat`, or None."""
-    if not isinstance(value, OpResult):
-        return None
+    if not isinstance(value, OpResult) or graph.loaded_by_reader(value.owner):
+        return None  # no kernel writes an on_load region's value
     op = value.owner
     head = op.head if isinstance(op, graph.FusedOp) else op
     if isinstance(op, graph.ConcatOp) or isinstance(head, OFFSET_WRITERS) or graph.is_elementwise(head):
@@ -99,13 +99,9 @@ def writer_of(value: SSAValue) -> Operation | None:
 
 def kernel_reads(op: Operation) -> set[SSAValue]:
     """The values the kernel of `op` reads (a fused region's outside operands)."""
-    if isinstance(op, graph.FusedOp):
-        inside = set(op.ops)
-        reads = {v for o in op.ops for v in o.operands if v.owner not in inside}
-    else:
-        reads = set(op.operands)
+    reads = op.outside_reads() if isinstance(op, graph.FusedOp) else op.operands
     # Ops without kernels are read through: their reader loads their operands.
-    return {w for v in reads for w in (v.owner.operands if isinstance(v.owner, Operation)
+    return {w for v in reads for w in (kernel_reads(v.owner) if isinstance(v.owner, Operation)
                                         and graph.loaded_by_reader(v.owner) else (v,))}
 
 

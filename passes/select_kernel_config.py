@@ -11,7 +11,7 @@ Keys by kernel (a key a config lacks takes its value from `DEFAULT_RULES`):
 
 | kernel | keys |
 |---|---|
-| conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap), `reduce_items` (groups 1: work-items of a work-group that share one output block's input channels and add their sums in local memory, split-K in one launch; GPU default for 1x1 outputs) |
+| conv on NCHW4c tensors | `x_block` (output pixels per work-item, 1-4), `co_blocks` (output channel blocks per work-item, 1 or 2), `split_k` (input-channel parts, >= 1; > 1 is carried out by the `split-k` pass), `dw_rows` (depthwise: 1 reads each input row segment once per work-item, 0 once per tap), `reduce_items` (groups 1: work-items of a work-group that share one output block's input channels and add their sums in local memory, split-K in one launch; GPU default for 1x1 outputs), `dw_tile` (a conv reading a `graph.fused {on_load}` depthwise region: work-items along a row per work-group, which computes the row segment's depthwise values once into local memory for all its output channel blocks; 0 = each work-item computes those it loads) |
 | conv on NCHW tensors | `kernel` (`"vec4"`: float4 OIHW4o weights; `"scalar"`; `"pointwise"`: 1x1 stride-1 convs as a product over flattened pixels, `"plane"`: stride-1 convs (groups 1 or depthwise) whose output rows are as wide as the input's, as vectors over the flattened plane, and `"rows"`: groups-1 or depthwise convs with row stride 1 or 2 as vectors along output rows; the CPU defaults), `co_block` (output channels per work-item: 4 or 8 for vec4, 1/2/4/8/16 otherwise; depthwise plane and rows ignore it: one channel each), `x_block` (vec4: pixels per work-item, 1, 2 or 4; pointwise: pixel vectors per work-item), `vec` (pointwise, plane and rows: pixels per vector, 4 or 8) |
 | Winograd matmul | `tiles_per_item`, `co_blocks` |
 | global pools, reductions (ReduceMean/Sum/Max/...), LayerNorm, (Log)Softmax | `reduce_items` (work-items per output or row: 1 = a serial loop, else a work-group reduction) |
@@ -53,7 +53,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
@@ -154,12 +154,18 @@ def kernel_signature(op: Operation) -> str:
         tail = "+" + "+".join(o.name.removeprefix("graph.") for o in kop.ops[1:])
         if kop.pool_partials is not None:
             tail += f"+pool_partials{kop.pool_partials.tiles.value.data}"
+    dw = depthwise_load_of(head)
+    if dw is not None:  # the depthwise conv it computes on load is part of the kernel
+        dhead = dw.head
+        dprops = ";".join(f"{k}={v}" for k, v in sorted(dhead.properties.items()))
+        tail += (f"+on_load({dhead.input.type},{dhead.weight.type}{{{dprops}}}"
+                 + "".join("+" + o.name.removeprefix("graph.") for o in dw.ops[1:]) + ")")
     return f"{head.name}({types})->{kop.results[0].type}{{{props}}}{tail}"
 
 
 _INT_KEYS = {
     "conv4c": {"x_block": (1, 2, 3, 4), "co_blocks": (1, 2), "split_k": range(1, 65), "dw_rows": (0, 1),
-               "reduce_items": (1, 2, 4, 8, 16, 32, 64, 128, 256)},
+               "reduce_items": (1, 2, 4, 8, 16, 32, 64, 128, 256), "dw_tile": range(0, 257)},
     "conv": {"co_block": (1, 2, 4, 8, 16), "x_block": (1, 2, 4), "vec": (4, 8)},
     "winograd_matmul": {"tiles_per_item": range(1, 9), "co_blocks": (1, 2, 4)},
     "reduce": {"reduce_items": (1, 16, 32, 64, 128, 256)},
@@ -235,6 +241,24 @@ def merge_config(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, A
     return full
 
 
+def depthwise_load_of(op: Operation) -> graph.FusedOp | None:
+    """The `graph.fused {on_load}` region that conv `op` reads as its input (and computes
+    as it loads it: fuse-depthwise-load), or None."""
+    src = getattr(op, "input", None)
+    owner = src.owner if isinstance(src, SSAValue) else None
+    return owner if isinstance(owner, graph.FusedOp) and owner.on_load is not None else None
+
+
+def dw_tile_groups(op: Operation, cfg: dict[str, Any]) -> int:
+    """G of a `dw_tile` work-group: the conv's output channel blocks per co_blocks."""
+    return -(-graph.shape_of(op.results[0])[1] // 4) // cfg.get("co_blocks", 1)
+
+
+MAX_DW_TILE_ITEMS = 256
+"""The largest `dw_tile` work-group (Lx x G work-items) that select-kernel-config picks or
+accepts: every OpenCL GPU we target runs 256 (Adreno's limit is 1024 at low register use)."""
+
+
 def pooled(op: Operation) -> bool:
     """Whether `op` heads a `graph.fused` region that also writes `graph.pool_partials`."""
     parent = op.parent_op()
@@ -252,6 +276,15 @@ def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
     if co_blocks > 1 and (depthwise or blocks % co_blocks):
         return (f"kernel_config co_blocks = {co_blocks} must divide the output channel blocks ({blocks}) "
                 "and be 1 for depthwise convolutions")
+    tile = cfg.get("dw_tile", 0)
+    if tile:
+        if depthwise_load_of(op) is None:
+            return (f"kernel_config dw_tile = {tile} needs a conv that reads a graph.fused {{on_load}} region "
+                    "(fuse-depthwise-load); use 0 or drop the key")
+        if tile * dw_tile_groups(op, cfg) > MAX_DW_TILE_ITEMS:
+            return (f"kernel_config dw_tile = {tile} makes work-groups of {tile} x {dw_tile_groups(op, cfg)} "
+                    f"work-items (output channel blocks / co_blocks); at most {MAX_DW_TILE_ITEMS}: lower dw_tile "
+                    "or raise co_blocks")
     if pooled(op):
         if cfg.get("reduce_items", 1) < 2 or cfg.get("x_block", 1) != 1:
             return (f"kernel_config of a depthwise conv that writes graph.pool_partials needs reduce_items >= 2 "
@@ -458,6 +491,15 @@ class Rules:
             cfg["reduce_items"] = items
         if depthwise:  # row reuse (PackedConvSpec.dw_rows): each input pixel read once per work-item
             cfg["dw_rows"] = 1
+        if depthwise_load_of(op) is not None:
+            # The depthwise conv it computes on load: a work-group holds every output channel
+            # block of a row segment, computes the segment's depthwise values once into local
+            # memory and shares them (0 would have each work-item compute what it loads, G times).
+            # One pixel per work-item: more work-items share the depthwise values (x_block 4 left
+            # 28x28 MobileNetV3-Small blocks with 42-item work-groups, slower than two kernels).
+            groups = dw_tile_groups(op, cfg)
+            cfg["x_block"] = 1
+            cfg["dw_tile"] = min(w, MAX_DW_TILE_ITEMS // groups) if groups <= MAX_DW_TILE_ITEMS else 0
         if pooled(op):  # a work-group per (tile, channel block): one output pixel per work-item per step
             from adreno_mlir.passes.fuse_pool_partials import pool_items
 
@@ -661,12 +703,12 @@ def load_overrides(path: str) -> dict[str, dict[str, Any]]:
 
 def is_kernel(op: Operation) -> bool:
     """Ops that become kernels of their own (top level of a function body)."""
+    if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.YieldOp)) or graph.loaded_by_reader(op):
+        return False  # no kernel: views, and ops (or on_load regions) that their reader computes as it loads
     if isinstance(op, graph.FusedOp):
         return True
     if isinstance(op.parent_op(), graph.FusedOp):
         return False
-    if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, graph.YieldOp)) or graph.loaded_by_reader(op):
-        return False  # no kernel: views, and ops that their reader computes as it loads
     if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
         return False
     return op.name.startswith(("graph.", "texture."))

@@ -125,8 +125,8 @@ def test_cli_compile_writes_every_stage(tiny_path, tmp_path):
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(["0-graph.mlir", "1-graph-opt.mlir", "2-layout.mlir", "3-winograd.mlir", "4-scope.mlir",
-                            "5-fuse.mlir", "6-pool-partials.mlir", "7-channel-scale.mlir", "8-config.mlir",
-                            "9-split-k.mlir", "10-memory.mlir", "11-opencl.mlir",
+                            "5-fuse.mlir", "6-pool-partials.mlir", "7-channel-scale.mlir", "8-depthwise-load.mlir",
+                            "9-config.mlir", "10-split-k.mlir", "11-memory.mlir", "12-opencl.mlir",
                             "pipeline.txt", "tinynet.adreno", "tinynet.cl", "weights"])
     assert "image2d_t" in (out / "tinynet.cl").read_text()
     # every stage is real IR that adreno-opt reads back
@@ -135,7 +135,8 @@ def test_cli_compile_writes_every_stage(tiny_path, tmp_path):
     assert again.stdout == (out / "4-scope.mlir").read_text()
     # the printed pipeline lists every decision as a pass ...
     pipeline = (out / "pipeline.txt").read_text().strip()
-    for name in ("graph-fuse", "conv-winograd", "fuse-pool-partials", "fuse-channel-scale", "select-kernel-config",
+    for name in ("graph-fuse", "conv-winograd", "fuse-pool-partials", "fuse-channel-scale", "fuse-depthwise-load",
+                 "select-kernel-config",
                  "split-k", "plan-memory", "convert-graph-to-opencl"):
         assert name in pipeline
     # ... and replays the whole compile from the graph IR with adreno-opt

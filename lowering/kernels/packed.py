@@ -229,6 +229,8 @@ class PackedSpec(KernelSpec):
             changes["src"] = norm(self.src)
         if getattr(self, "scale", None) is not None and self.scale.shape[0] == 1:
             changes["scale"] = norm(self.scale)
+        if getattr(self, "dw_load", None) is not None and self.dw_load.src.shape[0] == 1:
+            changes["dw_load"] = dataclasses.replace(self.dw_load, src=norm(self.dw_load.src))
         if isinstance(self, PackedMapSpec):
             changes["shape"] = (self.shape[0], 0, *self.shape[2:])
         return dataclasses.replace(self, **changes)
@@ -304,6 +306,56 @@ class UnpackSpec(PackedSpec):
 # --------------------------------------------------------------------------- convolution
 
 
+DW_CHUNK = 32
+"""Input channel blocks per local-memory chunk of a `dw_tile` conv: 32 x the tile's pixels
+float4s (8 KB for 16 pixels in f32)."""
+
+
+@dataclass(frozen=True)
+class DepthwiseLoad:
+    """A depthwise convolution (and its unary activation) that a 1x1 convolution computes
+    as it loads its input (a `graph.fused {on_load}` region, fuse-depthwise-load): `src`
+    is the depthwise conv's input, `pepi` its activation (no extra inputs). Its weights
+    (C4 x KH x KW float4s) and bias are arguments after the 1x1 conv's own."""
+
+    src: Packed
+    kernel: tuple[int, int] = (3, 3)
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+    has_bias: bool = False
+    pepi: PackedEpilogue = field(default_factory=PackedEpilogue)
+    out_hw: tuple[int, int] = (1, 1)
+    """The depthwise output's extent (H, W): the pixels the reader loads."""
+
+    def suffix(self) -> str:
+        kh, kw = self.kernel
+        s = f"s{self.strides[0]}" if self.strides != (1, 1) else ""
+        return f"_dw{kh}x{kw}{s}{self.pepi.suffix()}"
+
+    def read(self, kb: KernelBuilder, x, wt, bias, n, c4, oy, ox) -> SSAValue:
+        """Depthwise output pixel (n, c4, oy, ox): bias + the window's taps (zero outside
+        the input), then the activation; the taps are written out."""
+        _, _, H, W = self.src.shape
+        kh_n, kw_n = self.kernel
+        (sy, sx), (dy, dx) = self.strides, self.dilations
+        check_y = window_leaves_input(H, self.out_hw[0], kh_n, sy, self.pads[0], dy)
+        check_x = window_leaves_input(W, self.out_hw[1], kw_n, sx, self.pads[1], dx)
+        iy0 = kb.sub(kb.mul(oy, sy), self.pads[0])
+        ix0 = kb.sub(kb.mul(ox, sx), self.pads[1])
+        acc = kb.vload4(bias, c4) if self.has_bias else kb.vector().f(0.0)
+        wbase = kb.mul(c4, kh_n * kw_n)
+        cols = [kb.add(ix0, b * dx) for b in range(kw_n)]
+        col_ok = [kb.in_bounds(c, 0, W) if check_x else [] for c in cols]
+        for a in range(kh_n):
+            iy = kb.add(iy0, a * dy)
+            row_ok = kb.in_bounds(iy, 0, H) if check_y else []
+            for b in range(kw_n):
+                v = self.src.read_masked(kb, x, n, c4, iy, cols[b], kb.all_of(row_ok + col_ok[b]))
+                acc = kb.fma(v, kb.vload4(wt, kb.add(wbase, a * kw_n + b)), acc)
+        return self.pepi.apply(kb, acc, [], n, c4, oy, ox)
+
+
 @dataclass(frozen=True)
 class PackedConvSpec(PackedSpec):
     src: Packed = None  # type: ignore[assignment]
@@ -347,11 +399,24 @@ class PackedConvSpec(PackedSpec):
     (1x1 window on a 1x1 input) reads input pixel (n, c4, 0, 0) as their sum (in f32): the
     mean that `graph.sum_partials` stands for, added where it is read. With
     `reduce_items` > 1 the work-items take (block, tile) pairs instead of blocks."""
+    dw_load: DepthwiseLoad | None = None
+    """A `graph.fused {on_load}` input (fuse-depthwise-load; 1x1 window, stride 1, no
+    padding): `src` is the depthwise conv's input and each input pixel (n, ci4, y, x) is
+    computed by `dw_load.read` where the conv would load it."""
+    dw_tile: tuple[int, int] = (0, 0)
+    """With `dw_load`, (Lx, G) > 0 (the `dw_tile` config key is Lx): a work-group of Lx x G
+    work-items, Lx along a row segment (x_block pixels each) times G = output channel
+    blocks / co_blocks, so that it holds every output channel of its P = Lx * x_block pixels. For
+    each chunk of DW_CHUNK input channel blocks it computes the chunk's depthwise values
+    of its pixels once, into local memory, then every work-item reads them from there.
+    (0, 0): each work-item computes the values it loads itself, G times in all."""
 
     def scalar_names(self) -> tuple[str, ...]:
         return ("ci4",) if self.dynamic_ci else ()
 
     def local_size(self) -> tuple[int, ...] | None:
+        if self.dw_tile[0]:
+            return (self.dw_tile[0] * self.dw_tile[1], 1, 1)
         return (self.reduce_items, 1, 1) if self.reduce_items > 1 else None
 
     def out_arg(self):
@@ -365,18 +430,28 @@ class PackedConvSpec(PackedSpec):
         blk += f"_split{self.split_k}" if self.split_k > 1 else ""
         blk += f"_wg{self.reduce_items}" if self.reduce_items > 1 else ""
         blk += f"_tiles{self.src_tiles}" if self.src_tiles else ""
+        blk += self.dw_load.suffix() if self.dw_load is not None else ""
+        blk += f"_tile{self.dw_tile[0]}" if self.dw_tile[0] else ""
         return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
         args = [("input", self.src.arg_type(False)), ("weight", self.weight_type)]
         args += [("bias", self.weight_type)] if self.has_bias else []
-        return args + ([("scale", self.scale.arg_type(False))] if self.scale is not None else [])
+        args += [("scale", self.scale.arg_type(False))] if self.scale is not None else []
+        if self.dw_load is not None:
+            args += [("dw_weight", self.weight_type)] + ([("dw_bias", self.weight_type)] if self.dw_load.has_bias else [])
+        return args
 
     def grid(self):
         n, c4, h, w = self.out.shape
+        if self.dw_tile[0]:  # work-groups of Lx pixels (the last may overhang the row) x G block groups
+            lx, g = self.dw_tile
+            return (-(-w // (self.x_block * lx)) * lx * g, h, n * self.split_k)
         return (-(-w // self.x_block) * self.reduce_items, h, n * c4 // self.co_blocks * self.split_k)
 
     def needs_check(self, axis: int) -> bool:
+        if self.dw_load is not None:  # a 1x1 window on the depthwise output: never outside it
+            return False
         return window_leaves_input(self.src.shape[2 + axis], self.out.shape[2 + axis], self.kernel[axis],
                                    self.strides[axis], self.pads[axis], self.dilations[axis])
 
@@ -420,23 +495,51 @@ class PackedConvSpec(PackedSpec):
         group = self.reduce_items > 1
         if group and (self.depthwise or self.split_k > 1):
             raise ValueError("reduce_items > 1 needs a groups-1 conv without split_k")
-        gx = kb.group_id(0, "gx") if group else kb.global_id(0, "gx")
         oy, z = kb.global_id(1, "oy"), kb.global_id(2, "z")
         lid = kb.local_id(0, "l") if group else None
         part = 0
-        if self.split_k > 1:
-            part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
-        n, blk = self.split_z(kb, z, co4n // cb if isinstance(co4n, int) and co4n else 0)
+        tiled = self.dw_load is not None and self.dw_tile[0] > 0
+        if tiled:
+            # Work-group (Lx * G, 1, 1) over a row segment: item li is pixel li % Lx of it
+            # and output block group li / Lx (one flat dimension: drivers cap the third
+            # dimension of a work-group at 64 items). z = n * split_k + part.
+            lx_n, g_n = self.dw_tile
+            li = kb.local_id(0, "li")
+            blk, lx = kb.div(li, lx_n, "blk"), kb.rem(li, lx_n, "lx")
+            gx = kb.add(kb.mul(kb.group_id(0), lx_n), lx, "gx")
+            if self.split_k > 1:
+                part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
+            n = 0 if self.out.shape[0] == 1 else z
+        else:
+            gx = kb.group_id(0, "gx") if group else kb.global_id(0, "gx")
+            if self.split_k > 1:
+                part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
+            n, blk = self.split_z(kb, z, co4n // cb if isinstance(co4n, int) and co4n else 0)
         co4 = kb.mul(blk, cb, "co4")
         ox0 = kb.mul(gx, xb, "ox")
         iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
         ixs = [kb.sub(kb.mul(kb.min_i(kb.add(ox0, t), OW - 1) if OW % xb else kb.add(ox0, t), self.strides[1]),
                       self.pads[1]) for t in range(xb)]
         vk = kb.vector()
+        if self.dw_load is not None:
+            if self.depthwise or self.kernel != (1, 1) or self.strides != (1, 1) or any(self.pads):
+                raise ValueError("a depthwise load (on_load region) needs a groups-1 1x1 conv, stride 1, no padding")
+            first = 3 if self.has_bias and self.split_k == 1 else 2
+            dw_args = (ins[first], ins[first + 1] if self.dw_load.has_bias else None)
+        if tiled:  # local memory is declared at kernel scope
+            tile_pixels = lx_n * xb
+            dw_values = kb.local_alloc(DW_CHUNK * tile_pixels, VectorType(kb.ftype, [4]), "dw_values")
+
+        chunk_base: dict[str, SSAValue] = {}  # the dw_tile loop's first block of the current chunk
 
         def read_tap(k: KernelBuilder, ci4, kh, kw, t, tile=None):
+            if tiled:  # this chunk's depthwise values of the work-group's pixels, from local memory
+                pixel = k.add(k.mul(lx, xb), t)
+                return k.load(dw_values, k.add(k.mul(k.sub(ci4, chunk_base["c0"]), tile_pixels), pixel))
             iy = k.add(iy0, k.mul(kh, self.dilations[0]))
             ix = k.add(ixs[t], k.mul(kw, self.dilations[1]))
+            if self.dw_load is not None:
+                return self.dw_load.read(k, x, *dw_args, n, ci4, iy, ix)
             conds = (k.in_bounds(iy, 0, H) if self.needs_check(0) else []) + (
                 k.in_bounds(ix, 0, W) if self.needs_check(1) else [])
             if self.src_tiles:  # pooled tiles (a 1x1 window on a 1x1 input), read and added in f32
@@ -515,17 +618,25 @@ class PackedConvSpec(PackedSpec):
                 chunk = kb.div(kb.add(ci4n, self.split_k - 1), self.split_k, "chunk")
                 lo = kb.mul(part, chunk, "ci4_lo")
                 hi = kb.min_i(kb.add(lo, chunk), ci4n)
+
+            def reduce(k: KernelBuilder, lo, hi, accs):
+                if k.half:  # the accumulators are f32 here (see below)
+                    return k.for_(lo, hi, step, accs,
+                                  lambda k2, i, a: block_sum(k2, a, lambda k3, z: step_taps(k3, i, z)), loop_name)
+                return k.for_(lo, hi, step, accs, lambda k2, i, a: step_taps(k2, i, a), loop_name)
+
             if kb.half:
                 # Half products and sums within one input channel block (4 channels x
                 # the window), f32 across blocks: a long reduction (960 channels in
                 # MobileNetV3's head) summed in half loses too much (see block_sum).
                 accs = [kb.cast(a, f32) for a in accs]
-                accs = kb.for_(lo, hi, step, accs,
-                               lambda k, i, a: block_sum(k, a, lambda k2, z: step_taps(k2, i, z)), loop_name)
-                if not group:  # a work-group sums in f32 and converts at the end
-                    accs = [kb.cast(a, f16) for a in accs]
+            if tiled:
+                accs = self.depthwise_chunks(kb, ins, x, n, oy, lo, hi, accs, dw_values, tile_pixels,
+                                             chunk_base, reduce)
             else:
-                accs = kb.for_(lo, hi, step, accs, lambda k, i, a: step_taps(k, i, a), loop_name)
+                accs = reduce(kb, lo, hi, accs)
+            if kb.half and not group:  # a work-group sums in f32 and converts at the end
+                accs = [kb.cast(a, f16) for a in accs]
         partial = dataclasses.replace(self.out, kind="buf", element="f32")
 
         def finish(k: KernelBuilder, t: int, ox) -> None:
@@ -538,12 +649,46 @@ class PackedConvSpec(PackedSpec):
         if group:
             self.group_finish(kb, ins, extras, out, accs, lid, n, co4, oy, ox0)
             return
+        overhang = tiled and -(-OW // xb) % lx_n != 0  # the last work-group's items past the row
         for t in range(xb):
             ox = kb.add(ox0, t)
-            if OW % xb and t > 0:
+            if (OW % xb and t > 0) or overhang:
                 kb.guard([kb.cmp("slt", ox, OW)], lambda k, t=t, ox=ox: finish(k, t, ox))
             else:
                 finish(kb, t, ox)
+
+    def depthwise_chunks(self, kb: KernelBuilder, ins, x, n, oy, lo, hi, accs, dw_values, tile_pixels: int,
+                         chunk_base: dict, reduce) -> list[SSAValue]:
+        """The `dw_tile` input loop: for each chunk of DW_CHUNK input channel blocks in
+        [lo, hi), the work-group's items compute the chunk's depthwise values of its
+        `tile_pixels` pixels (pixels past the row repeat its last one) into `dw_values`,
+        wait, run `reduce` over the chunk (read_tap loads from `dw_values`), and wait again
+        before the next chunk overwrites them."""
+        lx_n, g_n = self.dw_tile
+        OW = self.out.shape[3]
+        items = lx_n * g_n
+        first = 3 if self.has_bias and self.split_k == 1 else 2
+        dw_w, dw_b = ins[first], ins[first + 1] if self.dw_load.has_bias else None
+        li = kb.local_id(0)
+        x_base = kb.mul(kb.group_id(0), tile_pixels, "x_base")
+
+        def chunk(k: KernelBuilder, c0, acc):
+            count = k.mul(k.sub(k.min_i(k.add(c0, DW_CHUNK), hi), c0), tile_pixels, "values")
+
+            def value(k2: KernelBuilder, v, carried):
+                ci4 = k2.add(c0, k2.div(v, tile_pixels))
+                ox = k2.min_i(k2.add(x_base, k2.rem(v, tile_pixels)), OW - 1)
+                k2.store(self.dw_load.read(k2, x, dw_w, dw_b, n, ci4, oy, ox), dw_values, v)
+                return []
+
+            k.for_(li, count, items, [], value, "v")
+            k.barrier()
+            chunk_base["c0"] = c0
+            acc = reduce(k, c0, k.min_i(k.add(c0, DW_CHUNK), hi), acc)
+            k.barrier()
+            return acc
+
+        return kb.for_(lo, hi, DW_CHUNK, accs, chunk, "c0")
 
     def group_finish(self, kb: KernelBuilder, ins, extras, out, accs, lid, n, co4, oy, ox0) -> None:
         """`reduce_items` > 1: each accumulator's work-group sum (one local array, a slot

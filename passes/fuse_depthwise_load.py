@@ -1,0 +1,124 @@
+"""`fuse-depthwise-load`: a 1x1 convolution computes the depthwise convolution it reads
+as it loads its input, so the depthwise conv is no kernel of its own.
+
+An inverted-residual block (MobileNetV2/V3, LR-ASPP's backbone) is 1x1 expansion ->
+depthwise conv + activation -> 1x1 projection. On a GPU the depthwise kernel does little
+work for a launch: on the H200's OpenCL driver a 14x14 one takes about 6.5 us on buffers
+and 11-12 us on images, of which 4.5-5 us is the cost of any launch, and no schedule of
+the kernel itself got it below that (docs/bench/issue13/README.md). This pass marks the
+depthwise conv's region `on_load`:
+
+    %d = graph.fused {on_load} -> !texture.tensor<1x24x14x14x4xf32, ...> {   // no kernel
+      %c = graph.conv2d %e, %wd, %bd {groups = 96 : i64, pads = ...}
+      %a = graph.clip %c {min = 0.0 : f32, max = 6.0 : f32}
+      graph.yield %a
+    }
+    %p = graph.fused -> ... {
+      %q = graph.conv2d %d, %wp, %bp      // loads %e and computes %a at each pixel it reads
+      ...
+    }
+
+The projection conv then reads the depthwise conv's input, weights and bias, and for
+each input channel block and pixel it would have loaded it sums the window and applies
+the activation. Each depthwise value is computed once per work-item that loads it
+(output channel blocks / `co_blocks` times), which costs the projection arithmetic that
+the GPU has to spare and saves the depthwise launch and the round trip of its output.
+
+It applies where
+
+- the depthwise conv (groups = channels, one output channel per input) heads a
+  `graph.fused` region whose tail reads nothing from outside it (its activation), or stands
+  alone, on NCHW4c tensors, with no pool partials (a squeeze-excite block's depthwise
+  conv keeps its kernel: the pool needs every value it computes), and
+- its value has one reader: a groups-1 1x1 convolution with stride 1 and no padding
+  (the projection), reading it as its input,
+
+and only for GPU targets. A region with a `kernel_config` is left alone (a config
+written by hand asks for that kernel). To give a depthwise conv its kernel back, delete
+`on_load` from its region. Run after graph-fuse and fuse-pool-partials, before
+select-kernel-config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation, Region
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from adreno_mlir.dialects import graph
+from adreno_mlir.errors import CompileError
+from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR
+from adreno_mlir.target import get_profile, list_profiles
+
+
+def _only_reader(op: Operation) -> graph.Conv2dOp | None:
+    """The one reader of `op`'s value when it is a conv that can compute it on load."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1:
+        return None
+    conv = uses[0].operation
+    if not isinstance(conv, graph.Conv2dOp) or conv.input is not op.results[0] or not graph.reads_on_load(conv):
+        return None
+    parent = conv.parent_op()
+    if isinstance(parent, graph.FusedOp) and parent.head is not conv:
+        return None
+    return conv
+
+
+class DepthwiseOnLoad(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.Conv2dOp, rewriter: PatternRewriter, /):
+        if not graph.is_depthwise_load(op):
+            return
+        region = op.parent_op()
+        if isinstance(region, graph.FusedOp):
+            if (region.head is not op or region.on_load is not None or region.partials is not None
+                    or CONFIG_ATTR in region.attributes or not region.tail_reads_only_region()):
+                return
+            if _only_reader(region) is None:
+                return
+            region.attributes["on_load"] = UnitAttr()
+            rewriter.has_done_action = True
+            return
+        if CONFIG_ATTR in op.attributes or _only_reader(op) is None:
+            return
+        # A lone depthwise conv: a region of its own, then on_load.
+        new = graph.FusedOp(op.result.type, Region(Block()))
+        new.attributes["on_load"] = UnitAttr()
+        new.location = op.location
+        rewriter.insert_op(new, InsertPoint.before(op))
+        op.result.replace_all_uses_with(new.result)
+        new.result.name_hint = op.result.name_hint
+        op.detach()
+        new.body.block.add_op(op)
+        new.body.block.add_op(graph.YieldOp(op.result))
+        rewriter.has_done_action = True
+
+
+@dataclass(frozen=True)
+class FuseDepthwiseLoad(ModulePass):
+    name = "fuse-depthwise-load"
+
+    target: str = "adreno-740"
+    """Target profile: the pass applies to GPU targets only."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            profile = get_profile(self.target)
+        except ValueError:
+            raise CompileError(
+                f"fuse-depthwise-load: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
+            ) from None
+        if not profile.is_gpu:
+            return
+        PatternRewriteWalker(DepthwiseOnLoad(), apply_recursively=False).rewrite_module(op)
