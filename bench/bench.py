@@ -159,6 +159,8 @@ def family_of(kernel: str) -> str:
         return "winograd"
     if kernel.startswith("dwconv") and re.search(r"_pool\d+", kernel):
         return "depthwise+pool"  # a depthwise conv that also writes a pool's partial means (fuse-pool-partials)
+    if kernel.startswith("conv") and re.search(r"_dw\d+x\d+", kernel):
+        return "1x1+depthwise"  # a 1x1 conv computing the depthwise conv it reads (fuse-depthwise-load)
     for family, prefixes in FAMILIES.items():
         if kernel.startswith(prefixes):
             return family
@@ -515,7 +517,7 @@ def main(argv=None):
     print(f"- ours: adreno-mlir on {our_dev}; latency = wall time of `CompiledModel.run` "
           "(includes host->device and device->host copies)")
     if any(v.get("families") for r in rows for v in r["variants"]):
-        names = ["reduction", "gemm", "concat/copy", "depthwise", "depthwise+pool", "winograd", "other"]
+        names = ["reduction", "gemm", "concat/copy", "depthwise", "depthwise+pool", "1x1+depthwise", "winograd", "other"]
         print("\n## device time by kernel family (share of the model's device time, from OpenCL events)\n")
         print("| model | path | device ms | " + " | ".join(names) + " |")
         print("|---|---|---:|" + "---:|" * len(names))

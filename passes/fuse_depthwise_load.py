@@ -28,12 +28,21 @@ It applies where
 
 - the depthwise conv (groups = channels, one output channel per input) heads a
   `graph.fused` region whose tail reads nothing from outside it (its activation), or stands
-  alone, on NCHW4c tensors, with no pool partials (a squeeze-excite block's depthwise
-  conv keeps its kernel: the pool needs every value it computes), and
+  alone, on NCHW4c tensors, with no pool partials, and
 - its value has one reader: a groups-1 1x1 convolution with stride 1 and no padding
   (the projection), reading it as its input,
 
-and only for GPU targets. A region with a `kernel_config` is left alone (a config
+and only for GPU targets. On the H200 every such layer of MobileNetV2/V3 and LR-ASPP got
+faster, by 4.6-16 us (docs/bench/issue13/README.md, session 4).
+
+A squeeze-excite block's depthwise conv keeps its kernel, since its pool needs every
+value. A variant was measured and left out: the kernel wrote only the pool partials, and
+the projection computed the depthwise values times the scale on load. It saved the store,
+0-2 us per layer, but the projection's work-groups then computed 5x5 windows over up to
+960 channels, so the projection got slower: -107 to +7 us per layer, a net loss in
+EfficientNet-B0 and LR-ASPP.
+
+A region with a `kernel_config` is left alone (a config
 written by hand asks for that kernel). To give a depthwise conv its kernel back, delete
 `on_load` from its region. Run after graph-fuse and fuse-pool-partials, before
 select-kernel-config.

@@ -281,6 +281,9 @@ def conv4c_config_error(op: Operation, cfg: dict[str, Any]) -> str | None:
         if depthwise_load_of(op) is None:
             return (f"kernel_config dw_tile = {tile} needs a conv that reads a graph.fused {{on_load}} region "
                     "(fuse-depthwise-load); use 0 or drop the key")
+        if cfg.get("reduce_items", 1) > 1:
+            return (f"kernel_config dw_tile = {tile} and reduce_items = {cfg['reduce_items']} both set the "
+                    "work-group; use one of them")
         if tile * dw_tile_groups(op, cfg) > MAX_DW_TILE_ITEMS:
             return (f"kernel_config dw_tile = {tile} makes work-groups of {tile} x {dw_tile_groups(op, cfg)} "
                     f"work-items (output channel blocks / co_blocks); at most {MAX_DW_TILE_ITEMS}: lower dw_tile "

@@ -10,7 +10,7 @@ Per kernel kind (passes/select_kernel_config.py documents each key):
 
 | kind | dimensions |
 |---|---|
-| conv on NCHW4c | x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks); depthwise: x_block, dw_rows |
+| conv on NCHW4c | x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks); depthwise: x_block, dw_rows; reading an on_load depthwise region: dw_tile 0, 4 ... 64 (up to the width) and the default |
 | conv on NCHW | kernel: every one that applies (vec4, scalar, pointwise, plane, rows), co_block, x_block (vec4, pointwise), vec (pointwise, plane, rows) |
 | Winograd matmul | tiles_per_item 1/2/4, co_blocks 1/2/4 |
 | reductions, LayerNorm/Softmax | reduce_items 1, 16 ... 256 (up to the reduced extent) |
@@ -32,6 +32,7 @@ from adreno_mlir.dialects import graph
 from adreno_mlir.passes.select_kernel_config import (
     config_of,
     conv_kernels,
+    depthwise_load_of,
     head_of,
     is_depthwise,
     kernel_kind,
@@ -196,7 +197,10 @@ def space_of(op: Operation, gpu: bool) -> Space | None:
             out_blocks = graph.shape_of(head.result)[1] // 4  # the logical shape: 4 channels a block
             dims.append(("co_blocks", (1, 2) if out_blocks % 2 == 0 else (1,)))
             dims.append(("split_k", tuple(s for s in (1, 2, 4, 8) if s <= ci_blocks)))
-            if oh * ow <= 49:  # small grids: also split the channels within a work-group (one launch)
+            if depthwise_load_of(head) is not None:  # row segments per work-group (0: each item computes its loads)
+                tiles = {0, default.get("dw_tile", 0), *(t for t in (4, 8, 16, 32, 64) if t <= ow)}
+                dims.append(("dw_tile", tuple(sorted(tiles))))
+            elif oh * ow <= 49:  # small grids: also split the channels within a work-group (one launch)
                 dims.append(("reduce_items", tuple(r for r in (1, 4, 8, 16, 32, 64, 128) if r <= ci_blocks)))
     elif kind == "conv":
         # Every kernel that can run the conv (select_kernel_config.conv_kernels): vec4

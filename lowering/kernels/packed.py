@@ -328,10 +328,12 @@ class DepthwiseLoad:
     out_hw: tuple[int, int] = (1, 1)
     """The depthwise output's extent (H, W): the pixels the reader loads."""
 
-    def suffix(self) -> str:
+    def suffix(self, tile: int = 0) -> str:
+        """`_dw<KH>x<KW>[s<stride>][t<dw_tile>]` and the activation: the kernel-name part."""
         kh, kw = self.kernel
         s = f"s{self.strides[0]}" if self.strides != (1, 1) else ""
-        return f"_dw{kh}x{kw}{s}{self.pepi.suffix()}"
+        t = f"t{tile}" if tile else ""
+        return f"_dw{kh}x{kw}{s}{t}{self.pepi.suffix()}"
 
     def read(self, kb: KernelBuilder, x, wt, bias, n, c4, oy, ox) -> SSAValue:
         """Depthwise output pixel (n, c4, oy, ox): bias + the window's taps (zero outside
@@ -430,8 +432,7 @@ class PackedConvSpec(PackedSpec):
         blk += f"_split{self.split_k}" if self.split_k > 1 else ""
         blk += f"_wg{self.reduce_items}" if self.reduce_items > 1 else ""
         blk += f"_tiles{self.src_tiles}" if self.src_tiles else ""
-        blk += self.dw_load.suffix() if self.dw_load is not None else ""
-        blk += f"_tile{self.dw_tile[0]}" if self.dw_tile[0] else ""
+        blk += self.dw_load.suffix(self.dw_tile[0]) if self.dw_load is not None else ""
         return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
