@@ -76,6 +76,11 @@ def built_kernel(spec: KernelSpec, name: str) -> opencl.KernelOp:
         proto = _BUILT.pop(key, None)
     if proto is None:
         proto = spec.build(name)
+        local = spec.local_size()
+        if local is not None and proto.reqd_work_group_size is None:
+            # The kernel counts on this work-group (local sums, tiles in local memory): the
+            # driver must refuse any other (NULL included) instead of running it wrong.
+            proto.reqd_work_group_size = opencl._i64_array([*local, *(1,) * (3 - len(local))])
     with _BUILT_LOCK:  # (re)inserted as the most recently used
         _BUILT[key] = proto
         while len(_BUILT) > BUILT_KERNELS_KEPT:

@@ -91,6 +91,11 @@ CASES += [pytest.param("dense", f"images-{m}", _images_plan(m), id=f"dense-image
 # input (graph.scale_channels).
 CASES += [pytest.param("squeeze-excite", plan, PLANS[plan], id=f"squeeze-excite-{plan}")
           for plan in ("nchw4c-buffers", "nchw4c-textures")]
+# An inverted-residual block on GPU targets (fuse-depthwise-load): the projection conv
+# computes the depthwise conv in local memory, chunk by chunk between barriers, in
+# work-groups of 8 pixels of a 36-pixel row (the last one hangs 4 pixels past the row).
+CASES += [pytest.param("depthwise-load", plan, PLANS[plan], id=f"depthwise-load-{plan}")
+          for plan in ("nchw4c-buffers", "nchw4c-textures")]
 
 RUN_ARTIFACT = """
 import sys
@@ -268,11 +273,32 @@ def _squeeze_excite_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _depthwise_load_model() -> onnx.ModelProto:
+    """1x1 conv 16 -> 32 + ReLU6, 3x3 depthwise conv + ReLU6 on a 5x36 plane, 1x1
+    projection 32 -> 128: 32 output channel blocks, one per work-item (the Adreno
+    profile's co_blocks), so dw_tile is 256 / 32 = 8 pixels of the 36-pixel rows."""
+    rng = np.random.default_rng(1)
+    arr = lambda shape, s=0.2: (rng.standard_normal(shape) * s).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(arr((32, 16, 1, 1)), "we"), numpy_helper.from_array(arr(32), "be"),
+             numpy_helper.from_array(arr((32, 1, 3, 3)), "wd"), numpy_helper.from_array(arr(32), "bd"),
+             numpy_helper.from_array(arr((128, 32, 1, 1)), "wp"), numpy_helper.from_array(arr(128), "bp"),
+             numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    nodes = [helper.make_node("Conv", ["x", "we", "be"], ["e"], name="/expand"),
+             helper.make_node("Clip", ["e", "lo", "hi"], ["ea"], name="/expand_act"),
+             helper.make_node("Conv", ["ea", "wd", "bd"], ["d"], group=32, pads=[1, 1, 1, 1], name="/dw"),
+             helper.make_node("Clip", ["d", "lo", "hi"], ["da"], name="/dw_act"),
+             helper.make_node("Conv", ["da", "wp", "bp"], ["y"], name="/project")]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "depthwise_load", [helper.make_tensor_value_info("x", f, [1, 16, 5, 36])],
+                          [helper.make_tensor_value_info("y", f, [1, 128, 5, 36])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @pytest.fixture(scope="module")
 def models(tiny_path):
     return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
             "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model(),
-            "squeeze-excite": _squeeze_excite_model()}
+            "squeeze-excite": _squeeze_excite_model(), "depthwise-load": _depthwise_load_model()}
 
 
 def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
@@ -306,6 +332,10 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert any(k.startswith("dwconv") and "_pool" in k for k in kernels), sorted(kernels)
         assert any("_tiles" in k for k in kernels) and not any(k.startswith(("global_avgpool", "mul")) for k in kernels), \
             sorted(kernels)
+
+    if model_name == "depthwise-load":
+        assert any(k.startswith("conv1x1") and "_dw3x3t8" in k for k in kernels), sorted(kernels)
+        assert not any(k.startswith("dwconv") for k in kernels), sorted(kernels)
 
     _, reports = run_under_oclgrind(oclgrind_env, RUN_ARTIFACT, str(artifact), str(feeds_file),
                                     str(tmp_path / "out.npz"))

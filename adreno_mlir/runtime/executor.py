@@ -208,6 +208,12 @@ class Executable:
             local = launch.local_size
             if local is not None:
                 limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device)
+                required = kernel.get_work_group_info(cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, self.device)
+                if int(np.prod(local)) > limit and any(required):
+                    # reqd_work_group_size: the kernel computes right with this work-group only
+                    raise RuntimeError(
+                        f"kernel {launch.kernel} needs work-groups of {list(local)} work-items, but this device "
+                        f"runs at most {limit} for it; lower its kernel_config's reduce_items or dw_tile")
                 if int(np.prod(local)) > limit:
                     local = None  # this kernel cannot take the planned size here: driver's choice
             launches.append(Launch(kernel, launch.global_size, local, launch.kernel))

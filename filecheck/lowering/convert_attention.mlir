@@ -8,7 +8,7 @@
 // reduce_items absent: 1, one work-item per row, no barriers, grid [1, 6]. Keys come
 // 4 per step (L = 5: the last block clamped to key L - 1), columns 1 (Dv % 4 != 0).
 
-// CHECK-LABEL: opencl.kernel @attention_bias(%q: !opencl.ptr<global, f32>, %k: !opencl.ptr<global, f32>, %v: !opencl.ptr<global, f32>, %bias: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
+// CHECK-LABEL: opencl.kernel @attention_bias(%q: !opencl.ptr<global, f32>, %k: !opencl.ptr<global, f32>, %v: !opencl.ptr<global, f32>, %bias: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) attributes {reqd_work_group_size = array<i64: 1, 1, 1>} {
 // CHECK-NEXT:    %scores = opencl.local_alloc {size = 5 : i64} : !opencl.ptr<local, f32>
 // CHECK-NEXT:    %r = opencl.global_id 1
 // CHECK-NOT:     opencl.barrier

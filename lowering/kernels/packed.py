@@ -307,8 +307,15 @@ class UnpackSpec(PackedSpec):
 
 
 DW_CHUNK = 32
-"""Input channel blocks per local-memory chunk of a `dw_tile` conv: 32 x the tile's pixels
-float4s (8 KB for 16 pixels in f32)."""
+"""Input channel blocks per local-memory chunk of a `dw_tile` conv (at most; see dw_chunk)."""
+DW_LOCAL_BYTES = 16384
+"""Local memory a `dw_tile` conv's chunk may take: half of Adreno's 32 KB (NVIDIA has 48)."""
+
+
+def dw_chunk(tile_pixels: int) -> int:
+    """Input channel blocks per chunk for a tile of `tile_pixels` pixels: DW_CHUNK, fewer
+    when their f32 float4s would pass DW_LOCAL_BYTES (256 pixels: 4 blocks)."""
+    return max(1, min(DW_CHUNK, DW_LOCAL_BYTES // (16 * tile_pixels)))
 
 
 @dataclass(frozen=True)
@@ -409,7 +416,7 @@ class PackedConvSpec(PackedSpec):
     """With `dw_load`, (Lx, G) > 0 (the `dw_tile` config key is Lx): a work-group of Lx x G
     work-items, Lx along a row segment (x_block pixels each) times G = output channel
     blocks / co_blocks, so that it holds every output channel of its P = Lx * x_block pixels. For
-    each chunk of DW_CHUNK input channel blocks it computes the chunk's depthwise values
+    each chunk of `dw_chunk(P)` input channel blocks it computes the chunk's depthwise values
     of its pixels once, into local memory, then every work-item reads them from there.
     (0, 0): each work-item computes the values it loads itself, G times in all."""
 
@@ -496,10 +503,12 @@ class PackedConvSpec(PackedSpec):
         group = self.reduce_items > 1
         if group and (self.depthwise or self.split_k > 1):
             raise ValueError("reduce_items > 1 needs a groups-1 conv without split_k")
+        tiled = self.dw_load is not None and self.dw_tile[0] > 0
+        if not tiled:
+            gx = kb.group_id(0, "gx") if group else kb.global_id(0, "gx")
         oy, z = kb.global_id(1, "oy"), kb.global_id(2, "z")
         lid = kb.local_id(0, "l") if group else None
         part = 0
-        tiled = self.dw_load is not None and self.dw_tile[0] > 0
         if tiled:
             # Work-group (Lx * G, 1, 1) over a row segment: item li is pixel li % Lx of it
             # and output block group li / Lx (one flat dimension: drivers cap the third
@@ -512,7 +521,6 @@ class PackedConvSpec(PackedSpec):
                 part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
             n = 0 if self.out.shape[0] == 1 else z
         else:
-            gx = kb.group_id(0, "gx") if group else kb.global_id(0, "gx")
             if self.split_k > 1:
                 part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
             n, blk = self.split_z(kb, z, co4n // cb if isinstance(co4n, int) and co4n else 0)
@@ -529,7 +537,7 @@ class PackedConvSpec(PackedSpec):
             dw_args = (ins[first], ins[first + 1] if self.dw_load.has_bias else None)
         if tiled:  # local memory is declared at kernel scope
             tile_pixels = lx_n * xb
-            dw_values = kb.local_alloc(DW_CHUNK * tile_pixels, VectorType(kb.ftype, [4]), "dw_values")
+            dw_values = kb.local_alloc(dw_chunk(tile_pixels) * tile_pixels, VectorType(kb.ftype, [4]), "dw_values")
 
         chunk_base: dict[str, SSAValue] = {}  # the dw_tile loop's first block of the current chunk
 
@@ -660,7 +668,7 @@ class PackedConvSpec(PackedSpec):
 
     def depthwise_chunks(self, kb: KernelBuilder, ins, x, n, oy, lo, hi, accs, dw_values, tile_pixels: int,
                          chunk_base: dict, reduce) -> list[SSAValue]:
-        """The `dw_tile` input loop: for each chunk of DW_CHUNK input channel blocks in
+        """The `dw_tile` input loop: for each chunk of `dw_chunk` input channel blocks in
         [lo, hi), the work-group's items compute the chunk's depthwise values of its
         `tile_pixels` pixels (pixels past the row repeat its last one) into `dw_values`,
         wait, run `reduce` over the chunk (read_tap loads from `dw_values`), and wait again
@@ -668,13 +676,14 @@ class PackedConvSpec(PackedSpec):
         lx_n, g_n = self.dw_tile
         OW = self.out.shape[3]
         items = lx_n * g_n
+        blocks = dw_chunk(tile_pixels)
         first = 3 if self.has_bias and self.split_k == 1 else 2
         dw_w, dw_b = ins[first], ins[first + 1] if self.dw_load.has_bias else None
         li = kb.local_id(0)
         x_base = kb.mul(kb.group_id(0), tile_pixels, "x_base")
 
         def chunk(k: KernelBuilder, c0, acc):
-            count = k.mul(k.sub(k.min_i(k.add(c0, DW_CHUNK), hi), c0), tile_pixels, "values")
+            count = k.mul(k.sub(k.min_i(k.add(c0, blocks), hi), c0), tile_pixels, "values")
 
             def value(k2: KernelBuilder, v, carried):
                 ci4 = k2.add(c0, k2.div(v, tile_pixels))
@@ -685,11 +694,11 @@ class PackedConvSpec(PackedSpec):
             k.for_(li, count, items, [], value, "v")
             k.barrier()
             chunk_base["c0"] = c0
-            acc = reduce(k, c0, k.min_i(k.add(c0, DW_CHUNK), hi), acc)
+            acc = reduce(k, c0, k.min_i(k.add(c0, blocks), hi), acc)
             k.barrier()
             return acc
 
-        return kb.for_(lo, hi, DW_CHUNK, accs, chunk, "c0")
+        return kb.for_(lo, hi, blocks, accs, chunk, "c0")
 
     def group_finish(self, kb: KernelBuilder, ins, extras, out, accs, lid, n, co4, oy, ox0) -> None:
         """`reduce_items` > 1: each accumulator's work-group sum (one local array, a slot

@@ -984,7 +984,14 @@ static adreno_status create_kernels(adreno_model *m, const char *source_name) {
                 return fail(m, ADRENO_ERR_OPENCL, "clSetKernelArg(launch %d, kernel '%s', argument %d) failed: %s (%d)",
                             i, l->kernel, a, cl_error_name(e), (int)e);
         }
-        if (l->has_local) {
+        size_t required[3] = {0, 0, 0};
+        if (l->has_local &&
+            clGetKernelWorkGroupInfo(k, m->device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof required, required,
+                                     NULL) == CL_SUCCESS &&
+            required[0] != 0) {
+            /* The kernel was compiled for exactly this work-group (reqd_work_group_size: local
+             * sums, tiles in local memory): never NULL, the enqueue reports a size it cannot run. */
+        } else if (l->has_local) {
             /* A planned local size is a preference (docs/artifact.md): above this kernel's
              * limit on this device, the driver chooses, as the Python runtime does. */
             size_t limit = 0;
