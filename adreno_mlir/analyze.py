@@ -162,6 +162,9 @@ def kernel_bytes(kop: Operation) -> tuple[int, int]:
     members = _members(kop)
     inside = {r for m in members for r in m.results}
     values = list(dict.fromkeys(v for m in members for v in m.operands if v not in inside))
+    # An on_load region's value is never stored: the kernel reads what the region reads.
+    values = list(dict.fromkeys(w for v in values for w in (
+        _on_load(v).outside_reads() if _on_load(v) is not None else (v,))))
     values += list(kop.results)
     glob = tex = 0
     for v in values:
@@ -262,9 +265,21 @@ def op_flops(op: Operation) -> int:
 
 
 def kernel_flops(kop: Operation) -> int:
-    """FLOPs of a kernel: its head's, plus numel per op of a fused element-wise tail."""
+    """FLOPs of a kernel: its head's, plus numel per op of a fused element-wise tail, plus
+    those of the `graph.fused {on_load}` regions it computes as it loads them (once each:
+    the dw_tile schedule)."""
     members = _members(kop)
-    return op_flops(members[0]) + sum(_value_numel(m.results[0]) for m in members[1:])
+    loaded = {id(r): r for m in members for v in m.operands if (r := _on_load(v)) is not None}
+    return (op_flops(members[0]) + sum(_value_numel(m.results[0]) for m in members[1:])
+            + sum(kernel_flops(r) for r in loaded.values()))
+
+
+def _on_load(value):
+    """The `graph.fused {on_load}` region whose value `value` is, if any."""
+    from adreno_mlir.dialects import graph
+
+    owner = getattr(value, "owner", None)
+    return owner if isinstance(owner, graph.FusedOp) and owner.on_load is not None else None
 
 
 # --------------------------------------------------------------------------- roofline

@@ -79,7 +79,14 @@ def io_shapes(module: ModuleOp) -> tuple[dict, dict]:
 
     from adreno_mlir.dialects import graph
 
-    fn = next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+    fn = next((op for op in module.body.block.ops if isinstance(op, func.FuncOp)), None)
+    if fn is None:
+        raise CompileError("the module has no func.func to compile")
+    missing = [k for k in ("graph.inputs", "graph.outputs") if k not in fn.attributes]
+    if missing:
+        raise CompileError(f"func @{fn.sym_name.data} has no {' or '.join(missing)} attribute (the ONNX input and "
+                           "output names, as the importer writes them: attributes {graph.inputs = [\"x\"], "
+                           "graph.outputs = [\"y\"]}); add them to compile hand-written IR")
     ins = [a.data for a in fn.attributes["graph.inputs"].data]
     outs = [a.data for a in fn.attributes["graph.outputs"].data]
     in_shapes = {n: graph.shape_of(a.type) for n, a in zip(ins, fn.args)}

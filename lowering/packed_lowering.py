@@ -186,8 +186,10 @@ def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
     owner = op.input.owner
     if isinstance(owner, graph.FusedOp) and owner.on_load is not None:
         if not graph.reads_on_load(op):
-            raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution with stride 1 and no padding can "
-                                "read a graph.fused {on_load} region (delete on_load to give it a kernel)")
+            raise LoweringError(f"{where(op)} reads the graph.fused {{on_load}} region at {where(owner)}, which "
+                                "only a groups-1 1x1 convolution with stride 1 and no padding can read (it computes "
+                                "the region's depthwise values as it loads them); delete on_load to give the region "
+                                "a kernel")
         return depthwise_load(hb, owner)
     if isinstance(owner, graph.ScaleChannelsOp):
         groups = getattr(op, "groups", None)

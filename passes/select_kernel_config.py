@@ -246,7 +246,9 @@ def depthwise_load_of(op: Operation) -> graph.FusedOp | None:
     as it loads it: fuse-depthwise-load), or None."""
     src = getattr(op, "input", None)
     owner = src.owner if isinstance(src, SSAValue) else None
-    return owner if isinstance(owner, graph.FusedOp) and owner.on_load is not None else None
+    if not (isinstance(owner, graph.FusedOp) and owner.on_load is not None and graph.reads_on_load(op)):
+        return None  # (a conv that cannot read it gets the lowering's error, not a dw_tile)
+    return owner
 
 
 def dw_tile_groups(op: Operation, cfg: dict[str, Any]) -> int:
