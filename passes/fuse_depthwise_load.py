@@ -32,8 +32,10 @@ It applies where
 - its value has one reader: a groups-1 1x1 convolution with stride 1 and no padding
   (the projection), reading it as its input,
 
-and only for GPU targets. On the H200 every such layer of MobileNetV2/V3 and LR-ASPP got
-faster, by 4.6-16 us (docs/bench/issue13/README.md, session 4).
+and only for GPU targets. On the H200, 64 of the 66 fused layers of MobileNetV2/V3 and LR-ASPP
+(33 per plan, buffers and images) got faster, by up to 18 us. The other two are MobileNetV2's
+7x7 projection to 320 channels: a 3-pixel `dw_tile`, 2-6 us slower. MobileNetV2's device time
+fell 15% on buffers and 23% on images (docs/bench/issue13/README.md, session 4).
 
 A squeeze-excite block's depthwise conv keeps its kernel, since its pool needs every
 value. A variant was measured and left out: the kernel wrote only the pool partials, and

@@ -51,14 +51,12 @@ Covered:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import subprocess
 from dataclasses import dataclass
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from adreno_mlir.dialects import graph
 from adreno_mlir.passes.select_kernel_config import (
@@ -69,7 +67,7 @@ from adreno_mlir.passes.select_kernel_config import (
     is_kernel,
     set_config,
 )
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -79,7 +77,7 @@ import adreno_mlir
 from adreno_mlir import CompileError
 from adreno_mlir.context import make_context
 from adreno_mlir.target import get_profile
-from tests.test_models import scaled_error
+from tests.test_squeeze_excite import _check, _f, _kernels, _model, _overrides  # the same model/check helpers
 
 PLANS = {
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
@@ -103,17 +101,6 @@ ON_LOAD = "graph.fused {on_load}"
 
 def _tolerance(plan: dict) -> float:
     return FP16_TOLERANCE if plan.get("precision") == "fp16-acc32" else TOLERANCE
-
-
-def _f(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-
-
-def _model(nodes, inputs, outputs, inits):
-    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    return m
 
 
 def _activation(act: str | None, x: str, y: str, name: str, inits: list) -> list:
@@ -213,28 +200,6 @@ def se_block_model(c: int = 32, s: int = 8, h: int = 9, out: int = 16):
              helper.make_node("Mul", ["a", "g"], ["m"], name="scale"),
              helper.make_node("Conv", ["m", "wp"], ["y"], name="project")]
     return _model(nodes, [_f("x", [1, c, h, h])], [_f("y", [1, out, h, h])], inits)
-
-
-def _kernels(cm) -> list[str]:
-    return re.findall(r"__kernel void (\w+)\(", cm.source)
-
-
-def _check(cm, model, tol: float):
-    rng = np.random.default_rng(7)
-    feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}
-    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    ours = cm.run(feeds)
-    assert len(ours) == len(ref)
-    for (name, got), expected in zip(ours.items(), ref):
-        assert got.shape == expected.shape, name
-        err = scaled_error(got, expected)
-        assert err <= tol, f"{name}: {err:.2e} from onnxruntime (tolerance {tol:.0e})"
-
-
-def _overrides(tmp_path, entries: dict) -> str:
-    path = tmp_path / "overrides.json"
-    path.write_text(json.dumps(entries))
-    return str(path)
 
 
 def _projection(cm) -> tuple[dict, Operation]:
