@@ -18,11 +18,14 @@ depthwise conv's region `on_load`:
       ...
     }
 
-The projection conv then reads the depthwise conv's input, weights and bias, and for
-each input channel block and pixel it would have loaded it sums the window and applies
-the activation. Each depthwise value is computed once per work-item that loads it
-(output channel blocks / `co_blocks` times), which costs the projection arithmetic that
-the GPU has to spare and saves the depthwise launch and the round trip of its output.
+The projection conv then reads the depthwise conv's input, weights and bias instead of
+the depthwise output. By default (`dw_tile` > 0, select-kernel-config) each of its
+work-groups holds a row segment of pixels times every output channel block, and computes
+the segment's depthwise values (window sum and activation) once into local memory, chunk by
+chunk of input channel blocks, before accumulating the 1x1 conv from there. With
+`dw_tile = 0` (and for 1x1 outputs, which keep their GEMV work-group) each work-item
+computes the values it loads itself, output channel blocks / `co_blocks` times over. Either
+way the depthwise launch and the round trip of its output are gone.
 
 It applies where
 

@@ -238,6 +238,11 @@ def merge_config(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, A
         full["reduce_items"] = 1
     if given.get("reduce_items", 1) > 1 and "split_k" not in given and full.get("split_k", 1) > 1:
         full["split_k"] = 1
+    # dw_tile and reduce_items both set the work-group: the one given wins over the default.
+    if given.get("reduce_items", 1) > 1 and "dw_tile" not in given and full.get("dw_tile", 0):
+        full["dw_tile"] = 0
+    if given.get("dw_tile", 0) and "reduce_items" not in given and full.get("reduce_items", 1) > 1:
+        full["reduce_items"] = 1
     return full
 
 
@@ -502,9 +507,14 @@ class Rules:
             # memory and shares them (0 would have each work-item compute what it loads, G times).
             # One pixel per work-item: more work-items share the depthwise values (x_block 4 left
             # 28x28 MobileNetV3-Small blocks with 42-item work-groups, slower than two kernels).
+            # A 1x1 output keeps its GEMV work-group (reduce_items, above), whose work-items
+            # compute the depthwise values they load.
             groups = dw_tile_groups(op, cfg)
-            cfg["x_block"] = 1
-            cfg["dw_tile"] = min(w, MAX_DW_TILE_ITEMS // groups) if groups <= MAX_DW_TILE_ITEMS else 0
+            if cfg.get("reduce_items", 1) > 1 or groups > MAX_DW_TILE_ITEMS:
+                cfg["dw_tile"] = 0
+            else:
+                cfg["x_block"] = 1
+                cfg["dw_tile"] = min(w, MAX_DW_TILE_ITEMS // groups)
         if pooled(op):  # a work-group per (tile, channel block): one output pixel per work-item per step
             from adreno_mlir.passes.fuse_pool_partials import pool_items
 
@@ -819,6 +829,14 @@ class SelectKernelConfig(ModulePass):
         import warnings
 
         unused = [k for k in overrides if k not in pattern.used]
+        loaded = {d.data for r in op.walk() if isinstance(r, graph.FusedOp) and r.on_load is not None
+                  for o in r.ops if (d := getattr(o.location, "desc", None)) is not None}
+        for key in [k for k in unused if k.startswith("loc:") and k[4:] in loaded]:
+            unused.remove(key)
+            warnings.warn(f"select-kernel-config: {self.overrides}: entry '{key}' names a depthwise conv that its "
+                          "reader computes as it loads it (a graph.fused {on_load} region, fuse-depthwise-load), "
+                          "so it has no kernel to configure: configure the 1x1 conv that reads it, or delete "
+                          "on_load (compile without fuse-depthwise-load) to keep its kernel", stacklevel=2)
         if unused:
             # A shared tuning file may hold entries for other models: a note, not an error.
             warnings.warn(f"select-kernel-config: {len(unused)} entr{'y' if len(unused) == 1 else 'ies'} of "

@@ -25,7 +25,7 @@ Covered:
   and none before it.
 - CPU plans (pocl-cpu, NCHW and NCHW4c): no on_load in any stage, a `dwconv` kernel.
 - two on_load projections writing the two halves of a channel concat (its storage, no
-  copy), on buffers and images; a dw_tile kernel launched by the pyopencl and the
+  copy; concats stay buffers, so on both plans the projections write a buffer); a dw_tile kernel launched by the pyopencl and the
   native runtime (its required work-group).
 - configs from an overrides file, all matching onnxruntime: dw_tile 0 (every work-item
   computes what it loads; no local memory), dw_tile 4 on width 13 (the last
@@ -679,3 +679,63 @@ def test_compile_of_ir_without_graph_io_names_is_a_compile_error():
     module = Parser(make_context(), text).parse_module()
     with pytest.raises(CompileError, match=r"func @main has no graph.inputs or graph.outputs attribute"):
         adreno_mlir.compile(module, target="pocl-cpu")
+
+
+# --------------------------------------------------------------------------- review fixes
+
+@pytest.mark.parametrize("plan", ["nchw4c-buffers", "nchw4c-textures"])
+@pytest.mark.parametrize("args", [dict(c=16, e=64, h=1), dict(c=16, e=64, h=2, stride=2, out=24, residual=False)],
+                         ids=["1x1", "2x2-stride2"])
+def test_projection_to_a_1x1_output_keeps_its_gemv_work_group(args, plan):
+    """Regression (review of fuse-depthwise-load): a projection with a 1x1 output got the
+    GEMV rule's reduce_items and the on-load rule's dw_tile 1 together, which the config
+    check refuses: MobileNetV2 on a 32x32 input did not compile. Such a projection keeps
+    its work-group per output block (reduce_items) with dw_tile 0: each work-item
+    computes the depthwise values it loads."""
+    model = block_model(**args)
+    cm = adreno_mlir.compile(model, keep_ir=True, **PLANS[plan])
+    cfg, _ = _projection(cm)
+    assert cfg["reduce_items"] > 1 and cfg["dw_tile"] == 0, cfg
+    assert "on_load" in cm.stage_ir["depthwise-load"]
+    assert not any(k.startswith("dwconv") for k in _kernels(cm)), _kernels(cm)
+    _check(cm, model, _tolerance(PLANS[plan]))
+
+
+def test_an_override_of_one_work_group_key_drops_the_defaults_other(tmp_path):
+    """Regression (review): `{"reduce_items": 4}` on a projection whose default has a
+    dw_tile (and `{"dw_tile": 7}` on one whose default has reduce_items) failed with
+    "both set the work-group"; the key given wins, as split_k and reduce_items do."""
+    model = block_model(16, 64, 7)
+    cm = adreno_mlir.compile(model, keep_ir=True, overrides=_overrides(tmp_path, {"loc:project": {"reduce_items": 4}}),
+                             **PLANS["nchw4c-buffers"])
+    cfg, _ = _projection(cm)
+    assert cfg["reduce_items"] == 4 and cfg["dw_tile"] == 0, cfg
+    _check(cm, model, TOLERANCE)
+    small = block_model(16, 64, 1)
+    cm = adreno_mlir.compile(small, keep_ir=True, overrides=_overrides(tmp_path, {"loc:project": {"dw_tile": 1}}),
+                             **PLANS["nchw4c-buffers"])
+    cfg, _ = _projection(cm)
+    assert cfg["dw_tile"] == 1 and cfg.get("reduce_items", 1) == 1, cfg
+    _check(cm, small, TOLERANCE)
+
+
+def test_an_override_naming_the_fused_depthwise_conv_says_why_it_does_nothing(tmp_path):
+    """Regression (review): an overrides entry for the depthwise node only got the
+    generic "matched no op" note once its region became on_load."""
+    with pytest.warns(UserWarning, match=r"entry 'loc:dw' names a depthwise conv that its reader computes"):
+        adreno_mlir.compile(block_model(16, 64, 7), overrides=_overrides(tmp_path, {"loc:dw": {"dw_rows": 0}}),
+                            **PLANS["nchw4c-buffers"])
+
+
+def test_tuning_space_has_no_work_group_points_under_a_dw_tile():
+    """Regression (review): the tuner measured each dw_tile config once per work_group
+    choice, though a dw_tile kernel's work-group is fixed (Lx x G)."""
+    from adreno_mlir.tuning.space import space_of
+
+    cm = adreno_mlir.compile(block_model(16, 96, 14, out=16), keep_ir=True, **PLANS["nchw4c-buffers"])
+    _, proj = _projection(cm)
+    space = space_of(proj, gpu=True)
+    points = space.candidates()
+    tiled = [p for p in points if p.get("dw_tile", 0)]
+    assert tiled and not any("work_group" in p for p in tiled), tiled[:3]
+    assert len({tuple(sorted(p.items())) for p in points}) == len(points)

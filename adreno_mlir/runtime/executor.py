@@ -213,7 +213,8 @@ class Executable:
                     # reqd_work_group_size: the kernel computes right with this work-group only
                     raise RuntimeError(
                         f"kernel {launch.kernel} needs work-groups of {list(local)} work-items, but this device "
-                        f"runs at most {limit} for it; lower its kernel_config's reduce_items or dw_tile")
+                        f"runs at most {limit} for it; give it a smaller work-group in its kernel_config (reduce_items, "
+                        "dw_tile, k_split, ...: the keys that set this kernel's work-group)")
                 if int(np.prod(local)) > limit:
                     local = None  # this kernel cannot take the planned size here: driver's choice
             launches.append(Launch(kernel, launch.global_size, local, launch.kernel))

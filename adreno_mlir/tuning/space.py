@@ -95,6 +95,8 @@ class Space:
             for t in ("tile_m", "tile_n"):
                 if t in cfg:
                     cfg[t] = 1
+        if self.kind == "conv4c" and cfg.get("dw_tile", 0):
+            cfg.pop("work_group", None)  # a dw_tile work-group is Lx x G work-items, whatever work_group says
         if self.kind == "conv4c" and cfg.get("reduce_items", 1) > 1:
             # A work-group reduction fixes its own local size (and a 1x1 output has one pixel block).
             cfg.pop("work_group", None)
