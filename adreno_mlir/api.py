@@ -7,10 +7,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +73,40 @@ class CompiledModel(RunnableModel):
         from adreno_mlir.artifact import save_compiled
 
         return save_compiled(self, path, binaries=binaries)
+
+
+@contextlib.contextmanager
+def _naming_config_sources(merged_file: str, tuning_db, overrides):
+    """Errors and warnings of the passes name the file select-kernel-config read: the
+    merged copy in the cache folder (tuning/overrides_file_for). Where they do, name what
+    the user gave instead (the overrides file, the tuning database, or the dict)."""
+    if not merged_file:
+        yield
+        return
+    given = [str(overrides) if isinstance(overrides, (str, Path)) else "the overrides dict"
+             ] if overrides is not None else []
+    given += [f"tuning database {tuning_db}"] if tuning_db is not None else []
+    name = f"{' and '.join(given)} (merged into {merged_file})"
+
+    def named(text: str) -> str:
+        return text.replace(merged_file, name)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except CompileError as e:
+            if merged_file not in str(e):
+                raise
+            try:
+                renamed = type(e)(named(str(e)))
+            except TypeError:  # a subclass with another constructor
+                renamed = CompileError(named(str(e)))
+            raise renamed from None
+        finally:
+            pending = list(caught)
+    for w in pending:
+        warnings.warn_explicit(named(str(w.message)), w.category, w.filename, w.lineno)
 
 
 def io_shapes(module: ModuleOp) -> tuple[dict, dict]:
@@ -360,8 +396,9 @@ def compile(
 
     wg = work_group_sizes(work_group, target_name)
     module = graph.clone() if textures else graph
-    stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline, passes,
-                           timings, compute, overrides_file)
+    with _naming_config_sources(overrides_file, tuning_db, overrides):
+        stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline,
+                               passes, timings, compute, overrides_file)
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
                           input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime)
@@ -374,8 +411,9 @@ def compile(
             raise
         # The device cannot hold the texture plan's images: the buffer plan instead.
         module, textures = graph, False
-        stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None, pipeline,
-                               passes, timings, compute, overrides_file)
+        with _naming_config_sources(overrides_file, tuning_db, overrides):
+            stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None,
+                                   pipeline, passes, timings, compute, overrides_file)
         executable = instantiate(module, source)
     total = time.perf_counter() - start
     lowering = sum(st.seconds for st in stages if st.name == "opencl")

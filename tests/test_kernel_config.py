@@ -200,6 +200,22 @@ def test_missing_override_file(model, tmp_path):
     assert str(path) in str(err.value)
 
 
+def test_errors_and_notes_name_the_users_overrides_file(model, tmp_path):
+    """Regression (noticed in issue 13's session 3): `compile(overrides=FILE)` and
+    `tuning_db=` hand select-kernel-config a merged copy in the cache folder, and its
+    errors and warnings named only that copy. They now name the user's file too."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"loc:conv2": {"x_block": 9}}))
+    with pytest.raises(CompileError, match=r"x_block = 9") as err:
+        adreno_mlir.compile(model, overrides=str(bad), **PLAN)
+    assert f"{bad} (merged into " in str(err.value), str(err.value)
+    unused = tmp_path / "unused.json"
+    unused.write_text(json.dumps({"loc:nothere": {"x_block": 2}}))
+    with pytest.warns(UserWarning, match=r"matched no op: loc:nothere") as notes:
+        adreno_mlir.compile(model, overrides=str(unused), **PLAN)
+    assert any(f"{unused} (merged into " in str(n.message) for n in notes), [str(n.message) for n in notes]
+
+
 # --------------------------------------------------------------------------- split-K
 
 
