@@ -159,13 +159,10 @@ def _members(kop: Operation) -> list[Operation]:
 def kernel_bytes(kop: Operation) -> tuple[int, int]:
     """(global bytes, texture bytes) a kernel moves: each value it reads from outside (once)
     and the value it writes."""
-    members = _members(kop)
-    inside = {r for m in members for r in m.results}
-    values = list(dict.fromkeys(v for m in members for v in m.operands if v not in inside))
-    # An on_load region's value is never stored: the kernel reads what the region reads.
-    values = list(dict.fromkeys(w for v in values for w in (
-        _on_load(v).outside_reads() if _on_load(v) is not None else (v,))))
-    values += list(kop.results)
+    from adreno_mlir.dialects import graph
+
+    # Values without a kernel (an on_load region's, graph.scale_channels') are read through.
+    values = [*graph.kernel_reads(kop), *kop.results]
     glob = tex = 0
     for v in values:
         n, image = value_bytes(v)
@@ -269,17 +266,12 @@ def kernel_flops(kop: Operation) -> int:
     those of the `graph.fused {on_load}` regions it computes as it loads them (once each:
     the dw_tile schedule)."""
     members = _members(kop)
-    loaded = {id(r): r for m in members for v in m.operands if (r := _on_load(v)) is not None}
+    from adreno_mlir.dialects import graph
+
+    loaded = {id(r): r for m in members for v in m.operands if (r := graph.on_load_region(v)) is not None}
     return (op_flops(members[0]) + sum(_value_numel(m.results[0]) for m in members[1:])
             + sum(kernel_flops(r) for r in loaded.values()))
 
-
-def _on_load(value):
-    """The `graph.fused {on_load}` region whose value `value` is, if any."""
-    from adreno_mlir.dialects import graph
-
-    owner = getattr(value, "owner", None)
-    return owner if isinstance(owner, graph.FusedOp) and owner.on_load is not None else None
 
 
 # --------------------------------------------------------------------------- roofline

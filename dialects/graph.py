@@ -2119,6 +2119,24 @@ def loaded_by_reader(op: Operation) -> bool:
     return op.has_trait(LoadedByReader) or (isinstance(op, FusedOp) and op.on_load is not None)
 
 
+def on_load_region(value: SSAValue) -> FusedOp | None:
+    """The `graph.fused {on_load}` region whose value `value` is (fuse-depthwise-load), or None."""
+    owner = value.owner
+    return owner if isinstance(owner, FusedOp) and owner.on_load is not None else None
+
+
+def kernel_reads(op: Operation) -> list[SSAValue]:
+    """The values the kernel of `op` (a fused region or a lone op) reads, each once in
+    first-use order. Values without a kernel of their own are read through: the kernel
+    loads their operands (a fused region's outside values) instead."""
+    reads = op.outside_reads() if isinstance(op, FusedOp) else list(op.operands)
+    out: dict[SSAValue, None] = {}
+    for v in reads:
+        through = isinstance(v.owner, Operation) and loaded_by_reader(v.owner)
+        out.update(dict.fromkeys(kernel_reads(v.owner) if through else (v,)))
+    return list(out)
+
+
 @irdl_op_definition
 class PoolPartialsOp(GraphOp):
     """Per-tile means of an NCHW4c tensor x (N, C, H, W), written by the kernel that

@@ -139,7 +139,7 @@ class HostBuilder:
                 f"{where(owner)}: graph.sum_partials has no kernel of its own; only a 1x1 convolution on the "
                 "1x1 mean can read it (it adds the tiles as it loads). Read the graph.pool_partials' producer "
                 "through a graph.global_avg_pool instead")
-        elif isinstance(owner, graph.FusedOp) and owner.on_load is not None:
+        elif graph.on_load_region(value) is not None:
             raise LoweringError(
                 f"{where(owner)}: this graph.fused region is on_load: it has no kernel of its own, and only a "
                 "groups-1 1x1 convolution with stride 1 and no padding can read it (computing each pixel as it "

@@ -184,7 +184,7 @@ def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
     region's as the depthwise conv it holds computed at each pixel (its input, and after
     weight and bias the depthwise weights and bias), anything else as itself."""
     owner = op.input.owner
-    if isinstance(owner, graph.FusedOp) and owner.on_load is not None:
+    if graph.on_load_region(op.input) is not None:
         if not graph.reads_on_load(op):
             raise LoweringError(f"{where(op)} reads the graph.fused {{on_load}} region at {where(owner)}, which "
                                 "only a groups-1 1x1 convolution with stride 1 and no padding can read (it computes "

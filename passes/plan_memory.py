@@ -97,12 +97,7 @@ def writer_of(value: SSAValue) -> Operation | None:
     return None
 
 
-def kernel_reads(op: Operation) -> set[SSAValue]:
-    """The values the kernel of `op` reads (a fused region's outside operands)."""
-    reads = op.outside_reads() if isinstance(op, graph.FusedOp) else op.operands
-    # Ops without kernels are read through: their reader loads their operands.
-    return {w for v in reads for w in (kernel_reads(v.owner) if isinstance(v.owner, Operation)
-                                        and graph.loaded_by_reader(v.owner) else (v,))}
+kernel_reads = graph.kernel_reads
 
 
 def input_slots(op: graph.ConcatOp, base: int) -> list[tuple[SSAValue, int]]:

@@ -232,28 +232,29 @@ def merge_config(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, A
     """`given` (an override, or a config written by hand) over `defaults`. The two ways to
     split a conv's input channels exclude each other, so a `split_k` > 1 that comes without
     `reduce_items` drops the default's work-group split, and a `reduce_items` > 1 without
-    `split_k` the default's split-K: `{"split_k": 2}` on a squeeze-excite FC means split-K."""
+    `split_k` the default's split-K: `{"split_k": 2}` on a squeeze-excite FC means split-K.
+    `dw_tile` and `reduce_items` (both set the work-group) drop each other the same way."""
     full = {**defaults, **given}
-    if given.get("split_k", 1) > 1 and "reduce_items" not in given and full.get("reduce_items", 1) > 1:
-        full["reduce_items"] = 1
-    if given.get("reduce_items", 1) > 1 and "split_k" not in given and full.get("split_k", 1) > 1:
-        full["split_k"] = 1
-    # dw_tile and reduce_items both set the work-group: the one given wins over the default.
-    if given.get("reduce_items", 1) > 1 and "dw_tile" not in given and full.get("dw_tile", 0):
-        full["dw_tile"] = 0
-    if given.get("dw_tile", 0) and "reduce_items" not in given and full.get("reduce_items", 1) > 1:
-        full["reduce_items"] = 1
+    for a, b in _EXCLUSIVE_KEYS + tuple((b, a) for a, b in _EXCLUSIVE_KEYS):
+        if given.get(a, _OFF[a]) != _OFF[a] and b not in given and full.get(b, _OFF[b]) != _OFF[b]:
+            full[b] = _OFF[b]
     return full
+
+
+_OFF = {"split_k": 1, "reduce_items": 1, "dw_tile": 0}
+"""The value of each work-splitting key that means "not used"."""
+_EXCLUSIVE_KEYS = (("split_k", "reduce_items"), ("dw_tile", "reduce_items"))
+"""Pairs of conv4c keys that exclude each other: two ways to split the input channels, and
+two ways to set the work-group (`dw_tile`, `reduce_items`)."""
 
 
 def depthwise_load_of(op: Operation) -> graph.FusedOp | None:
     """The `graph.fused {on_load}` region that conv `op` reads as its input (and computes
     as it loads it: fuse-depthwise-load), or None."""
     src = getattr(op, "input", None)
-    owner = src.owner if isinstance(src, SSAValue) else None
-    if not (isinstance(owner, graph.FusedOp) and owner.on_load is not None and graph.reads_on_load(op)):
-        return None  # (a conv that cannot read it gets the lowering's error, not a dw_tile)
-    return owner
+    region = graph.on_load_region(src) if isinstance(src, SSAValue) else None
+    # (a conv that cannot read it gets the lowering's error, not a dw_tile)
+    return region if region is not None and graph.reads_on_load(op) else None
 
 
 def dw_tile_groups(op: Operation, cfg: dict[str, Any]) -> int:

@@ -530,11 +530,11 @@ class PackedConvSpec(PackedSpec):
         ixs = [kb.sub(kb.mul(kb.min_i(kb.add(ox0, t), OW - 1) if OW % xb else kb.add(ox0, t), self.strides[1]),
                       self.pads[1]) for t in range(xb)]
         vk = kb.vector()
+        named = dict(zip((name for name, _ in self.head_args()), ins))
         if self.dw_load is not None:
             if self.depthwise or self.kernel != (1, 1) or self.strides != (1, 1) or any(self.pads):
                 raise ValueError("a depthwise load (on_load region) needs a groups-1 1x1 conv, stride 1, no padding")
-            first = 3 if self.has_bias and self.split_k == 1 else 2
-            dw_args = (ins[first], ins[first + 1] if self.dw_load.has_bias else None)
+            dw_args = (named["dw_weight"], named.get("dw_bias"))
         if tiled:  # local memory is declared at kernel scope
             tile_pixels = lx_n * xb
             dw_values = kb.local_alloc(dw_chunk(tile_pixels) * tile_pixels, VectorType(kb.ftype, [4]), "dw_values")
@@ -595,7 +595,7 @@ class PackedConvSpec(PackedSpec):
         def over_taps(k: KernelBuilder, ci4, accs, tile=None):
             # Unrolled by the printer: with `#pragma unroll` NVIDIA's compiler ran these
             # NCHW4c convs 1.6x slower than with the window written out (docs/startup.md).
-            scale = None if self.scale is None else self.scale.read(k, ins[-1], scale_n, ci4, 0, 0)
+            scale = None if self.scale is None else self.scale.read(k, named["scale"], scale_n, ci4, 0, 0)
             return window_loops(k, self.kernel, accs, lambda k2, a, b, a2: tap(k2, ci4, a, b, a2, scale, tile),
                                 unroll=opencl.UNROLL_BY_PRINTER)
 
@@ -640,7 +640,7 @@ class PackedConvSpec(PackedSpec):
                 # MobileNetV3's head) summed in half loses too much (see block_sum).
                 accs = [kb.cast(a, f32) for a in accs]
             if tiled:
-                accs = self.depthwise_chunks(kb, ins, x, n, oy, lo, hi, accs, dw_values, tile_pixels,
+                accs = self.depthwise_chunks(kb, x, dw_args, li, n, oy, lo, hi, accs, dw_values, tile_pixels,
                                              chunk_base, reduce)
             else:
                 accs = reduce(kb, lo, hi, accs)
@@ -666,8 +666,8 @@ class PackedConvSpec(PackedSpec):
             else:
                 finish(kb, t, ox)
 
-    def depthwise_chunks(self, kb: KernelBuilder, ins, x, n, oy, lo, hi, accs, dw_values, tile_pixels: int,
-                         chunk_base: dict, reduce) -> list[SSAValue]:
+    def depthwise_chunks(self, kb: KernelBuilder, x, dw_args, li, n, oy, lo, hi, accs, dw_values,
+                         tile_pixels: int, chunk_base: dict, reduce) -> list[SSAValue]:
         """The `dw_tile` input loop: for each chunk of `dw_chunk` input channel blocks in
         [lo, hi), the work-group's items compute the chunk's depthwise values of its
         `tile_pixels` pixels (pixels past the row repeat its last one) into `dw_values`,
@@ -677,9 +677,6 @@ class PackedConvSpec(PackedSpec):
         OW = self.out.shape[3]
         items = lx_n * g_n
         blocks = dw_chunk(tile_pixels)
-        first = 3 if self.has_bias and self.split_k == 1 else 2
-        dw_w, dw_b = ins[first], ins[first + 1] if self.dw_load.has_bias else None
-        li = kb.local_id(0)
         x_base = kb.mul(kb.group_id(0), tile_pixels, "x_base")
 
         def chunk(k: KernelBuilder, c0, acc):
@@ -688,7 +685,7 @@ class PackedConvSpec(PackedSpec):
             def value(k2: KernelBuilder, v, carried):
                 ci4 = k2.add(c0, k2.div(v, tile_pixels))
                 ox = k2.min_i(k2.add(x_base, k2.rem(v, tile_pixels)), OW - 1)
-                k2.store(self.dw_load.read(k2, x, dw_w, dw_b, n, ci4, oy, ox), dw_values, v)
+                k2.store(self.dw_load.read(k2, x, *dw_args, n, ci4, oy, ox), dw_values, v)
                 return []
 
             k.for_(li, count, items, [], value, "v")
