@@ -4,6 +4,12 @@ Default: PoCL's CPU device (installed by `pyopencl[pocl]`), so everything runs o
 machine without a GPU. `PYOPENCL_CTX` or an explicit `device=` string selects another
 one: `"pocl"`, `"nvidia"`, `"gpu"`, a platform/device name fragment, or pyopencl's
 `"P:D"` index form.
+
+Where PoCL cannot compile for the host CPU (pyopencl's PoCL is built on LLVM 14, which
+does not know CPUs newer than itself, such as AMD's Zen 5: it asks for target CPU
+"generic", and every build fails with "unknown target CPU 'generic'"), the default is
+Intel's CPU runtime from PyPI (`intel-opencl-rt`, a test dependency) when it is
+installed, and otherwise an error that says so: see `pocl_build_error`.
 """
 
 from __future__ import annotations
@@ -63,18 +69,76 @@ def devices_like(spec: str | None = None) -> list[str]:
             if (plat.name, dev.name) == key]
 
 
+def is_pocl(device: cl.Device) -> bool:
+    return "portable computing language" in device.platform.name.lower()
+
+
+_POCL_PROBE = "__kernel void probe(__global float *a) { a[get_global_id(0)] = 1.0f; }"
+
+_pocl_errors: dict[int, str | None] = {}
+
+
+def pocl_build_error(device: cl.Device) -> str | None:
+    """Why PoCL's CPU device cannot build OpenCL C on this machine, or None when it can.
+
+    PoCL names the host CPU as LLVM reports it, in its version string's `HSTR:` part.
+    LLVM 14 (pyopencl's PoCL) reports a CPU it does not know, such as AMD's Zen 5, as
+    "generic", and then refuses that name as a target CPU, so every build fails. Only
+    then (a version string ending in `-generic`) is a one-line kernel built to be sure;
+    the answer is kept per device for the process."""
+    key = device.int_ptr
+    if key not in _pocl_errors:
+        error = None
+        if device.version.strip().endswith("-generic"):
+            try:
+                cl.Program(_context_for(device), _POCL_PROBE).build()
+            except cl.Error as e:
+                lines = [ln.strip() for ln in str(e).splitlines() if "error:" in ln]
+                error = lines[0] if lines else type(e).__name__
+        _pocl_errors[key] = error
+    return _pocl_errors[key]
+
+
+def _intel_cpu(devices: list[cl.Device]) -> cl.Device | None:
+    for d in devices:
+        if "intel" in d.platform.name.lower() and d.type & cl.device_type.CPU:
+            return d
+    return None
+
+
+def default_device() -> cl.Device:
+    """The device when none is named: PoCL's CPU device, or where PoCL cannot build for
+    this CPU (`pocl_build_error`) Intel's CPU runtime if installed; else the first
+    device listed."""
+    use_intel_cpu_runtime()  # the fallback, registered before the platforms are first listed
+    devices = _all_devices()
+    if not devices:
+        raise DeviceError("no OpenCL devices found")
+    pocl = next((d for d in devices if is_pocl(d)), None)
+    if pocl is None:
+        return devices[0]
+    why = pocl_build_error(pocl)
+    if why is None:
+        return pocl
+    intel = _intel_cpu(devices)
+    if intel is not None:
+        return intel
+    raise DeviceError(
+        f"PoCL's CPU device ({pocl.name.strip()}) cannot compile OpenCL C on this machine: {why}. pyopencl's "
+        "PoCL is built on LLVM 14, which does not know this CPU. Install Intel's CPU OpenCL runtime "
+        "(pip install intel-opencl-rt intel-cmplr-lib-rt; adreno-mlir then uses it by default), or name "
+        "another device with device=... or PYOPENCL_CTX")
+
+
 def find_device(spec: str | None = None) -> cl.Device:
     spec = spec if spec is not None else os.environ.get("PYOPENCL_CTX")
-    if spec and "intel" in spec.lower():
+    if not spec:
+        return default_device()
+    if "intel" in spec.lower():
         use_intel_cpu_runtime()  # pip's Intel CPU runtime, if installed (before platforms are listed)
     devices = _all_devices()
     if not devices:
         raise DeviceError("no OpenCL devices found")
-    if not spec:
-        for d in devices:
-            if "portable computing language" in d.platform.name.lower():
-                return d
-        return devices[0]
     names = ", ".join(f"{d.platform.name} / {d.name}" for d in devices)
     if ":" in spec and spec.replace(":", "").isdigit():
         p, _, d = spec.partition(":")

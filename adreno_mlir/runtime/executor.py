@@ -41,7 +41,7 @@ import numpy as np
 import pyopencl as cl
 
 from adreno_mlir.errors import CompileError
-from adreno_mlir.runtime.device import HALF_PRAGMA, check_half_support
+from adreno_mlir.runtime.device import HALF_PRAGMA, DeviceError, check_half_support, is_pocl, pocl_build_error
 from adreno_mlir.runtime.native import open_native, resolve_runtime
 from adreno_mlir.runtime.plan import (
     DEFAULT_BUILD_OPTIONS,
@@ -149,6 +149,11 @@ class Executable:
             self.program, self.build_info = build_program(context, source, plan.build_options,
                                                           cache=cache, binary=binary)
         except cl.RuntimeError as e:
+            if is_pocl(self.device) and (why := pocl_build_error(self.device)) is not None:
+                raise DeviceError(  # not the program: PoCL builds nothing on this CPU
+                    f"PoCL's CPU device cannot compile OpenCL C on this machine ({why}): its LLVM 14 does not "
+                    "know this CPU. Use another device (device=... or PYOPENCL_CTX; with no device named, "
+                    "adreno-mlir takes Intel's CPU runtime when intel-opencl-rt is installed)") from None
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
         self.input_names = [t.name for t in plan.inputs]
         self.output_names = [t.name for t in plan.outputs]
