@@ -387,14 +387,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_build_native(args: argparse.Namespace) -> int:
-    from adreno_mlir.runtime.native import DEFAULT_BUILD_DIR, LIBRARY_NAME, build_native, write_pocl_icd
+    from adreno_mlir.runtime.native import DEFAULT_BUILD_DIR, LIBRARY_NAME, build_native, write_default_icd
 
     out = build_native(args.output, sanitize=args.sanitize)
     print(f"built {out / LIBRARY_NAME} and {out / 'adreno-run'}")
-    icd = write_pocl_icd(out / "icd")
+    icd = write_default_icd(out / "icd")
     if icd is not None:
-        print(f"to run adreno-run on pyopencl's PoCL (no system OpenCL driver needed): "
-              f"export OCL_ICD_VENDORS={icd.absolute()}")
+        print(f"to run adreno-run on adreno_mlir's default CPU device (pyopencl's PoCL, or Intel's CPU runtime "
+              f"where PoCL cannot build here; no system OpenCL driver needed): export OCL_ICD_VENDORS={icd.absolute()}")
     if args.output is not None and Path(args.output).resolve() != DEFAULT_BUILD_DIR:
         print(f"adreno_mlir uses it with ADRENO_MLIR_NATIVE_LIB={(out / LIBRARY_NAME).absolute()}")
     return 0

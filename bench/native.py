@@ -69,6 +69,7 @@ def measure(name: str, path: Path, plan: dict, args, tmp: Path) -> dict:
     import numpy as np
 
     import adreno_mlir
+    from adreno_mlir.runtime.device import write_intel_icd
     from adreno_mlir.runtime.native import write_pocl_icd
 
     t = time.perf_counter()
@@ -111,7 +112,8 @@ def measure(name: str, path: Path, plan: dict, args, tmp: Path) -> dict:
     if args.runner:
         art = cm.save(tmp / f"{name}.adreno")
         env = dict(os.environ)
-        icd = write_pocl_icd(tmp / "icd") if "portable" in cm.device_name.lower() else None
+        icd = (write_pocl_icd(tmp / "icd") if "portable" in cm.device_name.lower()
+               else write_intel_icd(tmp / "icd") if "intel" in cm.device_name.lower() else None)
         if icd is not None:
             env["OCL_ICD_VENDORS"] = str(icd)
         device_arg = ["--device", args.device] if args.device else []

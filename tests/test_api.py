@@ -98,7 +98,7 @@ def test_bad_options_are_compile_errors(tiny_path):
     with pytest.raises(CompileError, match="unknown target profile 'adreno-999'"):
         adreno_mlir.compile(str(tiny_path), target="adreno-999")
     with pytest.raises(CompileError, match="precision='fp16' computes in half.*cl_khr_fp16.*'fp16-acc32'"):
-        adreno_mlir.compile(str(tiny_path), precision="fp16")  # PoCL's CPU device has no half arithmetic
+        adreno_mlir.compile(str(tiny_path), precision="fp16", device="pocl")  # no half arithmetic on PoCL
     with pytest.raises(CompileError, match="unknown precision"):
         adreno_mlir.compile(str(tiny_path), precision="int8")
 

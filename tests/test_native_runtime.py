@@ -42,9 +42,10 @@ def native_dir():
 
 @pytest.fixture(scope="session")
 def run_env(native_dir, tmp_path_factory):
-    """Environment for adreno-run: the system ICD loader sees pyopencl's PoCL."""
+    """Environment for adreno-run: the system ICD loader sees the default device of the
+    Python side (pyopencl's PoCL, or Intel's CPU runtime where PoCL cannot build here)."""
     env = dict(os.environ)
-    icd = native.write_pocl_icd(tmp_path_factory.mktemp("icd"))
+    icd = native.write_default_icd(tmp_path_factory.mktemp("icd"))
     if icd is not None:
         env["OCL_ICD_VENDORS"] = str(icd)
     return env
@@ -484,8 +485,11 @@ def asan_dir():
 
 def asan_env(run_env, tmp_path):
     supp = tmp_path / "lsan.supp"
-    # Leaks inside the OpenCL driver and loader are theirs, not ours.
-    supp.write_text("leak:libpocl\nleak:libOpenCL\nleak:libhwloc\nleak:libLLVM\n")
+    # Leaks inside the OpenCL driver and loader are theirs, not ours (PoCL, or Intel's CPU
+    # runtime where it is the default device: libintelocl and the libraries it loads).
+    supp.write_text("".join(f"leak:{lib}\n" for lib in (
+        "libpocl", "libOpenCL", "libhwloc", "libLLVM", "libintelocl", "libtbb", "libcommon_clang", "libtcm",
+        "libxptifw", "libqkmalloc")))
     return dict(run_env, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86",
                 LSAN_OPTIONS=f"suppressions={supp}", UBSAN_OPTIONS="halt_on_error=1:exitcode=87")
 

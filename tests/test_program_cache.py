@@ -168,7 +168,8 @@ def test_unwritable_cache_dir(ctx, source, tmp_path):
 
     with pytest.warns(ProgramCacheWarning, match="cannot write") as record:
         program, info = build_program(ctx, source, OPTIONS, cache=folder)
-    assert len(record) == 1
+    # one of ours (the OpenCL compiler may add its own notes: Intel's CPU runtime does)
+    assert len([w for w in record if issubclass(w.category, ProgramCacheWarning)]) == 1
     assert info.cache == "off" and info.path is None and info.key == ""
     np.testing.assert_array_equal(run_add1(ctx, program), np.arange(8, dtype=np.float32) + 1)
 

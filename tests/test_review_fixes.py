@@ -179,7 +179,7 @@ def test_profile_fields_trimmed():
     (dict(textures=1), "invalid textures=1"),
     (dict(precision="int8"), "unknown precision 'int8' \\(parameter precision\\); choose one of 'fp32', 'fp16-acc32', 'fp16'"),
     (dict(precision=32), "unknown precision 32"),
-    (dict(precision="fp16"), "precision='fp16' computes in half.*cl_khr_fp16.*'fp16-acc32'"),  # PoCL's CPU: no half
+    (dict(precision="fp16", device="pocl"), "precision='fp16' computes in half.*cl_khr_fp16.*'fp16-acc32'"),  # PoCL's CPU: no half
     (dict(layout="nhwc"), "unknown layout 'nhwc' \\(parameter layout\\); choose one of 'nchw', 'nchw4c'"),
     (dict(layout="nchw", textures=True), "layout='nchw' is the fp32 buffer path"),
     (dict(work_group="fast"), "invalid work_group='fast'; choose one of 'driver', 'auto'"),
