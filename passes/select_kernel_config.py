@@ -257,6 +257,15 @@ def depthwise_load_of(op: Operation) -> graph.FusedOp | None:
     return region if region is not None and graph.reads_on_load(op) else None
 
 
+def read_by_depthwise(op: Operation) -> bool:
+    """Whether the value that `op`'s kernel writes (its region's, when `op` heads one) has
+    one reader, a depthwise convolution: an inverted-residual block's expansion."""
+    parent = op.parent_op()
+    value = parent.results[0] if isinstance(parent, graph.FusedOp) and parent.head is op else op.results[0]
+    readers = {use.operation for use in value.uses}  # a use inside a region is its op's own
+    return len(readers) == 1 and graph.is_depthwise_load(readers.pop())
+
+
 def dw_tile_groups(op: Operation, cfg: dict[str, Any]) -> int:
     """G of a `dw_tile` work-group: the conv's output channel blocks per co_blocks."""
     return -(-graph.shape_of(op.results[0])[1] // 4) // cfg.get("co_blocks", 1)
@@ -481,6 +490,15 @@ class Rules:
         split = 1
         if self.gpu and self.split_k_items and not depthwise and items < self.split_k_items:
             split = max(1, min(8, -(-self.split_k_items // items), ci4 // 8))
+        if split > 1 and isinstance(op, graph.Conv2dOp) and read_by_depthwise(op):
+            # An expansion that a depthwise conv reads stays one launch. On the H200 a
+            # depthwise kernel reading what a split-K sum kernel had just written took ~5 us
+            # more than after a direct conv (14x14 and 7x7 layers, images especially), and the
+            # direct expansion was about as fast as split-K's two launches. Depthwise kernels
+            # (A/B, docs/bench/issue13 session 5): EfficientNet-B0 172 -> 139 us (images) and
+            # 141 -> 123 (buffers), MobileNetV3-Large 92 -> 72 (images); the models' device
+            # time: MobileNetV2 -7%, the others within +-4% (the H200's drift).
+            split = 1
         if depthwise and self.gpu:
             # One output pixel per work-item: on the H200 the depthwise kernels of MobileNetV2/V3 and
             # EfficientNet-B0 took 0.52 ms (images) / 0.40 ms (buffers) with x_block 1 against 0.61 / 0.58
