@@ -273,7 +273,6 @@ def kernel_flops(kop: Operation) -> int:
             + sum(kernel_flops(r) for r in loaded.values()))
 
 
-
 # --------------------------------------------------------------------------- roofline
 
 

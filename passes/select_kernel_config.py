@@ -260,9 +260,7 @@ def depthwise_load_of(op: Operation) -> graph.FusedOp | None:
 def read_by_depthwise(op: Operation) -> bool:
     """Whether the value that `op`'s kernel writes (its region's, when `op` heads one) has
     one reader, a depthwise convolution: an inverted-residual block's expansion."""
-    parent = op.parent_op()
-    value = parent.results[0] if isinstance(parent, graph.FusedOp) and parent.head is op else op.results[0]
-    readers = {use.operation for use in value.uses}  # a use inside a region is its op's own
+    readers = {use.operation for use in kernel_op(op).results[0].uses}  # a use inside a region is its op's own
     return len(readers) == 1 and graph.is_depthwise_load(readers.pop())
 
 

@@ -99,11 +99,9 @@ def pocl_build_error(device: cl.Device) -> str | None:
     return _pocl_errors[key]
 
 
-def _intel_cpu(devices: list[cl.Device]) -> cl.Device | None:
-    for d in devices:
-        if "intel" in d.platform.name.lower() and d.type & cl.device_type.CPU:
-            return d
-    return None
+def is_intel_cpu(device: cl.Device) -> bool:
+    """Intel's CPU OpenCL runtime (`use_intel_cpu_runtime`)."""
+    return "intel" in device.platform.name.lower() and bool(device.type & cl.device_type.CPU)
 
 
 def default_device() -> cl.Device:
@@ -120,7 +118,7 @@ def default_device() -> cl.Device:
     why = pocl_build_error(pocl)
     if why is None:
         return pocl
-    intel = _intel_cpu(devices)
+    intel = next((d for d in devices if is_intel_cpu(d)), None)
     if intel is not None:
         return intel
     raise DeviceError(

@@ -124,12 +124,12 @@ def write_default_icd(folder: str | Path) -> Path | None:
     to the system's OpenCL ICD loader: pyopencl's PoCL (`write_pocl_icd`), or Intel's CPU
     runtime where PoCL cannot compile for this CPU (`device.pocl_build_error`). Returns
     `folder` for `OCL_ICD_VENDORS=folder`, or None when that device needs no `.icd` of ours."""
-    from adreno_mlir.runtime.device import default_device, is_pocl, write_intel_icd
+    from adreno_mlir.runtime.device import default_device, is_intel_cpu, is_pocl, write_intel_icd
 
     device = default_device()
     if is_pocl(device):
         return write_pocl_icd(folder)
-    if "intel" in device.platform.name.lower():
+    if is_intel_cpu(device):
         return write_intel_icd(folder)
     return None
 
