@@ -387,14 +387,31 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_build_native(args: argparse.Namespace) -> int:
-    from adreno_mlir.runtime.native import DEFAULT_BUILD_DIR, LIBRARY_NAME, build_native, write_default_icd
+    import os
+
+    from adreno_mlir.runtime.native import (DEFAULT_BUILD_DIR, LIBRARY_NAME, build_native, runner_opencl_env,
+                                            write_default_icd)
 
     out = build_native(args.output, sanitize=args.sanitize)
     print(f"built {out / LIBRARY_NAME} and {out / 'adreno-run'}")
+    exports: dict[str, str] = {}
+    loader = runner_opencl_env()
+    if loader and not os.environ.get("ADRENO_RT_OPENCL_LIBRARY"):
+        print("this system has no OpenCL ICD loader (libOpenCL.so.1) of its own: adreno-run uses pyopencl's "
+              "(ADRENO_RT_OPENCL_LIBRARY; its loader needs PYOPENCL_HOME too)")
+        exports.update(loader)
     icd = write_default_icd(out / "icd")
     if icd is not None:
-        print(f"to run adreno-run on adreno_mlir's default CPU device (pyopencl's PoCL, or Intel's CPU runtime "
-              f"where PoCL cannot build here; no system OpenCL driver needed): export OCL_ICD_VENDORS={icd.absolute()}")
+        print("adreno-run sees adreno_mlir's default CPU device (pyopencl's PoCL, or Intel's CPU runtime where PoCL "
+              "cannot build here) through OCL_ICD_VENDORS (do not set it on a machine with a real OpenCL driver)")
+        exports["OCL_ICD_VENDORS"] = str(icd.absolute())
+    if exports:
+        import shlex
+
+        env_file = out / "adreno-run-env.sh"
+        env_file.write_text("# written by adreno-mlir build-native: the environment adreno-run needs here\n"
+                            + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in exports.items()))
+        print(f"to run adreno-run from a shell: . {env_file.absolute()}")
     if args.output is not None and Path(args.output).resolve() != DEFAULT_BUILD_DIR:
         print(f"adreno_mlir uses it with ADRENO_MLIR_NATIVE_LIB={(out / LIBRARY_NAME).absolute()}")
     return 0

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -70,7 +69,7 @@ def measure(name: str, path: Path, plan: dict, args, tmp: Path) -> dict:
 
     import adreno_mlir
     from adreno_mlir.runtime.device import write_intel_icd
-    from adreno_mlir.runtime.native import write_pocl_icd
+    from adreno_mlir.runtime.native import runner_env, write_pocl_icd
 
     t = time.perf_counter()
     cm = adreno_mlir.compile(str(path), device=args.device, runtime="native", **plan)
@@ -111,7 +110,7 @@ def measure(name: str, path: Path, plan: dict, args, tmp: Path) -> dict:
     runner = None
     if args.runner:
         art = cm.save(tmp / f"{name}.adreno")
-        env = dict(os.environ)
+        env = runner_env()  # with pyopencl's ICD loader where the system has none
         icd = (write_pocl_icd(tmp / "icd") if "portable" in cm.device_name.lower()
                else write_intel_icd(tmp / "icd") if "intel" in cm.device_name.lower() else None)
         if icd is not None:

@@ -51,9 +51,10 @@ def _build_native(sanitize: bool = False) -> Path:
 
 
 # The suite runs models through the native runtime (runtime/c), the default launch path
-# wherever it is built: it is built here when a C compiler, CMake and the OpenCL
-# headers are present. In CI it must build (a failure stops the run); elsewhere the
-# suite falls back to pyopencl and the native tests report why they cannot run.
+# wherever it is built: it is built here when a C compiler and CMake are present (it
+# needs no OpenCL headers or library to build: it opens OpenCL at run time). In CI it
+# must build (a failure stops the run); elsewhere the suite falls back to pyopencl and
+# the native tests report why they cannot run.
 NATIVE_BUILD_ERROR: str | None = None
 if not os.environ.get("ADRENO_MLIR_NATIVE_LIB"):
     try:

@@ -223,7 +223,7 @@ def test_fp16_artifact_in_the_c_runner(tiny_path, half_device, tmp_path):
     icd = tmp_path / "icd"
     native.write_pocl_icd(icd)
     write_intel_icd(icd)
-    env = {**os.environ, "OCL_ICD_VENDORS": str(icd)}
+    env = native.runner_env({**os.environ, "OCL_ICD_VENDORS": str(icd)})
     cm = adreno_mlir.compile(str(tiny_path), device=half_device, **FP16)
     art = cm.save(tmp_path / "tiny16.adreno")
     feeds = _feeds(cm)

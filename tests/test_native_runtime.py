@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,9 +43,10 @@ def native_dir():
 
 @pytest.fixture(scope="session")
 def run_env(native_dir, tmp_path_factory):
-    """Environment for adreno-run: the system ICD loader sees the default device of the
-    Python side (pyopencl's PoCL, or Intel's CPU runtime where PoCL cannot build here)."""
-    env = dict(os.environ)
+    """Environment for adreno-run: the ICD loader it loads (the system's, or pyopencl's
+    through ADRENO_RT_OPENCL_LIBRARY on a machine without one) sees the default device of
+    the Python side (pyopencl's PoCL, or Intel's CPU runtime where PoCL cannot build here)."""
+    env = native.runner_env()
     icd = native.write_default_icd(tmp_path_factory.mktemp("icd"))
     if icd is not None:
         env["OCL_ICD_VENDORS"] = str(icd)
@@ -177,15 +179,25 @@ def texture_artifact(tiny_path, cache, tmp_path_factory):
     return path
 
 
-def c_open(path: Path):
-    """adreno_open through ctypes on pyopencl's PoCL context: (status name, message)."""
+def c_options(**fields) -> native._Options:
+    """adreno_options for pyopencl's default context (PoCL), through pyopencl's ICD loader
+    (what the binding passes), with `fields` set."""
     from adreno_mlir.runtime.device import default_context
 
-    lib = native.library()
     ctx = default_context()
     opts = native._Options()
-    lib.adreno_options_init(ctypes.byref(opts))
+    native.library().adreno_options_init(ctypes.byref(opts))
     opts.context, opts.device = ctx.int_ptr, ctx.devices[0].int_ptr
+    opts.opencl_library = os.fsencode(native.pyopencl_opencl_library())
+    for name, value in fields.items():
+        setattr(opts, name, value)
+    return opts
+
+
+def c_open(path: Path, **fields):
+    """adreno_open through ctypes on pyopencl's PoCL context: (status name, message)."""
+    lib = native.library()
+    opts = c_options(**fields)
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(4096)
     status = lib.adreno_open(str(path).encode(), ctypes.byref(opts), ctypes.byref(handle), err, len(err))
@@ -370,14 +382,9 @@ def test_run_io_leaves_no_stale_state(tiny_artifact):
     """Regression: after adreno_run_io, adreno_get_output returned the outputs of an older
     adreno_run in direct mode but the new ones in pinned mode; now both refuse until the
     next adreno_run, and adreno_run refuses inputs that were not given again."""
-    from adreno_mlir.runtime.device import default_context
-
     lib = native.library()
-    ctx = default_context()
     for io in ("direct", "pinned"):
-        opts = native._Options()
-        lib.adreno_options_init(ctypes.byref(opts))
-        opts.context, opts.device, opts.io_mode = ctx.int_ptr, ctx.devices[0].int_ptr, native.IO_MODES[io]
+        opts = c_options(io_mode=native.IO_MODES[io])
         handle = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         assert lib.adreno_open(str(tiny_artifact).encode(), ctypes.byref(opts), ctypes.byref(handle), err, 512) == 0
@@ -449,14 +456,146 @@ def test_runner_input_errors(tiny_artifact, native_dir, run_env, tmp_path):
     assert proc.returncode == 2 and "usage" in proc.stderr
 
 
-def test_c_api_argument_errors(tiny_artifact):
-    from adreno_mlir.runtime.device import default_context
+# --------------------------------------------------------------------------- the OpenCL library
 
+
+def test_missing_opencl_library_is_a_clear_error(tiny_artifact, native_dir, run_env, tmp_path):
+    """The runtime dlopens OpenCL at run time: a library that is not there, named by
+    ADRENO_RT_OPENCL_LIBRARY or by --opencl-library (which wins over the variable), is an
+    error naming the path, dlerror's reason and what to do; so is finding none at all."""
+    runner = native_dir / "adreno-run"
+    env = dict(run_env, ADRENO_RT_OPENCL_LIBRARY="/nonexistent/libOpenCL.so")
+    proc = run_c(runner, tiny_artifact, env, check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith("adreno-run: error: "), proc.stderr
+    assert "ADRENO_RT_OPENCL_LIBRARY names: /nonexistent/libOpenCL.so (" in proc.stderr, proc.stderr
+    assert "No such file or directory" in proc.stderr and "unset it" in proc.stderr, proc.stderr
+    proc = run_c(runner, tiny_artifact, env, "--opencl-library", "/nonexistent/x.so", check=False)
+    assert proc.returncode == 1 and "--opencl-library) names: /nonexistent/x.so (" in proc.stderr, proc.stderr
+    assert "/nonexistent/libOpenCL.so" not in proc.stderr, proc.stderr
+    # The artifact is checked before OpenCL is loaded: a malformed one says so, OpenCL or not.
+    proc = run_c(runner, _broken(tiny_artifact, "format-version", tmp_path), env, check=False)
+    assert proc.returncode == 1 and "format version 99" in proc.stderr, proc.stderr
+    if native.system_opencl_library() is None:  # a machine without an ICD loader, as here: the search fails
+        proc = run_c(runner, tiny_artifact, {k: v for k, v in run_env.items() if k != "ADRENO_RT_OPENCL_LIBRARY"},
+                     check=False)
+        assert proc.returncode == 1, proc.stderr
+        for phrase in ("cannot find an OpenCL library: tried libOpenCL.so.1 (", "; libOpenCL.so (",
+                       "install an OpenCL driver", "ADRENO_RT_OPENCL_LIBRARY=", "--opencl-library"):
+            assert phrase in proc.stderr, (phrase, proc.stderr)
+
+
+@pytest.mark.parametrize("how,library", [("option", "libm.so.6"), ("environment", "libc.so.6")])
+def test_library_without_opencl_entry_points_is_a_clear_error(how, library, tiny_artifact, native_dir, run_env):
+    env = dict(run_env, ADRENO_RT_OPENCL_LIBRARY=library) if how == "environment" else run_env
+    args = ["--opencl-library", library] if how == "option" else []
+    proc = run_c(native_dir / "adreno-run", tiny_artifact, env, *args, check=False)
+    assert proc.returncode == 1, proc.stderr
+    phrase = f"{library} (it has no clGetPlatformIDs, nor 30 more of the 31 OpenCL entry points the runtime uses"
+    assert phrase in proc.stderr, proc.stderr
+
+
+def test_library_missing_one_entry_point_names_it(tiny_artifact, native_dir, run_env, tmp_path):
+    """An "OpenCL library" with every entry point the runtime calls but clCreateImage (as
+    an OpenCL 1.1 one would be) is refused before any call, naming clCreateImage."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler to build the stand-in library")
+    header = (native.SOURCE_DIR / "src" / "cl_api.h").read_text()
+    names = re.findall(r"X\((?:[^,()]|\*)+,\s*(\w+),", header)
+    assert len(names) == 31 and "CreateImage" in names, names
+    (tmp_path / "fake.c").write_text("".join(f"int cl{n}(void) {{ return -1; }}\n" for n in names
+                                             if n != "CreateImage"))
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "libfake.so"), str(tmp_path / "fake.c")], check=True)
+    proc = run_c(native_dir / "adreno-run", tiny_artifact, run_env, "--opencl-library", tmp_path / "libfake.so",
+                 check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "libfake.so (it has no clCreateImage: not an OpenCL 1.2 library)" in proc.stderr, proc.stderr
+
+
+def test_python_binding_loads_pyopencls_opencl_library(tiny_path, tiny_artifact, native_dir, run_env, cache):
+    """The binding names pyopencl's ICD loader (adreno_options.opencl_library), so that
+    the C code calls pyopencl's context through the loader that made it, whatever
+    ADRENO_RT_OPENCL_LIBRARY says (here: a path that does not exist); adreno-run says
+    which library it loaded."""
+    expected = native.pyopencl_opencl_library()
+    assert expected is not None and expected.name.startswith("libOpenCL"), expected
+    script = (
+        "import adreno_mlir\n"
+        "from adreno_mlir.runtime import native\n"
+        f"m = adreno_mlir.compile({str(tiny_path)!r}, runtime='native')\n"
+        "assert m.runtime == 'native'\n"
+        "print(native.library().adreno_opencl_library().decode())\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False,
+                          env=dict(os.environ, ADRENO_RT_OPENCL_LIBRARY="/nonexistent/libOpenCL.so"))
+    assert proc.returncode == 0, proc.stderr
+    assert os.path.samefile(proc.stdout.split()[-1], expected), proc.stdout
+    cm = adreno_mlir.compile(str(tiny_path), cache=cache, runtime="native")  # this process, too
+    assert cm.runtime == "native" and os.path.samefile(native.library().adreno_opencl_library().decode(), expected)
+    proc = run_c(native_dir / "adreno-run", tiny_artifact, run_env, "--repeat", "1", "--warmup", "0")
+    loaded = next(line.split(None, 1)[1] for line in proc.stdout.splitlines() if line.startswith("opencl:"))
+    if "ADRENO_RT_OPENCL_LIBRARY" in run_env:
+        assert os.path.samefile(loaded, run_env["ADRENO_RT_OPENCL_LIBRARY"]), proc.stdout
+    assert Path(loaded).is_absolute() and "OpenCL" in Path(loaded).name, proc.stdout
+
+
+def test_runner_env_runs_adreno_run_from_a_clean_environment(tiny_artifact, native_dir, tmp_path):
+    """Regression: `runner_env` gives adreno-run everything it needs where the only OpenCL
+    is pip's, from an environment no Python process has touched (no PYOPENCL_HOME: the
+    ocl-icd in pyopencl's wheels dies of SIGSEGV in its first call without it); and the
+    runtime refuses that loader without PYOPENCL_HOME, saying so, instead of crashing."""
+    base = {k: v for k, v in os.environ.items() if k not in ("PYOPENCL_HOME", "ADRENO_RT_OPENCL_LIBRARY")}
+    icd = native.write_default_icd(tmp_path / "icd")
+    if icd is not None:
+        base["OCL_ICD_VENDORS"] = str(icd)
+    loader = native.pyopencl_opencl_library()
+    if "/pyopencl/.libs/" in str(loader.resolve()):  # the wheel's own loader
+        proc = run_c(native_dir / "adreno-run", tiny_artifact, dict(base, ADRENO_RT_OPENCL_LIBRARY=str(loader)),
+                     check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert "pyopencl's ICD loader: it crashes unless PYOPENCL_HOME is set; export PYOPENCL_HOME=" in proc.stderr
+    env = native.runner_env(base)
+    if native.system_opencl_library() is None:
+        assert env["PYOPENCL_HOME"] and os.path.samefile(env["ADRENO_RT_OPENCL_LIBRARY"],
+                                                         native.pyopencl_opencl_library())
+    proc = run_c(native_dir / "adreno-run", tiny_artifact, env, "--repeat", "1", "--warmup", "0")
+    assert "latency:" in proc.stdout
+
+
+def test_another_opencl_library_in_one_process_is_refused(tiny_artifact, tmp_path):
+    """One OpenCL library per process: once loaded, adreno_open naming another one is an
+    ADRENO_ERR_OPENCL_LIBRARY error saying which one is in use; the same file by another
+    path (a symbolic link) is the same library."""
+    assert c_open(tiny_artifact) == ("ADRENO_OK", "")
+    status, message = c_open(tiny_artifact, opencl_library=b"/nonexistent/x.so")
+    assert status == "ADRENO_ERR_OPENCL_LIBRARY", message
+    assert "names the OpenCL library /nonexistent/x.so, but this process already uses" in message
+    assert str(native.pyopencl_opencl_library().name) in message
+    link = tmp_path / "libOpenCL.so.1"
+    link.symlink_to(native.pyopencl_opencl_library())
+    assert c_open(tiny_artifact, opencl_library=os.fsencode(link)) == ("ADRENO_OK", "")
+    assert c_open(tiny_artifact, opencl_library=None) == ("ADRENO_OK", "")  # none asked for: the loaded one
+
+
+def test_runtime_links_no_opencl(native_dir):
+    """Building needs no OpenCL: no OpenCL header is included, CMake looks for no OpenCL,
+    and neither the library nor the runner has libOpenCL among its NEEDED entries."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf (binutils) is not installed")
+    for binary in (native_dir / "libadreno_rt.so", native_dir / "adreno-run"):
+        dynamic = subprocess.run([readelf, "-d", str(binary)], capture_output=True, text=True, check=True).stdout
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+        assert needed and not [n for n in needed if "opencl" in n.lower()], (binary, needed)
+    for source in native.SOURCE_DIR.rglob("*"):
+        if source.suffix in (".c", ".h") and "build" not in source.parts:
+            assert not re.search(r"#\s*include\s*[<\"](CL|OpenCL)/", source.read_text()), source
+    cmake = (native.SOURCE_DIR / "CMakeLists.txt").read_text()
+    assert "find_package(OpenCL" not in cmake and "OpenCL::OpenCL" not in cmake
+
+
+def test_c_api_argument_errors(tiny_artifact):
     lib = native.library()
-    ctx = default_context()
-    opts = native._Options()
-    lib.adreno_options_init(ctypes.byref(opts))
-    opts.context, opts.device = ctx.int_ptr, ctx.devices[0].int_ptr
+    opts = c_options()
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(512)
     assert lib.adreno_open(str(tiny_artifact).encode(), ctypes.byref(opts), ctypes.byref(handle), err, 512) == 0
@@ -519,6 +658,10 @@ def test_malformed_artifacts_under_address_sanitizer(tiny_artifact, texture_arti
         assert phrase in proc.stderr and "Sanitizer" not in proc.stderr, f"{case}:\n{proc.stderr}"
 
 
+# Errors inside the OpenCL driver (PoCL) and the ICD loader (the system's ocl-icd, or
+# pyopencl's libOpenCL-*.so) are theirs; what glibc's dlopen allocates for a loaded
+# library stays reachable through its link map for the life of the process (the runtime
+# keeps its OpenCL library loaded until exit): not leaks of ours.
 VALGRIND_SUPPRESSIONS = """\
 {
    opencl-driver-leak
@@ -533,10 +676,40 @@ VALGRIND_SUPPRESSIONS = """\
    obj:*libpocl*
 }
 {
-   opencl-driver-value
+   opencl-driver-value8
    Memcheck:Value8
    ...
    obj:*libpocl*
+}
+{
+   opencl-loader-leak
+   Memcheck:Leak
+   ...
+   obj:*libOpenCL*
+}
+{
+   opencl-loader-cond
+   Memcheck:Cond
+   ...
+   obj:*libOpenCL*
+}
+{
+   opencl-loader-value8
+   Memcheck:Value8
+   ...
+   obj:*libOpenCL*
+}
+{
+   dlopen-leak
+   Memcheck:Leak
+   ...
+   fun:_dl_open
+}
+{
+   dlopen-catch-leak
+   Memcheck:Leak
+   ...
+   fun:_dl_catch_exception
 }
 """
 
@@ -548,6 +721,7 @@ VALGRIND_CASES = ["format-version", "not-an-artifact", "invalid-json", "truncate
                   "shape-overflow", "integer-out-of-range"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None and not os.environ.get("CI"), reason="valgrind not installed")
 def test_malformed_artifacts_under_valgrind(tiny_artifact, native_dir, run_env, tmp_path):
     supp = tmp_path / "valgrind.supp"
@@ -560,6 +734,31 @@ def test_malformed_artifacts_under_valgrind(tiny_artifact, native_dir, run_env, 
             env=run_env, capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode == 1, f"{case}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
         assert MALFORMED[case][2] in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None and not os.environ.get("CI"), reason="valgrind not installed")
+def test_opencl_library_errors_under_valgrind(tiny_artifact, native_dir, run_env, tmp_path):
+    """The loader's error paths under memcheck: no library there, a library without the
+    entry points (opened, then closed), and the ICD loader with no driver (empty
+    OCL_ICD_VENDORS: loaded, no platform): each a clear error, no definite leak."""
+    supp = tmp_path / "valgrind.supp"
+    supp.write_text(VALGRIND_SUPPRESSIONS)
+    (tmp_path / "no-vendors").mkdir()
+    loader = str(native.pyopencl_opencl_library())
+    cases = [
+        ({"ADRENO_RT_OPENCL_LIBRARY": "/nonexistent/libOpenCL.so"}, [], "/nonexistent/libOpenCL.so ("),
+        ({}, ["--opencl-library", "libm.so.6"], "it has no clGetPlatformIDs"),
+        ({"OCL_ICD_VENDORS": str(tmp_path / "no-vendors"), "PYOPENCL_HOME": str(Path(loader).parents[1])},
+         ["--opencl-library", loader], "no OpenCL platform found"),
+    ]
+    for extra_env, args, phrase in cases:
+        proc = subprocess.run(
+            ["valgrind", "-q", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
+             f"--suppressions={supp}", str(native_dir / "adreno-run"), str(tiny_artifact), *args],
+            env=dict(run_env, **extra_env), capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 1, f"{args} {extra_env}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
+        assert phrase in proc.stderr, proc.stderr
 
 
 def test_closed_native_model_refuses_calls(tiny_path, cache):

@@ -21,12 +21,21 @@ discrete GPUs, direct copies elsewhere), "pinned" or "direct".
 
 Where the library is looked for: ADRENO_MLIR_NATIVE_LIB (a path to libadreno_rt.so),
 else runtime/c/build/ of this source checkout (what `adreno-mlir build-native` and the
-README's cmake command produce). `build_native()` builds it with CMake.
+README's cmake command produce). `build_native()` builds it with CMake (a C compiler and
+CMake are all it needs: the library opens OpenCL at run time).
+
+Which OpenCL library the C code uses: libadreno_rt dlopens it once per process. From
+Python the binding names pyopencl's own (`pyopencl_opencl_library()`, the ICD loader its
+_cl extension links), so the context, device and program pyopencl hands over are used
+through the very same loader. `adreno-run`, a separate program, searches for one itself
+(docs/native-runtime.md); `runner_opencl_env()` is what to give it (pyopencl's loader in
+ADRENO_RT_OPENCL_LIBRARY, with PYOPENCL_HOME) on a machine with no system loader.
 """
 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -78,7 +87,8 @@ def library_path() -> Path | None:
 def build_native(build_dir: str | Path | None = None, *, sanitize: bool = False, quiet: bool = True) -> Path:
     """Configure and build runtime/c with CMake into `build_dir` (default runtime/c/build);
     returns the folder holding libadreno_rt and adreno-run. Raises NativeRuntimeError
-    with CMake's output when a compiler, CMake or the OpenCL headers/loader are missing."""
+    with CMake's output when the C compiler or CMake is missing (nothing of OpenCL is
+    needed to build: the library loads it at run time)."""
     if not (SOURCE_DIR / "CMakeLists.txt").is_file():
         raise NativeRuntimeError(f"the native runtime's sources are not at {SOURCE_DIR}: build it from a source "
                                  "checkout of adreno-mlir (runtime/c)")
@@ -94,18 +104,99 @@ def build_native(build_dir: str | Path | None = None, *, sanitize: bool = False,
         if proc.returncode != 0:
             raise NativeRuntimeError(
                 f"building the native runtime failed at `{' '.join(step)}`:\n{(proc.stdout + proc.stderr)[-3000:]}\n"
-                "It needs a C compiler, CMake and OpenCL's headers and ICD loader "
-                "(Debian: apt install cmake gcc ocl-icd-opencl-dev opencl-c-headers)")
+                "It needs a C99 compiler and CMake (Debian: apt install cmake gcc), nothing else")
         if not quiet:
             print(proc.stdout, end="")
     return out
 
 
+def _pyopencl_dir() -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyopencl")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+@cache
+def pyopencl_opencl_library() -> Path | None:
+    """The OpenCL ICD loader that pyopencl uses (the libOpenCL its _cl extension links:
+    the one its wheel bundles under pyopencl/.libs, or a system one for a pyopencl built
+    against it), or None without pyopencl. On Linux it is read from the libraries mapped
+    into this process once pyopencl is imported (exactly the file in use); elsewhere, or
+    when that fails, from the wheel's library folders."""
+    folder = _pyopencl_dir()
+    if folder is None:
+        return None
+    try:
+        import pyopencl  # noqa: F401 - maps its _cl extension and the loader it links
+    except ImportError:
+        return None
+    mapped: list[Path] = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and Path(fields[5].strip()).name.startswith("libOpenCL"):
+                    path = Path(fields[5].strip())
+                    if path not in mapped and path.is_file():
+                        mapped.append(path)
+    except OSError:
+        pass
+    ours = [p for p in mapped if folder.resolve() in p.resolve().parents]
+    if ours or mapped:
+        return (ours or mapped)[0]
+    # Wheels keep their libraries in pyopencl/.libs (this one) or pyopencl.libs/ (auditwheel).
+    for libs in (folder / ".libs", folder.parent / "pyopencl.libs"):
+        found = sorted(libs.glob("libOpenCL*.so*")) + sorted(libs.glob("libOpenCL*.dylib"))
+        if found:
+            return found[0]
+    return None
+
+
+def system_opencl_library() -> str | None:
+    """The OpenCL library the system's dynamic linker finds by name (what adreno-run
+    loads without ADRENO_RT_OPENCL_LIBRARY): ctypes.util.find_library("OpenCL")."""
+    return ctypes.util.find_library("OpenCL")
+
+
+def runner_opencl_env() -> dict[str, str]:
+    """What to give `adreno-run` (a C program: it cannot ask pyopencl) so that it loads
+    pyopencl's ICD loader, when the system has no OpenCL library of its own; else {} (it
+    finds one itself).
+
+    ADRENO_RT_OPENCL_LIBRARY names the loader, and PYOPENCL_HOME (pyopencl's folder) must
+    come with it: the ocl-icd in pyopencl's wheels is patched to also read the drivers in
+    $PYOPENCL_HOME/.libs, and crashes in its first OpenCL call (a strcpy from the NULL
+    getenv result) in a process where that variable is unset. Importing pyopencl sets it
+    for Python and its children; a shell does not."""
+    if system_opencl_library() is not None:
+        return {}
+    lib = pyopencl_opencl_library()
+    if lib is None:
+        return {}
+    env = {"ADRENO_RT_OPENCL_LIBRARY": str(lib)}
+    folder = _pyopencl_dir()
+    if folder is not None:
+        env["PYOPENCL_HOME"] = str(folder)
+    return env
+
+
+def runner_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """`base` (default os.environ) plus `runner_opencl_env()` unless `base` names an
+    OpenCL library already: the environment to spawn adreno-run in."""
+    env = dict(os.environ if base is None else base)
+    if not env.get("ADRENO_RT_OPENCL_LIBRARY"):
+        for key, value in runner_opencl_env().items():
+            env.setdefault(key, value)
+    return env
+
+
 def write_pocl_icd(folder: str | Path) -> Path | None:
-    """Make pyopencl's bundled PoCL visible to the system's OpenCL ICD loader (what
-    libadreno_rt and adreno-run link): write `folder/pocl.icd` naming its absolute path
-    and return `folder`, for `OCL_ICD_VENDORS=folder`. None when pyopencl carries no PoCL
-    (a system-wide driver registered in /etc/OpenCL/vendors needs nothing)."""
+    """Make pyopencl's bundled PoCL visible to the OpenCL ICD loader that libadreno_rt
+    and adreno-run load (the system's, or pyopencl's own through ADRENO_RT_OPENCL_LIBRARY):
+    write `folder/pocl.icd` naming its absolute path and return `folder`, for
+    `OCL_ICD_VENDORS=folder`. None when pyopencl carries no PoCL (a system-wide driver
+    registered in /etc/OpenCL/vendors needs nothing)."""
     try:
         import pyopencl
     except ImportError:
@@ -121,8 +212,8 @@ def write_pocl_icd(folder: str | Path) -> Path | None:
 
 def write_default_icd(folder: str | Path) -> Path | None:
     """Make the CPU device that adreno_mlir takes by default (`find_device(None)`) visible
-    to the system's OpenCL ICD loader: pyopencl's PoCL (`write_pocl_icd`), or Intel's CPU
-    runtime where PoCL cannot compile for this CPU (`device.pocl_build_error`). Returns
+    to the OpenCL ICD loader adreno-run loads: pyopencl's PoCL (`write_pocl_icd`), or
+    Intel's CPU runtime where PoCL cannot compile for this CPU (`device.pocl_build_error`). Returns
     `folder` for `OCL_ICD_VENDORS=folder`, or None when that device needs no `.icd` of ours."""
     from adreno_mlir.runtime.device import default_device, is_intel_cpu, is_pocl, write_intel_icd
 
@@ -140,7 +231,8 @@ def write_default_icd(folder: str | Path) -> Path | None:
 class _Options(ctypes.Structure):
     _fields_ = [("device_index", ctypes.c_int), ("device_match", ctypes.c_char_p),
                 ("verify_checksums", ctypes.c_int), ("io_mode", ctypes.c_int),
-                ("context", ctypes.c_void_p), ("device", ctypes.c_void_p), ("program", ctypes.c_void_p)]
+                ("context", ctypes.c_void_p), ("device", ctypes.c_void_p), ("program", ctypes.c_void_p),
+                ("opencl_library", ctypes.c_char_p)]
 
 
 IO_MODES = {"auto": 0, "direct": 1, "pinned": 2}
@@ -174,6 +266,7 @@ def _load(path: str) -> ctypes.CDLL:
         "adreno_io_mode_name": (cp, [p]),
         "adreno_device_name": (cp, [p]),
         "adreno_version": (cp, []),
+        "adreno_opencl_library": (cp, []),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -228,6 +321,8 @@ class NativeModel:
         opts.context = context.int_ptr
         opts.device = context.devices[0].int_ptr
         opts.program = program.int_ptr if program is not None else None
+        loader = pyopencl_opencl_library()  # the loader that made `context`: the C code calls through it too
+        opts.opencl_library = os.fsencode(loader) if loader is not None else None
         handle = ctypes.c_void_p()
         err = ctypes.create_string_buffer(4096)
         manifest = manifest_for(plan)

@@ -1,6 +1,9 @@
 /* adreno_rt: run an adreno-mlir compiled-model artifact (docs/artifact.md) with nothing
- * but an OpenCL 1.2 implementation. C99; the only dependency is the OpenCL ICD loader
- * (libOpenCL.so: Debian's ocl-icd, or the vendor's on Android).
+ * but an OpenCL 1.2 implementation. C99 + POSIX; it links no OpenCL library and needs no
+ * OpenCL headers: it opens the OpenCL library at run time (dlopen) the first time a model
+ * is opened: adreno_options.opencl_library, else $ADRENO_RT_OPENCL_LIBRARY, else the ICD
+ * loader libOpenCL.so.1 / libOpenCL.so (Debian's ocl-icd), else, on Android, the vendor's
+ * /vendor/lib64/libOpenCL.so (docs/native-runtime.md, "Which OpenCL library").
  *
  *     adreno_model *m;
  *     char err[1024];
@@ -36,8 +39,11 @@ extern "C" {
 #endif
 
 #define ADRENO_RT_VERSION "0.1.0"
-/* The artifact format version this library reads (docs/artifact.md, "Versioning"). */
-#define ADRENO_FORMAT_VERSION 1
+/* The artifact format versions this library reads (docs/artifact.md, "Versioning"): 1, and 3
+ * (constant outputs; f32 ones: the C API exchanges float arrays). Version 2's i32 inputs are
+ * refused by name, as are constant outputs of other dtypes. */
+#define ADRENO_FORMAT_VERSION_MIN 1
+#define ADRENO_FORMAT_VERSION 3
 
 typedef enum adreno_status {
     ADRENO_OK = 0,
@@ -49,7 +55,11 @@ typedef enum adreno_status {
     ADRENO_ERR_DEVICE = 6,   /* no such OpenCL device, or it cannot hold the model (image/alloc limits) */
     ADRENO_ERR_BUILD = 7,    /* the OpenCL program did not build, or a launched kernel is not in it */
     ADRENO_ERR_OPENCL = 8,   /* another OpenCL call failed (the message names it and the error code) */
-    ADRENO_ERR_MEMORY = 9    /* host memory exhausted */
+    ADRENO_ERR_MEMORY = 9,   /* host memory exhausted */
+    /* No OpenCL library could be loaded (the message names every path tried and why each
+     * failed), the one named lacks an OpenCL entry point, or another library than the one
+     * this process already uses was asked for (adreno_options.opencl_library). */
+    ADRENO_ERR_OPENCL_LIBRARY = 10
 } adreno_status;
 
 /* How inputs and outputs travel between host and device. */
@@ -76,11 +86,18 @@ typedef struct adreno_options {
     void *context;
     void *device;
     void *program;
+    /* The OpenCL library to load (a path for dlopen), or NULL to search: $ADRENO_RT_OPENCL_LIBRARY,
+     * then libOpenCL.so.1, libOpenCL.so, then (Android) /vendor/lib64/libOpenCL.so and the system's.
+     * The library is loaded once per process, by the first adreno_open that gets that far, and kept
+     * until exit; a later adreno_open naming another library fails with ADRENO_ERR_OPENCL_LIBRARY.
+     * With `context`, name the library that created it (the Python binding passes pyopencl's). */
+    const char *opencl_library;
 } adreno_options;
 
 typedef struct adreno_model adreno_model;
 
-/* Defaults: device_index -1, device_match NULL, verify_checksums 1, io_mode AUTO, no context. */
+/* Defaults: device_index -1, device_match NULL, verify_checksums 1, io_mode AUTO, no context,
+ * opencl_library NULL. */
 ADRENO_API void adreno_options_init(adreno_options *options);
 
 /* Load the artifact directory `path` (X.adreno/): read and check manifest.json and its
@@ -159,6 +176,10 @@ ADRENO_API const char *adreno_program_origin(const adreno_model *model);
 /* "pinned", "direct" or "mixed" (what ADRENO_IO_AUTO resolved to). */
 ADRENO_API const char *adreno_io_mode_name(const adreno_model *model);
 ADRENO_API const char *adreno_version(void);
+/* The OpenCL library this process loaded ("/usr/lib/x86_64-linux-gnu/libOpenCL.so.1": the file a
+ * bare name such as libOpenCL.so.1 resolved to, else the path as given), or "" before any
+ * adreno_open has loaded one. */
+ADRENO_API const char *adreno_opencl_library(void);
 
 #ifdef __cplusplus
 }

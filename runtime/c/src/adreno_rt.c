@@ -13,13 +13,10 @@
  * with the sizes and scalars the launches pass them cannot be checked here (kernels.cl is
  * code): an artifact must be trusted like any program you run. */
 #define _XOPEN_SOURCE 700 /* POSIX 2008 + XSI: stat(), realpath(), clock_gettime() */
-#define CL_TARGET_OPENCL_VERSION 120
-#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
-#ifdef __APPLE__
-#include <OpenCL/opencl.h>
-#else
-#include <CL/cl.h>
-#endif
+/* The OpenCL types and constants, and the cl* entry points as calls through the table
+ * that cl_loader.c fills from the OpenCL library it opens at run time (no OpenCL header
+ * or library is needed to build this). */
+#include "cl_api.h"
 
 #include "adreno_rt.h"
 
@@ -69,7 +66,9 @@ typedef struct {
     int rank;
     int64_t shape[MAX_RANK];
     int64_t count;
-    int allocation;
+    int allocation;          /* -1 for a constant output */
+    int64_t constant_offset; /* a constant output (format version 3): its f32 values in the weights blob */
+    float *constant;         /* ... copied to host memory when the model is opened */
 } tensor_desc;
 
 typedef struct {
@@ -105,6 +104,7 @@ struct adreno_model {
     char *build_options;
     char *source_file, *weights_file;
     int64_t weights_bytes;
+    int format_version;
     int has_images;
     /* which inputs adreno_set_input has given since the last adreno_run_io; whether the
      * staged outputs hold the last adreno_run's results */
@@ -149,6 +149,7 @@ const char *adreno_status_name(adreno_status status) {
     case ADRENO_ERR_BUILD: return "ADRENO_ERR_BUILD";
     case ADRENO_ERR_OPENCL: return "ADRENO_ERR_OPENCL";
     case ADRENO_ERR_MEMORY: return "ADRENO_ERR_MEMORY";
+    case ADRENO_ERR_OPENCL_LIBRARY: return "ADRENO_ERR_OPENCL_LIBRARY";
     }
     return "ADRENO_ERR_UNKNOWN";
 }
@@ -304,7 +305,13 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
         if ((st = need_string(r, t, "name", where, &d->name))) return st;
         if ((st = need(r, t, "dtype", JSON_STRING, where, &dtype))) return st;
         if (strcmp(dtype->string, "f32") != 0)
-            return bad(r, where, "dtype '%s': inputs and outputs are f32 in format version 1", dtype->string);
+            /* Not malformed (format version 2 has i32 inputs, 3 constant outputs of any dtype):
+             * this C API exchanges float32 arrays only. */
+            return fail(r->m, ADRENO_ERR_FORMAT,
+                        "%s: %s '%s' is %s; this runtime exchanges f32 tensors only (its C API takes and returns "
+                        "float arrays): run the model with adreno_mlir.load(...) in Python, or compile a model "
+                        "whose %s are float32",
+                        r->file, outputs ? "output" : "input", d->name, dtype->string, key);
         layout = json_get(t, "layout");
         if (layout && (layout->type != JSON_STRING || strcmp(layout->string, "nchw") != 0))
             return bad(r, where, "layout must be \"nchw\"");
@@ -321,6 +328,30 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
             d->count *= dim->integer;
         }
         int64_t a;
+        const json_value *constant = outputs ? json_get(t, "constant") : NULL;
+        d->constant_offset = -1;
+        if (constant) { /* a constant output (format version 3): its values lie in the weights blob */
+            int64_t offset, bytes;
+            if (r->m->format_version < 3)
+                return bad(r, where, "'constant' outputs need format version 3 (this manifest says %d)",
+                           r->m->format_version);
+            if (json_get(t, "allocation")) return bad(r, where, "has both 'constant' and 'allocation'");
+            if (constant->type != JSON_OBJECT) return bad(r, where, "'constant' must be an object");
+            if ((st = need_int(r, constant, "offset", where, 0, MAX_BYTES, &offset))) return st;
+            if ((st = need_int(r, constant, "bytes", where, 0, MAX_BYTES, &bytes))) return st;
+            if (bytes != d->count * 4)
+                return bad(r, where, "constant 'bytes' %lld is not the %lld of %lld f32 values", (long long)bytes,
+                           (long long)(d->count * 4), (long long)d->count);
+            if (offset % WEIGHT_ALIGNMENT)
+                return bad(r, where, "constant offset %lld is not a multiple of %d", (long long)offset,
+                           WEIGHT_ALIGNMENT);
+            if (offset + bytes > r->m->weights_bytes)
+                return bad(r, where, "constant bytes [%lld, %lld) lie beyond weights.bytes = %lld", (long long)offset,
+                           (long long)(offset + bytes), (long long)r->m->weights_bytes);
+            d->constant_offset = offset;
+            d->allocation = -1;
+            continue;
+        }
         if ((st = need_int(r, t, "allocation", where, 0, r->m->num_allocs - 1, &a))) return st;
         d->allocation = (int)a;
         const alloc_desc *alloc = &r->m->allocs[a];
@@ -421,18 +452,20 @@ static adreno_status read_plan(reader *r, const json_value *root) {
         return fail(m, ADRENO_ERR_VERSION, "%s is not an adreno-mlir artifact manifest (format '%s', expected '%s')",
                     r->file, v && v->type == JSON_STRING ? v->string : "missing", FORMAT_NAME);
     v = json_get(root, "format_version");
-    if (!v || v->type != JSON_NUMBER || !v->is_integer || v->integer != ADRENO_FORMAT_VERSION) {
+    if (!v || v->type != JSON_NUMBER || !v->is_integer || v->integer < ADRENO_FORMAT_VERSION_MIN ||
+        v->integer > ADRENO_FORMAT_VERSION) {
         char found[64];
         if (v && v->type == JSON_NUMBER && v->is_integer) snprintf(found, sizeof found, "%lld", (long long)v->integer);
         else snprintf(found, sizeof found, "%s", v ? "not an integer" : "missing");
         const json_value *producer = json_get(root, "producer");
         return fail(m, ADRENO_ERR_VERSION,
                     "%s has artifact format version %s (written by adreno-mlir %s); this runtime (%s) reads format "
-                    "version %d only. Recompile the model with a matching adreno-mlir "
+                    "versions %d to %d. Recompile the model with a matching adreno-mlir "
                     "(adreno-mlir compile MODEL.onnx -o X.adreno)",
                     r->file, found, *opt_string(producer, "version") ? opt_string(producer, "version") : "?",
-                    ADRENO_RT_VERSION, ADRENO_FORMAT_VERSION);
+                    ADRENO_RT_VERSION, ADRENO_FORMAT_VERSION_MIN, ADRENO_FORMAT_VERSION);
     }
+    m->format_version = (int)v->integer;
 
     /* allocations */
     if ((st = need(r, root, "allocations", JSON_ARRAY, "the top level", &arr))) return st;
@@ -688,8 +721,9 @@ static adreno_status pick_device(adreno_model *m, const adreno_options *o) {
     cl_int e = clGetPlatformIDs(0, NULL, &nplat);
     if (e != CL_SUCCESS || nplat == 0) /* also CL_PLATFORM_NOT_FOUND_KHR (-1001): no driver */
         return fail(m, ADRENO_ERR_DEVICE,
-                    "no OpenCL platform found: install an OpenCL driver, or point OCL_ICD_VENDORS at a folder holding "
-                    "its .icd file");
+                    "no OpenCL platform found (through %s): install an OpenCL driver, or point OCL_ICD_VENDORS at a "
+                    "folder holding its .icd file",
+                    adreno_opencl_library());
     cl_platform_id *plats = (cl_platform_id *)calloc(nplat, sizeof *plats);
     if (!plats) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     if ((e = clGetPlatformIDs(nplat, plats, NULL)) != CL_SUCCESS) {
@@ -930,6 +964,14 @@ static adreno_status create_memory(adreno_model *m, const char *weights_blob) {
             return fail(m, ADRENO_ERR_OPENCL, "uploading weight %d (%s, %lld bytes) to %s failed: %s (%d)", i, w->name,
                         (long long)w->bytes, m->device_name, cl_error_name(e), (int)e);
     }
+    /* Constant outputs stay on the host: every run copies them out. */
+    for (int i = 0; i < m->num_outputs; i++) {
+        tensor_desc *t = &m->outputs[i];
+        if (t->constant_offset < 0) continue;
+        t->constant = (float *)malloc(t->count ? (size_t)t->count * 4 : 1);
+        if (!t->constant) return fail(m, ADRENO_ERR_MEMORY, "out of host memory (constant output %s)", t->name);
+        memcpy(t->constant, weights_blob + t->constant_offset, (size_t)t->count * 4);
+    }
     return ADRENO_OK;
 }
 
@@ -1034,7 +1076,9 @@ static adreno_status create_staging(adreno_model *m, adreno_io_mode mode) {
     for (int i = 0; i < n; i++) {
         const tensor_desc *t = i < m->num_inputs ? &m->inputs[i] : &m->outputs[i - m->num_inputs];
         size_t bytes = (size_t)t->count * 4;
-        m->pinned[i] = mode == ADRENO_IO_PINNED || (discrete && (i < m->num_inputs || bytes <= PINNED_OUTPUT_MAX));
+        int constant = i >= m->num_inputs && t->constant_offset >= 0; /* copied on the host, never read back */
+        m->pinned[i] = !constant && (mode == ADRENO_IO_PINNED ||
+                                     (discrete && (i < m->num_inputs || bytes <= PINNED_OUTPUT_MAX)));
         m->num_pinned += m->pinned[i];
         if (!m->pinned[i]) {
             m->stage[i] = (float *)calloc((size_t)t->count, 4);
@@ -1058,12 +1102,16 @@ void adreno_options_init(adreno_options *o) {
     o->device_index = -1;
     o->verify_checksums = 1;
     o->io_mode = ADRENO_IO_AUTO;
+    o->opencl_library = NULL;
 }
 
 static void free_plan(adreno_model *m) {
     for (int i = 0; i < m->num_weights; i++) free(m->weights ? m->weights[i].name : NULL);
     for (int i = 0; i < m->num_inputs; i++) free(m->inputs ? m->inputs[i].name : NULL);
-    for (int i = 0; i < m->num_outputs; i++) free(m->outputs ? m->outputs[i].name : NULL);
+    for (int i = 0; i < m->num_outputs && m->outputs; i++) {
+        free(m->outputs[i].name);
+        free(m->outputs[i].constant);
+    }
     for (int i = 0; i < m->num_launches; i++)
         if (m->launches) {
             free(m->launches[i].kernel);
@@ -1145,6 +1193,9 @@ static adreno_status instantiate(adreno_model *m, const adreno_options *o, const
                     (long long)m->weights_bytes);
     if (o->program && !o->context)
         return fail(m, ADRENO_ERR_ARGUMENT, "options.program needs options.context (the program's context)");
+    /* The first OpenCL call of the model: the artifact has been checked completely by now,
+     * so a malformed one is reported as such even where there is no OpenCL at all. */
+    if (adreno_cl_load(o->opencl_library, m->error, sizeof m->error) != 0) return ADRENO_ERR_OPENCL_LIBRARY;
     if (o->context) {
         if (!o->device) return fail(m, ADRENO_ERR_ARGUMENT, "options.context needs options.device");
         m->context = (cl_context)o->context;
@@ -1383,6 +1434,10 @@ static adreno_status execute(adreno_model *m, const float *const *inputs, float 
     for (int i = 0; i < m->num_outputs; i++) {
         const tensor_desc *t = &m->outputs[i];
         float *dst = outputs && !m->pinned[m->num_inputs + i] ? outputs[i] : m->stage[m->num_inputs + i];
+        if (t->constant) {
+            memcpy(dst, t->constant, (size_t)t->count * 4);
+            continue;
+        }
         e = clEnqueueReadBuffer(m->queue, m->alloc_mem[t->allocation], CL_FALSE, 0, (size_t)t->count * 4, dst, 0,
                                 NULL, NULL);
         if (e != CL_SUCCESS) {
@@ -1571,6 +1626,8 @@ const char *adreno_device_name(const adreno_model *m) { return m ? m->device_nam
 const char *adreno_program_origin(const adreno_model *m) { return m && m->origin ? m->origin : ""; }
 const char *adreno_io_mode_name(const adreno_model *m) {
     if (!m || !m->num_pinned) return "direct";
-    return m->num_pinned == m->num_inputs + m->num_outputs ? "pinned" : "mixed";
+    int staged = m->num_inputs + m->num_outputs; /* constant outputs are never staged */
+    for (int i = 0; i < m->num_outputs; i++) staged -= m->outputs[i].constant_offset >= 0;
+    return m->num_pinned == staged ? "pinned" : "mixed";
 }
 const char *adreno_version(void) { return ADRENO_RT_VERSION; }

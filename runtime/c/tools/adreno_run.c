@@ -2,14 +2,17 @@
  *
  *   adreno-run model.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...
  *              [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--io auto|pinned|direct]
- *              [--no-verify] [--info]
+ *              [--no-verify] [--info] [--opencl-library PATH]
  *
  * Inputs are float32 .npy files of the model's input shapes (C order); without --input,
  * every input gets seeded uniform data in [-1, 1) and the runner says so. Outputs are
  * written as float32 .npy files. It prints the device, where the program came from, the
  * load time and the wall latency of one inference (upload + launches + download;
  * median and minimum over --repeat runs after --warmup runs); --profile adds the device
- * time from OpenCL events. Exit status: 0 success, 1 error (message on stderr), 2 usage. */
+ * time from OpenCL events. --opencl-library names the OpenCL library to load (default:
+ * $ADRENO_RT_OPENCL_LIBRARY, else the ICD loader libOpenCL.so.1, else the vendor's; see
+ * adreno_options.opencl_library). Exit status: 0 success, 1 error (message on stderr),
+ * 2 usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <sys/stat.h>
@@ -23,7 +26,9 @@
 static const char *usage =
     "usage: adreno-run MODEL.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...\n"
     "                  [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--io auto|pinned|direct]\n"
-    "                  [--no-verify] [--info]\n";
+    "                  [--no-verify] [--info] [--opencl-library PATH]\n"
+    "  --opencl-library PATH  the OpenCL library to load (default: $ADRENO_RT_OPENCL_LIBRARY, else\n"
+    "                         libOpenCL.so.1, libOpenCL.so, then on Android /vendor/lib64/libOpenCL.so)\n";
 
 static double now_ms(void) {
     struct timespec ts;
@@ -225,6 +230,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "adreno-run: --io takes auto, pinned or direct, not '%s'\n%s", v, usage);
                 return 2;
             }
+        } else if (!strcmp(a, "--opencl-library") && more) {
+            options.opencl_library = argv[++i];
         } else if (!strcmp(a, "--profile")) {
             profile = 1;
         } else if (!strcmp(a, "--no-verify")) {
@@ -267,8 +274,8 @@ int main(int argc, char **argv) {
         goto out;
     }
     int ni = adreno_num_inputs(m), no = adreno_num_outputs(m);
-    printf("model:   %s\ndevice:  %s\nprogram: %s\nio:      %s\nload:    %.1f ms\n", path, adreno_device_name(m),
-           adreno_program_origin(m), adreno_io_mode_name(m), load_ms);
+    printf("model:   %s\nopencl:  %s\ndevice:  %s\nprogram: %s\nio:      %s\nload:    %.1f ms\n", path,
+           adreno_opencl_library(), adreno_device_name(m), adreno_program_origin(m), adreno_io_mode_name(m), load_ms);
     if (info) {
         for (int i = 0; i < ni; i++) {
             printf("input %d: %s ", i, adreno_input_name(m, i));
