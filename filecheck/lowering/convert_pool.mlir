@@ -5,7 +5,9 @@
 // (oy * 2 - 1, ox * 2 - 1), starts from -inf and skips taps outside the input.
 // The window is a kh/kw loop nest carrying the running max, both loops marked
 // `opencl.unroll = 0` (unrolled fully by the OpenCL compiler): its body is one tap,
-// one masked load and one max, and there are no other input loads.
+// one masked load and one max, and there are no other input loads. The max is
+// arith.maximumf (NaN if either operand is: a window holding a NaN is NaN, as in
+// PyTorch), selected only for taps inside the input, so padding never wins.
 
 // CHECK-LABEL: opencl.kernel @maxpool3x3_relu(%input: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
 // CHECK:         %[[TWO:[0-9a-z_]+]] = arith.constant 2 : i32
@@ -23,7 +25,7 @@
 // CHECK:             %{{.*}} = arith.muli %[[IY]], %{{.*}} : i32
 // CHECK:             %[[IDX:[0-9a-z_]+]] = arith.select %[[OK:[0-9a-z_]+]], %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT:        %[[V:[0-9a-z_]+]] = opencl.load %input[%[[IDX]]] : !opencl.ptr<global, f32>
-// CHECK-NEXT:        %[[M:[0-9a-z_]+]] = arith.maxnumf %[[M0]], %[[V]] : f32
+// CHECK-NEXT:        %[[M:[0-9a-z_]+]] = arith.maximumf %[[M0]], %[[V]] : f32
 // CHECK-NEXT:        %[[N:[0-9a-z_]+]] = arith.select %[[OK]], %[[M]], %[[M0]] : f32
 // CHECK-NEXT:        scf.yield %[[N]] : f32
 // CHECK-NEXT:      } {opencl.unroll = 0 : i64}

@@ -36,7 +36,7 @@
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
 // CHECK:           half4 {{v[0-9]+}} = (half4)((half)(-INFINITY));
 // CHECK-COUNT-4:   read_imageh(input, smp,
-// CHECK:           vstore4({{.*}}, out);
+// CHECK:           vstore4((v{{[0-9]+}} ? adreno_fmax_half4(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}}), {{.*}}, out);
 // CHECK-LABEL: __kernel void unpack_nchw4c(
 // CHECK-SAME:      __global const half* input,{{\s*}}__global float* out
 // CHECK:           const half4 {{v[0-9]+}} = vload4(

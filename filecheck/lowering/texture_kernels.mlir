@@ -45,7 +45,7 @@
 // CHECK-NOT:       for (
 // CHECK-COUNT-4:   read_imagef(input, smp,
 // CHECK-NOT:       read_imagef
-// CHECK:           vstore_half4((v{{[0-9]+}} ? fmax(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}}), {{.*}}, out);
+// CHECK:           vstore_half4((v{{[0-9]+}} ? adreno_fmax_float4(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}}), {{.*}}, out);
 
 // PRAGMA-LABEL: __kernel void dwconv3x3_4c_relu(
 // PRAGMA-NOT:       #pragma unroll

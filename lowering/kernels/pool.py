@@ -1,7 +1,8 @@
 """Pooling and reductions.
 
 `PoolSpec` (max / average windows with padding, dilation and ceil mode, grid
-(OW, OH, N*C)) loops over its window inside one work-item per output element.
+(OW, OH, N*C)) loops over its window inside one work-item per output element; a max
+window holding a NaN is NaN (`fmax`, arith.maximumf), padded taps are skipped.
 `ReduceSpec` (any reduction kind of `REDUCTIONS` over any set of axes: global average
 pool, ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp) does too when its
 `kernel_config` has `reduce_items` = 1; otherwise each output gets a work-group of
@@ -58,7 +59,11 @@ class PoolSpec(KernelSpec):
             idx = k.select(valid, k.i(k.add(base, k.add(k.mul(iy, w), ix))), k.i(0))
             v = k.load(x_ptr, idx)
             if is_max:
-                return [k.select(valid, k.maxnum(acc[0], v), acc[0])]
+                # NaN-propagating (arith.maximumf): a NaN tap makes the window NaN, as in
+                # PyTorch and IEEE 754-2019 maximum. A padded tap reads element 0 and is
+                # never selected, so it neither wins nor brings a NaN in; a window of
+                # padding only would stay -inf.
+                return [k.select(valid, k.fmax(acc[0], v), acc[0])]
             return [k.fadd(acc[0], k.select(valid, v, k.f(0.0)))]
 
         init = [kb.f(float("-inf") if is_max else 0.0)]
