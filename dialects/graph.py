@@ -608,6 +608,41 @@ class LeakyReluOp(UnaryOp):
 
 
 @irdl_op_definition
+class EluOp(UnaryOp):
+    """ONNX Elu: x where x > 0, else alpha * (exp(x) - 1).
+
+    Emitted as max(x, 0) + alpha * expm1(min(x, 0)): expm1, because exp(x) - 1 cancels
+    to nothing near 0 (Elu(-1e-7) would be -1.19e-7 in f32, not -1e-7); no comparison, so
+    float4 and half4 work as float (as leaky_relu); NaN stays NaN (maximumf/minimumf
+    propagate it). alpha must be finite: an infinite alpha times expm1(0) = 0 would make
+    every positive x NaN."""
+
+    name = "graph.elu"
+    KIND: ClassVar[str] = "elu"
+    alpha = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1.0))
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (self.alpha.value.data,)
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        (a,) = params
+        negative = kb.expm1(kb.fmin(x, 0.0))
+        return kb.fadd(kb.fmax(x, 0.0), negative if a == 1.0 else kb.fmul(negative, a))
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        (a,) = params
+        x = np.asarray(x)
+        return np.maximum(x, 0) + np.expm1(np.minimum(x, 0)) * np.asarray(a, x.dtype)
+
+    def verify_shapes(self) -> None:
+        super().verify_shapes()
+        if not math.isfinite(self.alpha.value.data):
+            raise VerifyException(f"'graph.elu' alpha ({self.alpha.value.data}) must be finite")
+
+
+@irdl_op_definition
 class ClipOp(UnaryOp):
     """min(max(x, min), max); ReLU6 is clip{min = 0, max = 6}."""
 
@@ -1591,7 +1626,13 @@ class ExpandOp(GraphOp):
 
 @irdl_op_definition
 class ResizeOp(GraphOp):
-    """ONNX Resize on the spatial axes of NCHW tensors (nearest / linear)."""
+    """ONNX Resize on the spatial axes of NCHW tensors (nearest / linear / cubic).
+
+    `cubic_coeff_a` and `exclude_outside` are ONNX's: the cubic kernel's A (-0.75, as
+    PyTorch exports it; -0.5 is Keys' / TensorFlow's) and whether taps outside the input
+    get weight 0 (the others renormalised) instead of the edge pixel. Linear taps
+    clamped to the edge equal the excluded ones, so exclude_outside changes nothing there;
+    nearest has no weights to exclude."""
 
     name = "graph.resize"
     input = operand_def(AnyTensor)
@@ -1599,6 +1640,8 @@ class ResizeOp(GraphOp):
     mode = prop_def(StringAttr, default_value=StringAttr("nearest"))
     coordinate_transformation_mode = prop_def(StringAttr, default_value=StringAttr("half_pixel"))
     nearest_mode = prop_def(StringAttr, default_value=StringAttr("round_prefer_floor"))
+    cubic_coeff_a = prop_def(FloatAttr[Float32Type], default_value=f32_attr(-0.75))
+    exclude_outside = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
     scales = opt_prop_def(ArrayAttr[FloatAttr])
     traits = traits_def(Pure(), EpilogueHead(), ImageOperands(), NCHW4cConvertible())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
@@ -1610,7 +1653,7 @@ class ResizeOp(GraphOp):
         x, y = shape_of(self.input), shape_of(self.result)
         return (y[-2] / x[-2], y[-1] / x[-1])
 
-    MODES: ClassVar = ("nearest", "linear")
+    MODES: ClassVar = ("nearest", "linear", "cubic")
     COORDS: ClassVar = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                         "half_pixel_symmetric")
     NEAREST: ClassVar = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -1631,6 +1674,13 @@ class ResizeOp(GraphOp):
             )
         if self.scales is not None and len(self.scales.data) != len(x):
             raise VerifyException("'graph.resize' scales must have one value per axis")
+        a, exclude = self.cubic_coeff_a.value.data, self.exclude_outside.value.data
+        if not math.isfinite(a):
+            raise VerifyException(f"'graph.resize' cubic_coeff_a ({a}) must be finite")
+        if exclude not in (0, 1):
+            raise VerifyException(f"'graph.resize' exclude_outside must be 0 or 1, got {exclude}")
+        if exclude and self.mode.data == "nearest":
+            raise VerifyException("'graph.resize' exclude_outside = 1 needs mode 'linear' or 'cubic', not 'nearest'")
 
 
 @irdl_op_definition
@@ -2292,7 +2342,7 @@ class SplitKSumOp(GraphOp):
 
 UNARY_OPS = (
     ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, ErfOp, HardSwishOp, HardSigmoidOp,
-    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp,
+    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp, EluOp,
 )
 BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowTensorOp, PReluOp)
 TERNARY_OPS = (WhereOp,)

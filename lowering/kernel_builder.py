@@ -355,7 +355,8 @@ class KernelBuilder:
 
     def maxnum(self, a, b) -> SSAValue:
         """IEEE maxNum: the other operand when one is NaN (arith.maxnumf, OpenCL's fmax).
-        Max pooling uses it: NaN taps are skipped, as the ONNX reference evaluator does."""
+        Nothing lowered from ONNX uses it: max pooling, ReduceMax, Max and Relu propagate
+        NaN (`fmax`)."""
         return self._op(arith.MaxnumfOp, *self._floats(a, b))
 
     def fneg(self, a) -> SSAValue:
@@ -366,6 +367,10 @@ class KernelBuilder:
 
     def exp(self, a) -> SSAValue:
         return self._op(math.ExpOp, self.f(a))
+
+    def expm1(self, a) -> SSAValue:
+        """exp(a) - 1 without the cancellation near 0 (OpenCL `expm1`): ONNX Elu."""
+        return self._op(math.ExpM1Op, self.f(a))
 
     def log(self, a) -> SSAValue:
         """Natural logarithm (OpenCL `log`): LogSoftmax, ReduceLogSum(Exp)."""

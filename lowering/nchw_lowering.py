@@ -226,7 +226,9 @@ class Resize(KernelPattern):
         epi, extras = _epi_args(hb, group, out_shape)
         spec = ResizeSpec(x_shape=x_shape, out_shape=out_shape, mode=op.mode.data,
                           coord_mode=op.coordinate_transformation_mode.data,
-                          nearest_mode=op.nearest_mode.data, scales=op.spatial_scales(), epilogue=epi)
+                          nearest_mode=op.nearest_mode.data, scales=op.spatial_scales(),
+                          cubic_a=op.cubic_coeff_a.value.data, exclude_outside=bool(op.exclude_outside.value.data),
+                          epilogue=epi)
         hb.launch(spec, [hb.buffer(op.input), *extras, hb.alloc(group.result)], loc)
 
 

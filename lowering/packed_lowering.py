@@ -172,7 +172,8 @@ class PackedResize(EpiloguePattern):
     def spec(self, hb, op, out, pepi, cfg):
         spec = PackedResizeSpec(out=out, pepi=pepi, src=packed(op.input), mode=op.mode.data,
                                 coord_mode=op.coordinate_transformation_mode.data,
-                                nearest_mode=op.nearest_mode.data, scales=op.spatial_scales())
+                                nearest_mode=op.nearest_mode.data, scales=op.spatial_scales(),
+                                cubic_a=op.cubic_coeff_a.value.data, exclude_outside=bool(op.exclude_outside.value.data))
         return spec, [hb.buffer(op.input)], []
 
 

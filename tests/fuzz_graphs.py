@@ -16,7 +16,7 @@ What is drawn (the attribute variety of PyTorch/TF exporters):
   strides, auto_pad; GlobalAveragePool; ReduceMean (spatial, channel, keepdims 0/1);
 - BatchNormalization (constant statistics, 4-D and 2-D);
 - activations: Relu, Clip (both, min-only, max-only bounds), Sigmoid, HardSwish,
-  HardSigmoid, LeakyRelu, Tanh, Neg, Abs, Erf, Sqrt(Abs), Exp (of a bounded value),
+  HardSigmoid, LeakyRelu, Elu, Tanh, Neg, Abs, Erf, Sqrt(Abs), Exp (of a bounded value),
   Identity, and the exporters' decompositions GELU (Div/Erf/Add/Mul/Mul), SiLU
   (Sigmoid/Mul) and HardSwish (Add/Clip/Mul/Div), which use one value twice;
 - Add/Sub/Mul/Div with broadcasting: per-channel [C,1,1] / [1,C,1,1], scalar, [1],
@@ -24,7 +24,8 @@ What is drawn (the attribute variety of PyTorch/TF exporters):
   value of the graph (e.g. an SE gate [N,C,1,1] times a [N,C,H,W] map), or the value
   itself;
 - Concat on channels (of 2-3 values, possibly the same value twice);
-- Resize (nearest with every nearest_mode, linear; scales or sizes; the coordinate
+- Resize (nearest with every nearest_mode, linear, cubic (cubic_coeff_a, exclude_outside);
+  scales or sizes; the coordinate
   transformation modes, including ones the importer refuses);
 - channel shuffle (Reshape 5-D / Transpose / Reshape), Slice (channels, crops, steps,
   negative steps), Transpose, Flatten (axis 1 or 2) / Reshape / Squeeze to 2-D and
@@ -235,6 +236,8 @@ def infer(step: Step, ins: list[Value]) -> Value:
             return Value(s, 1.0, True)
         if kind == "Exp":
             return Value(s, math.exp(x.mag), False)
+        if kind == "Elu":  # x above 0, down to -alpha below
+            return Value(s, max(x.mag, p["alpha"]), x.bounded)
         if kind in ("HardSwish", "HardSwishDecomp", "Gelu", "SiLU", "LeakyRelu", "Relu", "Neg", "Abs",
                     "Identity"):
             return Value(s, x.mag, x.bounded and kind in ("Relu", "Neg", "Abs", "Identity", "LeakyRelu"))
@@ -327,8 +330,9 @@ def infer(step: Step, ins: list[Value]) -> Value:
             oh, ow = math.floor(h * fh), math.floor(w * fw)
         if oh < 1 or ow < 1:
             raise InvalidSpec("empty resize output")
-        return Value((n, c, oh, ow), x.mag * (1.3 if p["mode"] == "linear" and min(p.get("scales", [1, 1])) < 1 else 1),
-                     x.bounded)
+        # (bicubic weights have negative lobes: their |w| add up to 1.375 per axis for A = -0.75)
+        grow = 1.9 if p["mode"] == "cubic" else 1.3 if p["mode"] == "linear" and min(p.get("scales", [1, 1])) < 1 else 1
+        return Value((n, c, oh, ow), x.mag * grow, x.bounded)
     if op == "Shuffle":
         need_rank(4)
         if s[1] % p["groups"] or p["groups"] < 2:
@@ -514,6 +518,8 @@ def _emit(b: _Builder, st_: Step, names: list[str], ins: list[Value], out: str, 
             b.node("HardSigmoid", [x], out, alpha=float(p["alpha"]), beta=float(p["beta"]))
         elif kind == "LeakyRelu":
             b.node("LeakyRelu", [x], out, alpha=float(p["alpha"]))
+        elif kind == "Elu":
+            b.node("Elu", [x], out, alpha=float(p["alpha"]))
         elif kind == "Sqrt":
             b.node("Sqrt", [b.node("Abs", [x])], out)
         elif kind == "Gelu":  # torch.onnx (opset < 20): x * 0.5 * (1 + erf(x / sqrt(2)))
@@ -592,6 +598,9 @@ def _emit(b: _Builder, st_: Step, names: list[str], ins: list[Value], out: str, 
             attrs["coordinate_transformation_mode"] = p["coord"]
         if p["mode"] == "nearest" and p.get("nearest_mode", "round_prefer_floor") != "round_prefer_floor":
             attrs["nearest_mode"] = p["nearest_mode"]
+        if p["mode"] == "cubic":
+            attrs["cubic_coeff_a"] = float(p["cubic_coeff_a"])
+            attrs["exclude_outside"] = int(p["exclude_outside"])
         if "sizes" in p:
             sizes = b.const(np.array([s[0], s[1], *_pair(p["sizes"])], np.int64), "sizes")
             b.node("Resize", [x, "", "", sizes], out, **attrs)
@@ -740,7 +749,7 @@ KERNELS = [(3, 3), (1, 1), (5, 5), (1, 3), (3, 1), (2, 2), (7, 7), (1, 7), (7, 1
 STRIDES = [(1, 1), (1, 1), (2, 2), (2, 2), (1, 2), (2, 1), (3, 3)]
 DILATIONS = [(1, 1), (1, 1), (1, 1), (2, 2), (1, 2), (2, 1), (3, 3)]
 ACT_KINDS = ["Relu", "Clip", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "Tanh", "Neg", "Abs", "Erf",
-             "Sqrt", "Exp", "Gelu", "SiLU", "HardSwishDecomp", "Identity"]
+             "Sqrt", "Exp", "Gelu", "SiLU", "HardSwishDecomp", "Identity", "Elu"]
 CONST_PATTERNS_4D = ["C11", "1C11", "scalar", "1", "W", "HW", "11HW", "H1", "full", "1CHW", "CHW"]
 CONST_PATTERNS_2D = ["C11", "1C11", "scalar", "1", "H1", "full"]
 OPS_4D = ["Act", "Conv", "Conv", "Conv", "Binary", "Binary", "BatchNorm", "MaxPool", "AveragePool",
@@ -862,6 +871,8 @@ def _draw_act(draw, st, x: Value) -> dict:
         p["alpha"], p["beta"] = draw(st.sampled_from([(1 / 6, 0.5), (0.2, 0.5), (0.5, 0.25)]))
     elif kind == "LeakyRelu":
         p["alpha"] = draw(st.sampled_from([0.01, 0.1, 0.2, 1.5]))
+    elif kind == "Elu":
+        p["alpha"] = draw(st.sampled_from([1.0, 0.5, 2.0]))
     return p
 
 
@@ -931,13 +942,16 @@ def _draw_step(draw, st, vals: list[Value]) -> Step:
             if draw(st.booleans()):
                 inputs = inputs[::-1]
     elif op == "Resize":
-        mode = draw(st.sampled_from(["nearest", "linear"]))
+        mode = draw(st.sampled_from(["nearest", "linear", "cubic"]))
         coords = (["asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"] if mode == "nearest" else
                   ["half_pixel", "align_corners", "pytorch_half_pixel", "asymmetric", "half_pixel_symmetric"])
         params = {"mode": mode, "coord": draw(st.sampled_from(coords))}
         if mode == "nearest":
             params["nearest_mode"] = draw(st.sampled_from(["floor", "round_prefer_floor", "round_prefer_ceil",
                                                            "ceil"]))
+        if mode == "cubic":
+            params["cubic_coeff_a"] = draw(st.sampled_from([-0.75, -0.5]))
+            params["exclude_outside"] = draw(st.sampled_from([0, 1]))
         h, w = x.shape[2:]
         if draw(st.integers(0, 3)) == 0:
             params["sizes"] = [draw(st.integers(1, min(2 * h + 1, MAX_SIDE))),

@@ -96,8 +96,7 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
     "dilated AveragePool": (r"dilated average pooling", [r"^test_averagepool_2d_dilations"]),
     "MaxPool with the Indices output": (r"Indices output", [r"^test_maxpool_with_argmax_"]),
     "training-mode BatchNormalization": (r"training-mode", [r"^test_batchnorm_.*_training_mode"]),
-    "Resize mode 'cubic'": (r"mode 'cubic' is not supported", [r"^test_resize_.*_cubic"]),
-    "Resize antialias": (r"antialias = 1 is not supported", [r"^test_resize_.*_linear_antialias"]),
+    "Resize antialias": (r"antialias = 1 is not supported", [r"^test_resize_.*_(linear|cubic)_antialias"]),
     "Resize coordinate_transformation_mode 'tf_crop_and_resize'": (
         r"'tf_crop_and_resize' is not supported", [r"^test_resize_tf_crop_and_resize"]),
     # Cast tests convert between non-float32 types (or to them): compute tensors are float32.
@@ -110,7 +109,7 @@ EXCLUDED: dict[str, tuple[str, list[str]]] = {
     "expanded variant uses unsupported ops": (
         r"uses operators adreno-mlir does not support",
         [r"^test_clip_(example|inbounds|outbounds|splitbounds|min_greater_than_max|default_min|"
-         r"default_max)?_?expanded", r"^test_(leakyrelu|prelu)_.*expanded",
+         r"default_max)?_?expanded", r"^test_(leakyrelu|prelu|elu)_.*expanded",
          *([] if "Log" in IMPORTERS else
            [r"^test_logsoftmax_.*expanded", r"^test_reduce_log_sum_(asc_axes|desc_axes|default|negative_axes)_expanded"])]),
 }

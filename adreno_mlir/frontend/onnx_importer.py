@@ -36,8 +36,10 @@ from xdsl.dialects.builtin import (
     f32,
     i32,
 )
-from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 
+from adreno_mlir import constant_outputs
+from adreno_mlir.constant_outputs import ATTR as CONSTANT_OUTPUTS_ATTR
 from adreno_mlir.errors import CompileError
 from adreno_mlir.weights import WeightStore, attach, symbol_name
 from adreno_mlir.dialects import graph
@@ -359,6 +361,25 @@ class OnnxImporter:
         self.values[name] = op.result
         return op.result
 
+    def _constant_outputs(self) -> dict[str, Attribute]:
+        """The model outputs that are constants of an element type other than float32
+        (a Shape is int64, a comparison bool): no graph tensor can hold them, so they
+        travel in the function attribute graph.constant_outputs, in their ONNX type."""
+        out: dict[str, Attribute] = {}
+        for o in self.model.graph.output:
+            if o.name not in self.consts or o.name in self.int_inputs:
+                continue
+            arr = np.asarray(self.consts[o.name])
+            declared = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(declared) if declared else arr.dtype
+            if dtype == np.float32:
+                continue  # a graph.constant the function returns
+            if not constant_outputs.supported(dtype):
+                raise FrontendError(f"model output '{o.name}' is a constant of element type {dtype}, which "
+                                    "adreno-mlir cannot return (bool, integers and float16/32/64 only)")
+            out[o.name] = constant_outputs.to_attr(arr.astype(dtype), self.store, o.name)
+        return out
+
     def build(self) -> ModuleOp:
         g = self.model.graph
         nodes = [_Node(n, self) for n in g.node]
@@ -397,7 +418,10 @@ class OnnxImporter:
                 if not isinstance(op, graph.ConstantOp):
                     op.location = loc
         outs = []
+        constants_out = self._constant_outputs()
         for o in g.output:
+            if o.name in constants_out:
+                continue  # returned from graph.constant_outputs, not by the function
             if o.name in self.values or o.name in self.consts:
                 outs.append(self.value(o.name))
             else:
@@ -424,6 +448,8 @@ class OnnxImporter:
         if self.index_bounds:  # what the runtime checks integer inputs against
             fn.attributes["graph.index_bounds"] = DictionaryAttr(
                 {k: IntegerAttr(v, 64) for k, v in sorted(self.index_bounds.items())})
+        if constants_out:  # non-float32 constant outputs (adreno_mlir/constant_outputs.py)
+            fn.attributes[CONSTANT_OUTPUTS_ATTR] = DictionaryAttr(constants_out)
         module = ModuleOp([fn])
         attach(module, self.store)
         return module
@@ -483,6 +509,11 @@ def _hard_sigmoid(n: _Node):
 @importer("LeakyRelu")
 def _leaky(n: _Node):
     return _emit(n, graph.LeakyReluOp(n.input(0), alpha=graph.f32_attr(n.attr("alpha", 0.01))))
+
+
+@importer("Elu")
+def _elu(n: _Node):
+    return _emit(n, graph.EluOp(n.input(0), alpha=graph.f32_attr(n.attr("alpha", 1.0))))
 
 
 @importer("Clip")
@@ -1131,7 +1162,8 @@ def _resize(n: _Node):
                f"(supported: {', '.join(graph.ResizeOp.NEAREST)})")
     if n.attr("antialias", 0):
         n.fail("antialias = 1 is not supported")
-    if n.attr("exclude_outside", 0) and mode != "linear":
+    exclude_outside = int(n.attr("exclude_outside", 0))
+    if exclude_outside and mode == "nearest":
         # (for linear taps, excluding outside pixels equals the edge clamp we do)
         n.fail(f"exclude_outside = 1 is not supported with mode '{mode}'")
     if policy not in ("stretch", "not_larger", "not_smaller"):
@@ -1167,6 +1199,9 @@ def _resize(n: _Node):
         "coordinate_transformation_mode": StringAttr(coord),
         "nearest_mode": StringAttr(nearest),
     }
+    if mode == "cubic":
+        props["cubic_coeff_a"] = graph.f32_attr(n.attr("cubic_coeff_a", -0.75))
+        props["exclude_outside"] = IntegerAttr(exclude_outside, 64)
     if full_scales is not None:
         props["scales"] = ArrayAttr([FloatAttr(sc, f32) for sc in full_scales])
     return _emit(n, graph.ResizeOp(operands=[x], result_types=[n.out_type()], properties=props))

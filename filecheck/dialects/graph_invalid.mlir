@@ -97,10 +97,10 @@ func.func @clip(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @resize(%a: tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32> {
-  %r = graph.resize %a {mode = "cubic"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+  %r = graph.resize %a {mode = "bicubic"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
   func.return %r : tensor<1x3x8x8xf32>
 }
-// CHECK: 'graph.resize' mode 'cubic' is not one of ['nearest', 'linear']
+// CHECK: 'graph.resize' mode 'bicubic' is not one of ['nearest', 'linear', 'cubic']
 
 // -----
 

@@ -846,7 +846,9 @@ class PackedPoolSpec(PackedSpec):
             ix = k.add(x0, k.mul(b, self.dilations[1]))
             valid = k.all_of(k.in_bounds(iy, 0, H) + k.in_bounds(ix, 0, W))
             v = self.src.read(k, x, n, c4, k.select(valid, k.i(iy), k.i(0)), k.select(valid, k.i(ix), k.i(0)))
-            return [k.select(valid, vk.maxnum(acc, v) if is_max else vk.fadd(acc, v), acc)]
+            # Max: NaN-propagating per lane (arith.maximumf), as PoolSpec; a padded tap
+            # reads pixel (0, 0) and is not selected.
+            return [k.select(valid, vk.fmax(acc, v) if is_max else vk.fadd(acc, v), acc)]
 
         (acc,) = window_loops(kb, self.kernel, [vk.f(float("-inf") if is_max else 0.0)], tap,
                               unroll=opencl.UNROLL_BY_PRINTER)
@@ -936,6 +938,8 @@ class PackedResizeSpec(PackedSpec):
     coord_mode: str = "half_pixel"
     nearest_mode: str = "round_prefer_floor"
     scales: tuple[float, float] = (1.0, 1.0)
+    cubic_a: float = -0.75
+    exclude_outside: bool = False
 
     def base_name(self) -> str:
         return f"resize_{self.mode}_4c{self.pepi.suffix()}"
@@ -952,10 +956,27 @@ class PackedResizeSpec(PackedSpec):
         _, _, OH, OW = self.out.shape
         # The NCHW resize kernel's coordinate arithmetic, shared.
         geometry = ResizeSpec(x_shape=(N, 4 * C4, H, W), out_shape=(N, 4 * C4, OH, OW), mode=self.mode,
-                              coord_mode=self.coord_mode, nearest_mode=self.nearest_mode, scales=self.scales)
+                              coord_mode=self.coord_mode, nearest_mode=self.nearest_mode, scales=self.scales,
+                              cubic_a=self.cubic_a, exclude_outside=self.exclude_outside)
         sy, sx = geometry._source(kb, oy, 0), geometry._source(kb, ox, 1)
         if self.mode == "nearest":
             value = self.src.read(kb, x, n, c4, geometry._nearest(kb, sy, H), geometry._nearest(kb, sx, W))
+        elif self.mode == "cubic":
+            # 16 taps whose weights have negative lobes: summed in f32 also in a half
+            # kernel (as the global mean sums), then converted to the kernel's type.
+            vk = kb.vector(f32)
+            rows_taps, cols_taps = geometry.cubic_taps(kb, sy, H), geometry.cubic_taps(kb, sx, W)
+
+            def weighted(pairs):
+                acc = None
+                for v, wt in pairs:
+                    term = vk.fmul(v, vk.splat(wt))
+                    acc = term if acc is None else vk.fadd(acc, term)
+                return acc
+
+            rows = [weighted((kb.cast(self.src.read(kb, x, n, c4, iy, ix), f32), wx) for ix, wx in cols_taps)
+                    for iy, _ in rows_taps]
+            value = kb.cast(weighted(zip(rows, (wy for _, wy in rows_taps))), kb.ftype)
         else:
             vk = kb.vector()
             fy, fx = kb.floor(sy), kb.floor(sx)

@@ -1,8 +1,12 @@
-"""ONNX Resize of the two spatial axes (nearest or bilinear), grid (OW, OH, N*C).
+"""ONNX Resize of the two spatial axes (nearest, bilinear or bicubic), grid (OW, OH, N*C).
 
 Source coordinates follow ONNX's coordinate_transformation_mode (as its reference
-implementation computes them, with length_resized = scale * input length); bilinear taps are
-clamped to the edge, which equals ONNX's edge padding. They are computed in f32 with
+implementation computes them, with length_resized = scale * input length); bilinear and
+bicubic taps are clamped to the edge, which equals ONNX's edge padding. Bicubic weights
+(`cubic_taps`) are the reference's: taps floor(s) - 1 .. floor(s) + 2 with the Keys
+kernel of parameter A (`cubic_coeff_a`) at t = s - floor(s); with exclude_outside the
+weights of taps outside the input are 0 and the others divided by their sum. Rows are
+interpolated first, then the four rows, as onnxruntime does. Coordinates are computed in f32 with
 onnxruntime's order of operations and constants rounded to f32 as it rounds them, and
 divisions correctly rounded (`fdiv_rounded`): a nearest-neighbour coordinate that is
 exactly an integer or a half in real arithmetic (every third row of a 1.5x resize) must
@@ -30,6 +34,8 @@ class ResizeSpec(KernelSpec):
     coord_mode: str
     nearest_mode: str
     scales: tuple[float, float]  # (h, w)
+    cubic_a: float = -0.75
+    exclude_outside: bool = False
 
     def base_name(self) -> str:
         return f"resize_{self.mode}{self.epilogue.suffix()}"
@@ -76,6 +82,32 @@ class ResizeSpec(KernelSpec):
             r = kb.ceil(s)
         return kb.min_i(kb.max_i(kb.to_int(r), 0), in_len - 1)
 
+    def cubic_taps(self, kb: KernelBuilder, s: SSAValue, in_len: int) -> list[tuple[SSAValue, SSAValue]]:
+        """The four (clamped index, f32 weight) taps of bicubic interpolation at source
+        coordinate `s` along an axis of `in_len` pixels. ONNX's reference takes t = 1
+        on the taps floor(s) - 2 .. floor(s) + 1 where s is an integer; its weights
+        there (0, 0, 1, 0) equal these (0, 1, 0, 0) of t = 0 on the taps used here."""
+        a = float(np.float32(self.cubic_a))
+        f = kb.floor(s)
+        t = kb.fsub(s, f)
+        i0 = kb.to_int(f)
+
+        def outer(u):  # |u| in [1, 2]: ((A u - 5A) u + 8A) u - 4A
+            return kb.fsub(kb.fmul(kb.fadd(kb.fmul(kb.fsub(kb.fmul(u, a), 5 * a), u), 8 * a), u), 4 * a)
+
+        def inner(u):  # |u| in [0, 1]: ((A + 2) u - (A + 3)) u u + 1
+            return kb.fadd(kb.fmul(kb.fmul(kb.fsub(kb.fmul(u, a + 2), a + 3), u), u), 1.0)
+
+        one_minus_t = kb.fsub(1.0, t)
+        weights = [outer(kb.fadd(t, 1.0)), inner(t), inner(one_minus_t), outer(kb.fsub(2.0, t))]
+        indices = [kb.add(i0, k - 1) for k in range(4)]
+        if self.exclude_outside:
+            weights = [kb.select(kb.all_of(kb.in_bounds(i, 0, in_len)), w, kb.const_like(0.0, f32))
+                       for i, w in zip(indices, weights)]
+            total = kb.fadd(kb.fadd(kb.fadd(weights[0], weights[1]), weights[2]), weights[3])
+            weights = [kb.fdiv(w, total) for w in weights]
+        return [(kb.min_i(kb.max_i(i, 0), in_len - 1), w) for i, w in zip(indices, weights)]
+
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         (x,), extras, out = self.split_args(args)
         _, c, h, w = self.x_shape
@@ -89,6 +121,17 @@ class ResizeSpec(KernelSpec):
 
         if self.mode == "nearest":
             value = at(self._nearest(kb, sy, h), self._nearest(kb, sx, w))
+        elif self.mode == "cubic":
+            rows_taps, cols_taps = self.cubic_taps(kb, sy, h), self.cubic_taps(kb, sx, w)
+
+            def weighted(pairs):
+                acc = None
+                for v, wt in pairs:
+                    acc = kb.fmul(v, wt) if acc is None else kb.fadd(acc, kb.fmul(v, wt))
+                return acc
+
+            rows = [weighted((at(iy, ix), wx) for ix, wx in cols_taps) for iy, _ in rows_taps]
+            value = weighted(zip(rows, (wy for _, wy in rows_taps)))
         else:
             fy, fx = kb.floor(sy), kb.floor(sx)
             ly, lx = kb.fsub(sy, fy), kb.fsub(sx, fx)
