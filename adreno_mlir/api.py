@@ -123,10 +123,18 @@ def io_shapes(module: ModuleOp) -> tuple[dict, dict]:
         raise CompileError(f"func @{fn.sym_name.data} has no {' or '.join(missing)} attribute (the ONNX input and "
                            "output names, as the importer writes them: attributes {graph.inputs = [\"x\"], "
                            "graph.outputs = [\"y\"]}); add them to compile hand-written IR")
+    from adreno_mlir.constant_outputs import constant_outputs, returned_names
+
     ins = [a.data for a in fn.attributes["graph.inputs"].data]
     outs = [a.data for a in fn.attributes["graph.outputs"].data]
     in_shapes = {n: graph.shape_of(a.type) for n, a in zip(ins, fn.args)}
-    out_shapes = {n: graph.shape_of(t) for n, t in zip(outs, fn.function_type.outputs.data)}
+    names, types = returned_names(outs, fn.attributes), fn.function_type.outputs.data
+    if len(names) != len(types):
+        raise CompileError(f"func @{fn.sym_name.data} returns {len(types)} values but graph.outputs (less "
+                           f"graph.constant_outputs) names {len(names)}: {names}")
+    returned = dict(zip(names, types))
+    constants = constant_outputs(fn.attributes, store_of(module))  # non-float32 ones
+    out_shapes = {n: graph.shape_of(returned[n]) if n in returned else tuple(constants[n].shape) for n in outs}
     return in_shapes, out_shapes
 
 

@@ -54,13 +54,22 @@ if TYPE_CHECKING:
     from adreno_mlir.runtime.program_cache import CacheArg
 
 FORMAT_NAME = "adreno-mlir-artifact"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Bumped on any change a reader of the previous version would misread (docs/artifact.md,
-"Versioning"). Version 2 added i32 inputs (token ids, with a `bound`); an artifact whose
-inputs are all f32 is still written as version 1, which every earlier reader (the C
-runtime included) runs. `load()` accepts versions 1 and 2."""
+"Versioning"). Version 2 added i32 inputs (token ids, with a `bound`); version 3 constant
+outputs (an output entry with a `constant` instead of an `allocation`). An artifact is
+written with the lowest version that holds it (`format_version_of`): one whose inputs
+are all f32 and whose outputs are all computed is still version 1, which every earlier
+reader (the C runtime included) runs. `load()` accepts versions 1 to 3."""
 
-READ_VERSIONS = (1, 2)
+READ_VERSIONS = (1, 2, 3)
+
+
+def format_version_of(plan: Plan) -> int:
+    """The lowest format version that holds `plan`."""
+    if plan.constant_outputs:
+        return 3
+    return 2 if any(t.dtype != "f32" for t in plan.inputs) else 1
 
 MANIFEST = "manifest.json"
 SOURCE_FILE = "kernels.cl"
@@ -193,7 +202,7 @@ def save_artifact(path: str | Path, *, plan: Plan, weights: Sequence[np.ndarray]
         body = plan.to_json()
         manifest = {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION if any(t.dtype != "f32" for t in plan.inputs) else 1,
+            "format_version": format_version_of(plan),
             "producer": {"name": "adreno-mlir", "version": _producer_version()},
             "target": target,
             "plan": plan_description,

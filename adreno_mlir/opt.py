@@ -17,6 +17,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from adreno_mlir import weights
 from adreno_mlir.errors import CompileError
+from adreno_mlir.pass_options import parse_passes
 from adreno_mlir.universe import ADRENO_UNIVERSE, _mlir_target
 
 
@@ -38,6 +39,12 @@ class AdrenoOptMain(xDSLOptMain):
         super().register_all_targets()
         self.available_targets.update(ADRENO_UNIVERSE.all_targets)
         self.available_targets["mlir"] = _mlir_target
+
+    def setup_pipeline(self):
+        # Every pass name and option is checked first: a bad one is a one-line error naming
+        # the pass, the option and the values it takes (adreno_mlir.pass_options).
+        parse_passes(self.available_passes, self.args.passes)
+        super().setup_pipeline()
 
     def apply_passes(self, prog):
         super().apply_passes(prog)

@@ -144,21 +144,19 @@ def available_passes(extra: Sequence[type[ModulePass]] = ()) -> dict[str, Callab
     return available
 
 
+def build_pipeline(spec: str, extra: Sequence[type[ModulePass]] = ()) -> PassPipeline:
+    """The passes of pipeline string `spec` (ours, installed ones and `extra`), every pass
+    name and option checked: a bad one is a `PassOptionError` (a CompileError) naming the
+    pass, the option and the values it takes (adreno_mlir.pass_options)."""
+    from adreno_mlir.pass_options import parse_passes
+
+    hint = (f" in pipeline '{spec}'; pass your own ModulePass classes with passes=[...] or register them through "
+            "the xdsl.universe entry point")
+    return PassPipeline(tuple(parse_passes(available_passes(extra), spec, unknown_pass_hint=hint)))
+
+
 def run_pipeline(ctx: Context, module: ModuleOp, spec: str, extra: Sequence[type[ModulePass]] = ()) -> None:
-    available = available_passes(extra)
-    for entry in split_pipeline(spec):
-        name = entry.split("{", 1)[0].strip()
-        if name not in available:
-            raise CompileError(f"unknown pass '{name}' in pipeline '{spec}'; pass your own ModulePass "
-                               "classes with passes=[...] or register them through the xdsl.universe entry point")
-    try:
-        pipeline = PassPipeline.parse_spec(available, spec)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as e:  # noqa: BLE001 - xDSL's spec parser raises several kinds, one a BaseException
-        raise CompileError(f"cannot parse pipeline '{spec}': {e} (quote string options, e.g. "
-                           'select-kernel-config{overrides="/path/file.json"})') from None
-    pipeline.apply(ctx, module)
+    build_pipeline(spec, extra).apply(ctx, module)
 
 
 def _verify_all() -> bool:
@@ -198,10 +196,12 @@ def run_stages(
     is lowered."""
     import time
 
+    # Every stage's passes are made (and their options checked) before the first one runs.
+    pipelines = [build_pipeline(spec, extra) for _, spec in stages]
     results = []
-    for i, (name, spec) in enumerate(stages):
+    for i, ((name, spec), pipeline) in enumerate(zip(stages, pipelines)):
         start = time.perf_counter()
-        run_pipeline(ctx, module, spec, extra)
+        pipeline.apply(ctx, module)
         last = i == len(stages) - 1
         if last and not (verify_each or after_stage is not None or _verify_all()):
             verify_lowered(module)

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
-from xdsl.passes import ModulePass
 
 from adreno_mlir.dialects import texture
-from adreno_mlir.errors import CompileError
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, groups_of, where
 from adreno_mlir.lowering.host_builder import HostBuilder
 from adreno_mlir.lowering.nchw_lowering import NCHW_PATTERNS
+from adreno_mlir.lowering.opencl_printer import FMA_ATTR, FMA_MODES
 from adreno_mlir.lowering.packed_lowering import PACKED_PATTERNS
+from adreno_mlir.pass_options import CheckedPass, option
 from adreno_mlir.passes.select_kernel_config import config_of, validate_config
 
 __all__ = ["ConvertGraphToOpenCL", "LoweringError", "PATTERNS"]
@@ -49,24 +49,19 @@ def lower_group(hb: HostBuilder, group: Group, patterns=PATTERNS) -> None:
 
 
 @dataclass(frozen=True)
-class ConvertGraphToOpenCL(ModulePass):
+class ConvertGraphToOpenCL(CheckedPass):
     """Lower every graph function to OpenCL kernels and a host program."""
 
     name = "convert-graph-to-opencl"
 
-    fma: str = ""
+    fma: str = option("", choices=FMA_MODES)
     """How the OpenCL C printer writes multiply-adds (`math.fma`) in this program: `call`
     (`fma(a, b, c)`) or `split` (`a * b + c`, for PoCL, whose vectorizer skips fma(); see
     lowering/opencl_printer.py FMA_MODES). Recorded as the module attribute `opencl.fma`,
     so `-t opencl` prints the same program; empty: not recorded (the printer's default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from adreno_mlir.lowering.opencl_printer import FMA_ATTR, FMA_MODES
-
         if self.fma:
-            if self.fma not in FMA_MODES:
-                raise CompileError(f"convert-graph-to-opencl: fma must be one of {', '.join(FMA_MODES)}, "
-                                   f"got '{self.fma}'")
             op.attributes[FMA_ATTR] = StringAttr(self.fma)
         kernels: dict[str, str] = {}  # kernel name by spec_key, across the module's functions
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:

@@ -18,11 +18,10 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from adreno_mlir.errors import CompileError
-from adreno_mlir.target import TargetProfile, get_profile, list_profiles
+from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
+from adreno_mlir.target import TargetProfile
 from adreno_mlir.dialects import graph, texture
 
 MAPPINGS = ("texture", "texture-nhwc")
@@ -63,28 +62,20 @@ def choose_mapping(shape: tuple[int, ...], profile: TargetProfile, prefer: str =
 
 
 @dataclass(frozen=True)
-class AnnotateTextureScope(ModulePass):
+class AnnotateTextureScope(CheckedPass):
     name = "annotate-texture-scope"
 
-    target: str = "adreno-740"
+    target: str = target_option()
     """Target profile whose image limits apply (see adreno_mlir.target)."""
     images: bool = True
     """False forces the buffer plan: every tensor stays in a global buffer."""
-    mapping: str = "auto"
+    mapping: str = option("auto", choices=("auto", *MAPPINGS))
     """"auto": per tensor the most balanced mapping that fits; "texture" or "texture-nhwc":
     that mapping wherever it fits (a plan-level experiment: `texture` keeps a window's
     rows in neighbouring image rows, `texture-nhwc` a channel block in one row)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            profile = get_profile(self.target)
-        except ValueError:
-            raise CompileError(
-                f"annotate-texture-scope: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
-            ) from None
-        if self.mapping not in ("auto", *MAPPINGS):
-            raise CompileError(f"annotate-texture-scope: mapping must be auto, {' or '.join(MAPPINGS)}; "
-                               f"got '{self.mapping}'")
+        profile = target_profile(self)
         if not self.images:
             return
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -40,7 +39,8 @@ from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where
 from adreno_mlir.lowering.kernels.winograd import winograd_weight
 from adreno_mlir.passes.constants import constant_value, module_of, new_constant
-from adreno_mlir.target import TargetProfile, get_profile, list_profiles
+from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
+from adreno_mlir.target import TargetProfile
 from adreno_mlir.weights import store_of
 
 ATTR = "winograd"
@@ -189,26 +189,19 @@ class WinogradConv(RewritePattern):
 
 
 @dataclass(frozen=True)
-class ConvWinograd(ModulePass):
+class ConvWinograd(CheckedPass):
     name = "conv-winograd"
 
-    tile: str | int = "auto"
+    tile: str | int = option("auto", choices=("auto", 2, 4, "off"))
     """auto (the `winograd` attribute, else `select_winograd_tile`), 2, 4, or off
     (only convs with a `winograd` attribute of 2 or 4 change). `tile=2` parses as an
     int, `tile=off` as a string: both are accepted."""
-    target: str = "adreno-740"
+    target: str = target_option()
     """Target profile the automatic rule decides for (see adreno_mlir.target)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tile = str(self.tile)
-        if tile not in ("auto", "2", "4", "off"):
-            raise CompileError(f"conv-winograd: tile must be auto, 2, 4 or off, got '{tile}'")
-        try:
-            profile = get_profile(self.target)
-        except ValueError:
-            raise CompileError(
-                f"conv-winograd: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
-            ) from None
+        profile = target_profile(self)
         PatternRewriteWalker(GreedyRewritePatternApplier([WinogradConv(tile, profile)]),
                              apply_recursively=False).rewrite_module(op)
         # The direct convolutions' packed weights are dead now.

@@ -33,12 +33,12 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, f16, f32
 from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.passes.constants import constant_value, new_constant
+from adreno_mlir.pass_options import CheckedPass, option
 
 
 def packed_type(logical: tuple[int, ...], element=f32) -> texture.TextureTensorType:
@@ -253,17 +253,13 @@ class LayoutConverter:
 
 
 @dataclass(frozen=True)
-class ConvertLayoutNCHW4c(ModulePass):
+class ConvertLayoutNCHW4c(CheckedPass):
     name = "convert-layout-nchw4c"
 
-    storage: str = "f32"
+    storage: str = option("f32", choices=("f32", "f16"))
     """Element type of packed activations: f32, or f16 (half storage, fp32 arithmetic)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.storage not in ("f32", "f16"):
-            from adreno_mlir.errors import CompileError
-
-            raise CompileError(f"convert-layout-nchw4c: storage must be f32 or f16, got '{self.storage}'")
         element = f32 if self.storage == "f32" else f16
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             LayoutConverter(op, fn, element).run()

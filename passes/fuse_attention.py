@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.passes.constants import constant_value
+from adreno_mlir.pass_options import CheckedPass, target_option, target_profile
 
 
 def _only_use(value: SSAValue, user: Operation) -> bool:
@@ -185,7 +185,7 @@ class FuseAttention(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FuseAttentionPass(ModulePass):
+class FuseAttentionPass(CheckedPass):
     """Fuses on GPU target profiles; on CPU profiles (and with `enabled=false`) it leaves
     the chain to the register-tiled matmuls. Measured (docs/bench/issue12): on PoCL the
     fused kernel cost 5% (tiny_bert 120.6 -> 126.2 ms: a CPU's 4x4-tiled matmuls beat one
@@ -197,21 +197,13 @@ class FuseAttentionPass(ModulePass):
 
     name = "fuse-attention"
 
-    target: str = "adreno-740"
+    target: str = target_option()
     """Target profile the rule decides for (adreno_mlir.target)."""
     enabled: bool = True
     """False: never fuse (to compare, or to keep the three kernels)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from adreno_mlir.errors import CompileError
-        from adreno_mlir.target import get_profile, list_profiles
-
-        try:
-            profile = get_profile(self.target)
-        except ValueError:
-            raise CompileError(
-                f"fuse-attention: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
-            ) from None
+        profile = target_profile(self)
         if not self.enabled or not profile.is_gpu:
             return
         PatternRewriteWalker(FuseAttention(), apply_recursively=False).rewrite_module(op)

@@ -60,7 +60,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Block, Operation, Region
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -70,9 +69,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
-from adreno_mlir.errors import CompileError
 from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR
-from adreno_mlir.target import get_profile, list_profiles
+from adreno_mlir.pass_options import CheckedPass, target_option, target_profile
 
 
 def _only_reader(op: Operation) -> graph.Conv2dOp | None:
@@ -120,19 +118,14 @@ class DepthwiseOnLoad(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FuseDepthwiseLoad(ModulePass):
+class FuseDepthwiseLoad(CheckedPass):
     name = "fuse-depthwise-load"
 
-    target: str = "adreno-740"
+    target: str = target_option()
     """Target profile: the pass applies to GPU targets only."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            profile = get_profile(self.target)
-        except ValueError:
-            raise CompileError(
-                f"fuse-depthwise-load: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
-            ) from None
+        profile = target_profile(self)
         if not profile.is_gpu:
             return
         PatternRewriteWalker(DepthwiseOnLoad(), apply_recursively=False).rewrite_module(op)

@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32
 from xdsl.ir import Block, Region
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -55,8 +54,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.errors import CompileError
-from adreno_mlir.target import get_profile, list_profiles
+from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 
 TARGET_ITEMS = 65536
 """Work-items the pooled depthwise kernel aims for (with `pool_items` per work-group)."""
@@ -153,26 +151,18 @@ class PoolInProducer(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FusePoolPartials(ModulePass):
+class FusePoolPartials(CheckedPass):
     name = "fuse-pool-partials"
 
-    target: str = "adreno-740"
+    target: str = target_option()
     """Target profile: the pass applies to GPU targets only."""
-    target_items: int = TARGET_ITEMS
+    target_items: int = option(TARGET_ITEMS, minimum=1)
     """Work-items a pooled depthwise kernel aims for (more tiles, up to `pixels_per_item`)."""
-    pixels_per_item: int = PIXELS_PER_ITEM
+    pixels_per_item: int = option(PIXELS_PER_ITEM, minimum=1)
     """The fewest output pixels per work-item that the tiling leaves."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            profile = get_profile(self.target)
-        except ValueError:
-            raise CompileError(
-                f"fuse-pool-partials: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
-            ) from None
-        if self.target_items < 1 or self.pixels_per_item < 1:
-            raise CompileError(f"fuse-pool-partials: target-items and pixels-per-item must be >= 1, got "
-                               f"{self.target_items} and {self.pixels_per_item}")
+        profile = target_profile(self)
         if not profile.is_gpu:
             return
         PatternRewriteWalker(PoolInProducer(self.target_items, self.pixels_per_item),

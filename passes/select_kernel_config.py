@@ -54,12 +54,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where, read_json
 from adreno_mlir.lowering.kernels.matmul import MatMulGeometry, float4_columns, matmul_geometry, read_strides
+from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 
 CONFIG_ATTR = "kernel_config"
 
@@ -792,51 +792,35 @@ class SelectConfig(RewritePattern):
 
 
 @dataclass(frozen=True)
-class SelectKernelConfig(ModulePass):
+class SelectKernelConfig(CheckedPass):
     name = "select-kernel-config"
 
-    target: str = "adreno-740"
+    target: str = target_option()
     """Target profile (adreno_mlir.target): CPU profiles get no split-K and no occupancy
     pixel blocking."""
-    conv_co_block: int = 8
+    conv_co_block: int = option(8, choices=(1, 2, 4, 8))
     """Output channels per work-item in vec4 and scalar NCHW convolutions (1, 2, 4 or 8; the
     CPU vector kernels choose their own)."""
-    conv_x_block: int = 4
+    conv_x_block: int = option(4, choices=(1, 2, 4))
     """Adjacent output pixels per work-item in vectorised convolutions."""
     vectorize: bool = True
     """Use the vector NCHW convolutions where they apply: float4 (OIHW4o) on GPUs, the float8
     pixel-vector kernels (pointwise, plane, rows) on CPUs; off: the scalar kernel."""
-    packed_co_blocks: int = 1
+    packed_co_blocks: int = option(1, choices=(1, 2))
     """Output channel blocks per work-item in NCHW4c convolutions (2 was slower on the H200)."""
-    min_work_items: int = 16384
+    min_work_items: int = option(16384, minimum=0)
     """NCHW convolutions use smaller pixel blocks rather than launch fewer work-items."""
-    split_k_items: int = 8192
+    split_k_items: int = option(8192, minimum=0)
     """NCHW4c convolutions with fewer work-items split their input channels (0: never)."""
-    work_group: tuple[int, ...] = ()
+    work_group: tuple[int, ...] = option((), minimum=1, max_len=3)
     """Preferred local size for every kernel, e.g. `work-group=16,4,4`; empty: the driver picks."""
-    overrides: str = ""
+    overrides: str = option("", values="a string: the path of a JSON file of kernel configs (quote it)")
     """JSON file of per-signature (or `loc:NODE`) config overrides."""
-    compute: str = "f32"
+    compute: str = option("f32", choices=COMPUTE_TYPES)
     """Arithmetic of every NCHW4c kernel: f32, or f16 (half; precision="fp16", needs cl_khr_fp16)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from adreno_mlir.target import get_profile, list_profiles
-
-        if self.conv_co_block not in (1, 2, 4, 8):
-            raise CompileError("select-kernel-config: conv-co-block must be 1, 2, 4 or 8")
-        if self.conv_x_block not in (1, 2, 4) or self.packed_co_blocks not in (1, 2):
-            raise CompileError("select-kernel-config: conv-x-block must be 1, 2 or 4 and packed-co-blocks 1 or 2")
-        if self.compute not in COMPUTE_TYPES:
-            raise CompileError(f"select-kernel-config: compute must be f32 or f16, got '{self.compute}'")
-        if self.min_work_items < 0 or self.split_k_items < 0 or any(d < 1 for d in self.work_group):
-            raise CompileError("select-kernel-config: min-work-items and split-k-items must be >= 0, "
-                               "work-group sizes >= 1")
-        try:
-            profile = get_profile(self.target)
-        except ValueError:
-            raise CompileError(
-                f"select-kernel-config: unknown target '{self.target}'; known: {', '.join(list_profiles())}"
-            ) from None
+        profile = target_profile(self)  # the other options are checked when the pass is made
         rules = Rules(profile.is_gpu, self.conv_co_block, self.conv_x_block, self.vectorize,
                       self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group),
                       self.compute)

@@ -583,7 +583,7 @@ def test_attribute_errors():
     assert not ops_of(run_passes(strided, "tile=2"), texture.WinogradOutputOp)  # ineligible: untouched
     with pytest.raises(CompileError, match=r"\{winograd = 2\} asks for Winograd but stride \[2, 2\] is not 1"):
         run_passes(strided, "", before_winograd=_set_attr(2))
-    with pytest.raises(CompileError, match="tile must be auto, 2, 4 or off"):
+    with pytest.raises(CompileError, match="option tile must be a string or an integer, one of auto, 2, 4, off; got 3"):
         run_passes(conv_block_model(32, 9), "tile=3")
 
 

@@ -32,6 +32,7 @@ concurrently.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -157,15 +158,23 @@ class Executable:
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
         self.input_names = [t.name for t in plan.inputs]
         self.output_names = [t.name for t in plan.outputs]
-        self._output_counts = [t.count for t in plan.outputs]
+        self._output_counts = [t.count for t in plan.computed_outputs]
         self.weight_arrays = list(weights)
-        """The host copies of the weights (what `CompiledModel.save` writes)."""
+        """The host copies of the weights, then of the constant outputs' values
+        (`Plan.blob_entries` order: what `CompiledModel.save` writes)."""
+        self._constants = {i: np.asarray(a, dtype=a.dtype.newbyteorder("=")) for i, a in zip(
+            (i for i, t in enumerate(plan.outputs) if t.constant is not None), self.weight_arrays[len(plan.weights):],
+            strict=True)}
+        """Output index -> value of each constant output: returned by `run` (a copy each
+        time), never computed or held on the device."""
         self.native = None
         """The `NativeModel` that runs this plan, or None (pyopencl launches)."""
-        if runtime != "pyopencl":
+        if runtime != "pyopencl" and plan.computed_outputs:  # nothing to launch: no native model
             if blob is None:
                 blob = b"".join(weight_chunks(plan, self.weight_arrays))
-            self.native = open_native(runtime, plan, source, blob, context, self.program)
+            # the C runtime sees the computed outputs only; run() adds the constants
+            device_plan = dataclasses.replace(plan, outputs=plan.computed_outputs) if self._constants else plan
+            self.native = open_native(runtime, device_plan, source, blob, context, self.program)
         self._launches: list[Launch] | None = None
         self._profiling_queue: cl.CommandQueue | None = None
         if self.native is None:
@@ -192,12 +201,12 @@ class Executable:
         plan, context = self.plan, self.context
         self.weights: list[cl.Buffer] = [
             cl.Buffer(context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(arr))
-            for arr in self.weight_arrays]
+            for arr in self.weight_arrays[:len(plan.weights)]]
         self.allocations: list[cl.MemoryObject] = [
             cl.Buffer(context, MF.READ_WRITE, a.nbytes) if isinstance(a, BufferAlloc) else self._image(a)
             for a in plan.allocations]
         self.inputs = [self.allocations[t.allocation] for t in plan.inputs]
-        self.outputs = [(self.allocations[t.allocation], t.count) for t in plan.outputs]
+        self.outputs = [(self.allocations[t.allocation], t.count) for t in plan.computed_outputs]
         launches: list[Launch] = []
         for launch in plan.launches:
             kernel = cl.Kernel(self.program, launch.kernel)
@@ -278,10 +287,18 @@ class Executable:
                 for t, arr in zip(self.plan.inputs, inputs)]
 
     def run(self, inputs: list[np.ndarray], runtime: str | None = None) -> list[np.ndarray]:
-        """Outputs (flat float32 arrays) for `inputs`; `runtime="pyopencl"` forces the
-        pyopencl path even when the native one is open. Thread-safe: the pyopencl path
-        holds this instance's lock from the input copies to the last output copy, since
-        every call uses the same queue and memory."""
+        """Outputs (flat arrays: float32, a constant output in its own dtype) for
+        `inputs`; `runtime="pyopencl"` forces the pyopencl path even when the native one
+        is open. Thread-safe: the pyopencl path holds this instance's lock from the input
+        copies to the last output copy, since every call uses the same queue and memory."""
+        computed = self._run_computed(inputs, runtime) if self._output_counts else []
+        if not self._constants:
+            return computed
+        it = iter(computed)
+        return [self._constants[i].copy() if i in self._constants else next(it) for i in range(len(self.output_names))]
+
+    def _run_computed(self, inputs: list[np.ndarray], runtime: str | None) -> list[np.ndarray]:
+        """The outputs that launches compute (`Plan.computed_outputs`), in order."""
         if self.native is not None and runtime != "pyopencl":
             return self.native.run(inputs)
         arrays = self._input_arrays(inputs)

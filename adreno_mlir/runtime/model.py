@@ -93,7 +93,7 @@ class RunnableModel:
         `runtime="pyopencl"` takes the pyopencl launch path even when the native one is open."""
         if runtime is not None and runtime not in ("native", "pyopencl"):
             raise InputError(f"run(runtime=...) takes 'native' or 'pyopencl', not {runtime!r}")
-        if runtime == "native" and self.executable.native is None:
+        if runtime == "native" and self.executable.native is None and self.executable.plan.computed_outputs:
             raise InputError("this model runs on pyopencl only (compiled or loaded with runtime='pyopencl', or the "
                              "native runtime is not built); compile or load it with runtime='native'")
         arrays = self._check_inputs(feeds)

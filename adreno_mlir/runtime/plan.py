@@ -46,6 +46,12 @@ TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32}
 """Element types of model inputs and outputs: f32, and i32 for integer inputs (token ids
 of an embedding lookup, whose `bound` says which ids are valid)."""
 
+CONSTANT_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bool": np.bool_,
+                   "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+                   "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+"""Element types of constant outputs (`Tensor.constant`): the ONNX type of the output,
+whatever it is (a Shape is i64, a mask bool), since the runtime only copies the bytes."""
+
 IMAGE_FORMATS = ("rgba_f32", "rgba_f16")
 """2D image formats: CL_RGBA with CL_FLOAT or CL_HALF_FLOAT channels."""
 
@@ -95,9 +101,22 @@ class Weight:
 
 
 @dataclass(frozen=True)
+class Constant:
+    """Where a constant output's value lies: `nbytes` bytes at `offset` of the weights
+    blob (after every weight, a multiple of WEIGHT_ALIGNMENT), little-endian, row-major."""
+
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class Tensor:
     """A model input or output: a dense row-major (`layout` "nchw", i.e. the ONNX shape
-    as given) array of `dtype` living in allocation `allocation` (a BufferAlloc)."""
+    as given) array of `dtype` living in allocation `allocation` (a BufferAlloc).
+
+    An output that no input reaches is a constant: `constant` says where its value lies
+    in the weights blob, `allocation` is -1, `dtype` is any of CONSTANT_DTYPES, and no
+    launch computes it; a runtime returns a copy of those bytes."""
 
     name: str
     shape: tuple[int, ...]
@@ -107,6 +126,7 @@ class Tensor:
     bound: int | None = None
     """i32 inputs (token ids): valid ids are in [-bound, bound), the extent of the table
     they index (negative ids count from its end); a runtime rejects others."""
+    constant: Constant | None = None
 
     @property
     def count(self) -> int:
@@ -155,8 +175,26 @@ class Plan:
 
     @property
     def weights_nbytes(self) -> int:
-        """Size of the weights blob (the end of the last weight)."""
-        return max((w.offset + w.nbytes for w in self.weights), default=0)
+        """Size of the weights blob (the end of the last weight or constant output)."""
+        return max((offset + nbytes for _, _, offset, nbytes in self.blob_entries()), default=0)
+
+    @property
+    def computed_outputs(self) -> tuple[Tensor, ...]:
+        """The outputs that launches write (each in its allocation), in output order."""
+        return tuple(t for t in self.outputs if t.constant is None)
+
+    @property
+    def constant_outputs(self) -> tuple[Tensor, ...]:
+        """The outputs that are constants (`Tensor.constant`), in output order."""
+        return tuple(t for t in self.outputs if t.constant is not None)
+
+    def blob_entries(self) -> list[tuple[str, np.dtype, int, int]]:
+        """(name, numpy dtype, offset, bytes) of everything in the weights blob: the
+        weights in `weights` order, then the constant outputs in output order (the
+        order of `plan_from_module`'s arrays)."""
+        return ([(w.name, np.dtype(DTYPES[w.dtype]), w.offset, w.nbytes) for w in self.weights]
+                + [(t.name, np.dtype(CONSTANT_DTYPES[t.dtype]), t.constant.offset, t.constant.nbytes)
+                   for t in self.constant_outputs])
 
     @property
     def images(self) -> list[ImageAlloc]:
@@ -183,6 +221,9 @@ class Plan:
             return {"kind": a.kind, "value": a.value}
 
         def tensor(t: Tensor) -> dict[str, Any]:
+            if t.constant is not None:
+                return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "layout": t.layout,
+                        "constant": {"offset": t.constant.offset, "bytes": t.constant.nbytes}}
             out = {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "layout": t.layout,
                    "allocation": t.allocation}
             if t.bound is not None:
@@ -233,6 +274,8 @@ class Plan:
                                       int(w["bytes"])))
 
             def tensor(t: Mapping[str, Any], where: str) -> Tensor:
+                if "constant" in t:
+                    return constant_output(t, where)
                 k = t["allocation"]
                 if not (0 <= k < len(allocations)) or not isinstance(allocations[k], BufferAlloc):
                     raise PlanError(f"{where} ({t['name']}) names allocation {k}, which is not a buffer")
@@ -242,6 +285,27 @@ class Plan:
                 bound = None if "bound" not in t else _positive(t["bound"], f"{where}.bound")
                 return Tensor(str(t["name"]), tuple(int(d) for d in t["shape"]), t["dtype"], k,
                               t.get("layout", "nchw"), bound)
+
+            weights_end = max((w.offset + w.nbytes for w in weights), default=0)
+
+            def constant_output(t: Mapping[str, Any], where: str) -> Tensor:
+                name, c, dtype = t["name"], t["constant"], t["dtype"]
+                if not where.startswith("outputs") or "allocation" in t:
+                    raise PlanError(f"{where} ({name}) has a constant value: only outputs may, and then without "
+                                    "an allocation")
+                if dtype not in CONSTANT_DTYPES:
+                    raise PlanError(f"{where} ({name}) has dtype {dtype!r}; a constant output has one of "
+                                    f"{', '.join(CONSTANT_DTYPES)}")
+                shape = tuple(int(d) for d in t["shape"])
+                offset, nbytes = c["offset"], c["bytes"]
+                count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+                if nbytes != count * np.dtype(CONSTANT_DTYPES[dtype]).itemsize:
+                    raise PlanError(f"{where} ({name}): {count} {dtype} elements take "
+                                    f"{count * np.dtype(CONSTANT_DTYPES[dtype]).itemsize} bytes, not {nbytes}")
+                if not isinstance(offset, int) or offset < weights_end or offset % WEIGHT_ALIGNMENT:
+                    raise PlanError(f"{where} ({name}): constant offset {offset!r} must be a multiple of "
+                                    f"{WEIGHT_ALIGNMENT} after the last weight (byte {weights_end})")
+                return Tensor(str(name), shape, dtype, -1, t.get("layout", "nchw"), constant=Constant(offset, nbytes))
 
             def arg(a: Mapping[str, Any], where: str) -> Arg:
                 kind = a["kind"]
@@ -310,7 +374,7 @@ def memory_limit_problem(plan: Plan, max_alloc: int, global_mem: int, device_nam
         return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
     owners = {t.allocation: f"{kind} '{t.name}' {list(t.shape)}" for kind, ts in
-              (("input", plan.inputs), ("output", plan.outputs)) for t in ts}
+              (("input", plan.inputs), ("output", plan.computed_outputs)) for t in ts}
     for i, a in enumerate(plan.allocations):
         if isinstance(a, BufferAlloc) and max_alloc and a.nbytes > max_alloc:
             what = owners.get(i, f"an intermediate tensor (allocation {i})")
@@ -352,7 +416,13 @@ def plan_from_module(
     build_options: Sequence[str] = DEFAULT_BUILD_OPTIONS,
 ) -> tuple[Plan, list[np.ndarray]]:
     """Walk the host function of a lowered module once; return its `Plan` and the weight
-    arrays (flat, C-contiguous, in each weight's dtype, in `Plan.weights` order).
+    arrays (flat, C-contiguous, in each weight's dtype, in `Plan.weights` order), followed
+    by the values of the constant outputs (`Plan.blob_entries` order).
+
+    A constant output is a returned `opencl.weight` (a float32 output no input reaches)
+    or an entry of the host function's `graph.constant_outputs` (any other element type,
+    adreno_mlir/constant_outputs.py); a weight that only the return reads gets no device
+    buffer.
 
     The lowered IR knows only element counts of inputs and outputs; `input_shapes` and
     `output_shapes` (by name, from the graph before lowering) give them their ONNX
@@ -363,6 +433,7 @@ def plan_from_module(
     from xdsl.dialects import arith, func
     from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f16, f32, i32
 
+    from adreno_mlir.constant_outputs import constant_outputs, returned_names
     from adreno_mlir.dialects import opencl
 
     fn = host_function(module)
@@ -371,7 +442,11 @@ def plan_from_module(
     if not isinstance(ret, func.ReturnOp):
         raise PlanError("the host function does not end with func.return")
     input_names = [a.data for a in fn.attributes["graph.inputs"].data]
-    output_names = [a.data for a in fn.attributes["graph.outputs"].data]
+    all_output_names = [a.data for a in fn.attributes["graph.outputs"].data]
+    output_names = returned_names(all_output_names, fn.attributes)
+    if len(output_names) != len(ret.operands):
+        raise PlanError(f"the host function returns {len(ret.operands)} values for the outputs {output_names}")
+    attr_constants = constant_outputs(fn.attributes, store)  # non-float32 constant outputs
 
     last_use: dict[Any, int] = {}
     for i, op in enumerate(ops):
@@ -386,6 +461,7 @@ def plan_from_module(
     refs: dict[Any, Arg] = {}  # SSA value -> how a launch refers to it
     free: dict[Any, list[int]] = {}  # pool key -> free allocation ids
     launches: list[Launch] = []
+    returned_weights: dict[Any, np.ndarray] = {}  # weight value returned as an output -> its f32 values
     offset = 0
 
     def pool_key(t) -> Any:
@@ -420,6 +496,12 @@ def plan_from_module(
             name = op.symbol.root_reference.data
             dtype = "f16" if t.element == f16 else "f32"
             key = (name, dtype)
+            value = op.results[0]
+            if value in pinned:  # a constant output: the runtime returns these values itself
+                check_f32_buffer(value, f"output '{output_names[list(ret.operands).index(value)]}'")
+                returned_weights[value] = np.asarray(store[name], dtype=np.float32)
+                if all(use.operation is ret for use in value.uses):
+                    continue  # no kernel reads it: no device buffer
             if key not in weight_ids:
                 arr = np.ascontiguousarray(np.asarray(store[name], dtype=DTYPES[dtype]).reshape(-1))
                 if arr.size != t.size.data:
@@ -455,46 +537,77 @@ def plan_from_module(
             if isinstance(v.owner, (opencl.AllocBufferOp, opencl.AllocImageOp)):
                 free.setdefault(pool_key(v.type), []).append(refs[v].index)
 
+    def shape_of(name: str, v, shapes: Mapping[str, Sequence[int]] | None, what: str) -> tuple[int, ...]:
+        shape = tuple(int(d) for d in shapes[name]) if shapes and name in shapes else (v.type.size.data,)
+        if int(np.prod(shape, dtype=np.int64)) != v.type.size.data:
+            raise PlanError(f"{what} '{name}' has shape {list(shape)} but {v.type.size.data} elements in the IR")
+        return shape
+
     def tensor(name: str, v, shapes: Mapping[str, Sequence[int]] | None, what: str) -> Tensor:
         integer = what == "input" and name in bounds
         if not integer:
             check_f32_buffer(v, f"{what} '{name}'")
         ref = refs[v]
         if ref.kind != "allocation":
-            raise PlanError(f"{what} '{name}' is a constant weight; the runtime cannot return it "
-                            "(the model output needs a kernel that computes it)")
-        shape = tuple(int(d) for d in shapes[name]) if shapes and name in shapes else (v.type.size.data,)
-        if int(np.prod(shape, dtype=np.int64)) != v.type.size.data:
-            raise PlanError(f"{what} '{name}' has shape {list(shape)} but {v.type.size.data} elements in the IR")
+            raise PlanError(f"{what} '{name}' is a host constant ({ref.kind}); the runtime cannot return it")
+        shape = shape_of(name, v, shapes, what)
         return Tensor(name, shape, "i32", ref.index, bound=bounds[name]) if integer else \
             Tensor(name, shape, "f32", ref.index)
 
+    # Constant outputs: their values go into the blob after the weights, in output order.
+    dtype_names = {np.dtype(t): k for k, t in CONSTANT_DTYPES.items()}
+    constant_arrays: list[np.ndarray] = []
+
+    def constant(name: str, arr: np.ndarray, shape: tuple[int, ...]) -> Tensor:
+        nonlocal offset
+        arr = np.ascontiguousarray(arr).reshape(-1)
+        if arr.dtype not in dtype_names:
+            raise PlanError(f"output '{name}' is a constant of element type {arr.dtype}, which the runtime "
+                            f"cannot return ({', '.join(CONSTANT_DTYPES)} only)")
+        t = Tensor(name, shape, dtype_names[arr.dtype], -1, constant=Constant(offset, int(arr.nbytes)))
+        constant_arrays.append(arr)
+        offset += -(-arr.nbytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
+        return t
+
+    returned = dict(zip(output_names, ret.operands))
+    outputs = []
+    for name in all_output_names:
+        if name in attr_constants:
+            arr = attr_constants[name]
+            outputs.append(constant(name, arr, tuple(int(d) for d in arr.shape)))
+        elif returned[name] in returned_weights:
+            v = returned[name]
+            outputs.append(constant(name, returned_weights[v], shape_of(name, v, output_shapes, "output")))
+        else:
+            outputs.append(tensor(name, returned[name], output_shapes, "output"))
     plan = Plan(
         allocations=tuple(allocations), weights=tuple(weights),
         inputs=tuple(tensor(n, a, input_shapes, "input") for n, a in zip(input_names, fn.body.block.args)),
-        outputs=tuple(tensor(n, v, output_shapes, "output") for n, v in zip(output_names, ret.operands)),
-        launches=tuple(launches), build_options=tuple(build_options),
+        outputs=tuple(outputs), launches=tuple(launches), build_options=tuple(build_options),
     )
-    return plan, arrays
+    return plan, arrays + constant_arrays
 
 
 def weight_chunks(plan: Plan, arrays: Sequence[np.ndarray]) -> Iterator[bytes]:
     """The weights blob in pieces, for writing it without holding it twice in memory:
-    each array's little-endian bytes at its `Weight.offset`, zero padding before it up
-    to that offset (and none after the last weight)."""
+    each array's little-endian bytes at its offset (`Plan.blob_entries`: the weights,
+    then the constant outputs), zero padding before it up to that offset (and none after
+    the last one)."""
     position = 0
-    for w, arr in zip(plan.weights, arrays, strict=True):
-        data = np.ascontiguousarray(arr, dtype=np.dtype(DTYPES[w.dtype]).newbyteorder("<")).tobytes()
-        if len(data) != w.nbytes:
-            raise PlanError(f"weight {w.name}: {len(data)} bytes given, the plan says {w.nbytes}")
-        yield bytes(w.offset - position)
+    for (name, dtype, offset, nbytes), arr in zip(plan.blob_entries(), arrays, strict=True):
+        data = np.ascontiguousarray(arr, dtype=dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype).tobytes()
+        if len(data) != nbytes:
+            raise PlanError(f"weight {name}: {len(data)} bytes given, the plan says {nbytes}")
+        yield bytes(offset - position)
         yield data
-        position = w.offset + w.nbytes
+        position = offset + nbytes
 
 
 def unpack_weights(plan: Plan, blob: bytes | memoryview) -> list[np.ndarray]:
-    """Views of the weights blob, one array per `Plan.weights` entry (no copies)."""
+    """Views of the weights blob (no copies), one array per `Plan.blob_entries` entry:
+    per weight, then per constant output."""
     if len(blob) < plan.weights_nbytes:
         raise PlanError(f"the weights blob has {len(blob)} bytes; the plan needs {plan.weights_nbytes}")
-    return [np.frombuffer(blob, dtype=np.dtype(DTYPES[w.dtype]).newbyteorder("<"), count=w.count, offset=w.offset)
-            for w in plan.weights]
+    return [np.frombuffer(blob, dtype=dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype,
+                          count=nbytes // dtype.itemsize, offset=offset)
+            for _, dtype, offset, nbytes in plan.blob_entries()]

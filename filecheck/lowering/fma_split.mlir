@@ -14,7 +14,7 @@
 // SPLIT-NOT: fma(
 // SPLIT:     {{v[0-9]+}} * {{v[0-9]+}} + {{[a-z0-9_]+}};
 // CALL:      fma(
-// BAD: convert-graph-to-opencl: fma must be one of call, split, got 'fused'
+// BAD: convert-graph-to-opencl: option fma must be a string, one of call, split; got 'fused'
 
 func.func @fc(%x: tensor<2x16xf32>) -> tensor<2x3xf32> {
   %w = graph.constant dense<0.25> : tensor<3x16xf32>

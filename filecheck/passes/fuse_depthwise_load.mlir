@@ -12,7 +12,7 @@
 // second RUN line applies the pass twice: the result is the same (no region is wrapped
 // twice).
 
-// ERR: fuse-depthwise-load: unknown target 'no-such-gpu'; known:
+// ERR: fuse-depthwise-load: option target must be a target profile: {{.*}}; got 'no-such-gpu'
 
 // An inverted-residual block: 1x1 expand (a region with its ReLU6) -> depthwise 3x3 +
 // ReLU6 -> 1x1 projection + residual add. The depthwise region becomes on_load with its
