@@ -14,6 +14,13 @@ GRAPHS = SHARED / "models" / "graphs"
 NEXT = SHARED / "models" / "next"
 """Transformers and newer CNNs (issue 12); tests list the ones that run by name."""
 MODEL_NAMES = sorted(p.stem for p in GRAPHS.glob("*.onnx"))
+
+
+def slow_unless(names, fast) -> list:
+    """`names` as pytest params, all but those in `fast` marked `slow`: a model matrix
+    whose every row CI runs (`pytest -m slow`, .ci/run) while the README's test command
+    keeps one representative row (the 2-core budget of issue 25)."""
+    return [pytest.param(n, marks=() if n in fast else pytest.mark.slow) for n in names]
 CACHE = Path(os.environ.get("ADRENO_TEST_CACHE", Path.home() / ".cache" / "adreno-mlir-tests"))
 
 # The suite verifies every op after every stage, kernel bodies included (a plain

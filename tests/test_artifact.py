@@ -16,6 +16,7 @@ import adreno_mlir
 from adreno_mlir.artifact import FORMAT_VERSION, ArtifactError
 from adreno_mlir.errors import CompileError
 from adreno_mlir.runtime.plan import WEIGHT_ALIGNMENT, Plan
+from tests.conftest import slow_unless
 
 # The four plans, compiled as the texture-model tests compile them on PoCL.
 PLANS = {
@@ -73,7 +74,7 @@ def test_round_trip_tinynet(plan, tiny_path, cache, tmp_path):
     assert (path / "weights.bin").stat().st_size == manifest["weights"]["bytes"]
 
 
-@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("plan", slow_unless(list(PLANS), fast={"nchw4c-textures"}))
 def test_round_trip_shared_model(plan, model_path, cache, tmp_path):
     _round_trip(model_path("squeezenet1_1"), plan, cache, tmp_path)
 

@@ -26,7 +26,7 @@ from onnx.reference import ReferenceEvaluator
 
 import adreno_mlir
 from adreno_mlir.cli_run import compare_outputs
-from tests.conftest import MODEL_NAMES
+from tests.conftest import MODEL_NAMES, slow_unless
 from tests.test_models import scaled_error
 from tests.test_no_wrong_answers import _cli, _f, _model, _nan_model, _overflowing_model
 
@@ -55,7 +55,7 @@ def _half_kernels(source: str) -> tuple[list[str], list[str]]:
     return half, other
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", slow_unless(MODEL_NAMES, fast={"mobilenet_v3_small"}))
 def test_fp16_matches_onnxruntime(name, model_path, half_device):
     path = str(model_path(name))
     cm = adreno_mlir.compile(path, device=half_device, **FP16)

@@ -23,6 +23,8 @@ from xdsl.transforms.common_subexpression_elimination import (
 )
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
+from tests.conftest import slow_unless
+
 import adreno_mlir
 from adreno_mlir.context import make_context
 
@@ -126,7 +128,7 @@ def test_large_windows_are_loops_not_marked_for_unrolling():
     assert not any(opencl.UNROLL_ATTR in op.attributes for op in loops)
 
 
-@pytest.mark.parametrize("plan", sorted(PLANS))
+@pytest.mark.parametrize("plan", slow_unless(sorted(PLANS), fast={"buffer4c"}))
 def test_lowered_model_has_no_common_subexpressions(plan, model_path):
     """The kernel builder hash-conses pure ops, so the lowered MobileNetV2 is already what
     CSE would make of it (this is why the pipeline has no `cse` stage)."""

@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 
 import adreno_mlir
-from tests.conftest import MODEL_NAMES
+from tests.conftest import MODEL_NAMES, slow_unless
 
 RTOL = 1e-4
 
@@ -20,7 +20,7 @@ def scaled_error(ours: np.ndarray, ref: np.ndarray) -> float:
     return float(np.abs(ours - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", slow_unless(MODEL_NAMES, fast={"squeezenet1_1", "mobilenet_v2", "resnet18"}))
 def test_model_matches_onnxruntime(name, model_path):
     path = str(model_path(name))
     cm = adreno_mlir.compile(path)

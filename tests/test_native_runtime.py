@@ -23,7 +23,7 @@ import pytest
 
 import adreno_mlir
 from adreno_mlir.runtime import native
-from tests.conftest import MODEL_NAMES, NATIVE_BUILD_ERROR, _build_native
+from tests.conftest import MODEL_NAMES, NATIVE_BUILD_ERROR, _build_native, slow_unless
 
 PLANS = {
     "nchw": {},
@@ -95,7 +95,7 @@ def assert_same(got, expected, what):
 
 
 @pytest.mark.parametrize("plan", list(PLANS))
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", slow_unless(MODEL_NAMES, fast={"squeezenet1_1"}))
 def test_c_runner_matches_python_runtime(name, plan, model_path, native_dir, run_env, cache, tmp_path):
     """The issue's bar: adreno-run's outputs equal the Python runtime's (1e-6 relative)
     for the ten shared models on every plan; the in-process native path too."""
@@ -633,6 +633,7 @@ def asan_env(run_env, tmp_path):
                 LSAN_OPTIONS=f"suppressions={supp}", UBSAN_OPTIONS="halt_on_error=1:exitcode=87")
 
 
+@pytest.mark.slow  # the AddressSanitizer build, and full runs under it
 @pytest.mark.parametrize("plan", list(PLANS))
 def test_runner_under_address_sanitizer(plan, tiny_path, model_path, asan_dir, run_env, cache, tmp_path):
     """AddressSanitizer + LeakSanitizer + UBSan on a full load/run/profile/close of a
@@ -649,6 +650,7 @@ def test_runner_under_address_sanitizer(plan, tiny_path, model_path, asan_dir, r
         assert_same({n: v.reshape(cm.output_shapes[n]) for n, v in got.items()}, expected, f"asan {plan}")
 
 
+@pytest.mark.slow  # the AddressSanitizer build
 def test_malformed_artifacts_under_address_sanitizer(tiny_artifact, texture_artifact, asan_dir, run_env, tmp_path):
     env = asan_env(run_env, tmp_path)
     for case, (_, _, phrase) in MALFORMED.items():

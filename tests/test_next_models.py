@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 import adreno_mlir
-from tests.conftest import NEXT, materialized_model
+from tests.conftest import NEXT, materialized_model, slow_unless
 
 NEXT_MODELS = ["tiny_bert", "vit_b_32", "swin_t", "efficientnet_v2_s"]
 TRANSFORMERS = {"tiny_bert", "vit_b_32", "swin_t"}
@@ -48,12 +48,12 @@ def _compare(name: str, tolerance: float, **options) -> None:
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
-@pytest.mark.parametrize("name", NEXT_MODELS)
+@pytest.mark.parametrize("name", slow_unless(NEXT_MODELS, fast={"tiny_bert"}))
 def test_next_model_matches_onnxruntime(name, plan):
     _compare(name, 1e-4, **PLANS[plan])
 
 
-@pytest.mark.parametrize("name", sorted(TRANSFORMERS & set(NEXT_MODELS)))
+@pytest.mark.parametrize("name", slow_unless(sorted(TRANSFORMERS & set(NEXT_MODELS)), fast={"tiny_bert"}))
 def test_transformer_fp16_storage(name):
     _compare(name, 2e-2, textures=True, precision="fp16-acc32")
 
@@ -73,7 +73,7 @@ def test_graph_ir_holds_only_compute(name):
     assert not folded_late, f"{name}: ops on constants only: {folded_late[:5]}"
 
 
-@pytest.mark.parametrize("name", ["tiny_bert", "swin_t"])
+@pytest.mark.parametrize("name", slow_unless(["tiny_bert", "swin_t"], fast={"tiny_bert"}))
 def test_fused_attention_for_gpu_profiles(name):
     """For a GPU profile fuse-attention turns each attention block into one kernel
     (Swin-T's with its relative-position bias); the result still matches onnxruntime when

@@ -190,6 +190,7 @@ def _node_tests_only(cls):
     for _name in list(vars(cls)):
         if _name.startswith("test_") and not any(re.search(p, _name) for p in INCLUDE):
             delattr(cls, _name)
+    cls.pytestmark = [pytest.mark.slow]  # the full sweep: CI's slow tier (pytest -m slow)
     return cls
 
 

@@ -238,6 +238,7 @@ RUN_GROWTH_BOUND = 8 * 2**20
 48 KB, so leaking any per-run copy of it would be 480 MB). Measured here: under 0.1 MB."""
 
 
+@pytest.mark.slow  # a long loop of compiles/loads/runs, measuring RSS
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_compile_and_drop_does_not_grow_memory(runtime):
     """50 compiles of a model with 2.4 MB of weights, each run once and dropped: RSS after
@@ -270,6 +271,7 @@ def test_compile_and_drop_does_not_grow_memory(runtime):
         f"bound {COMPILE_GROWTH_BOUND / 2**20:.0f} MiB")
 
 
+@pytest.mark.slow  # a long loop of compiles/loads/runs, measuring RSS
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_load_and_drop_does_not_grow_memory(runtime, tmp_path):
     """The same for `adreno_mlir.load` of a saved artifact (no compiler involved)."""
@@ -289,6 +291,7 @@ def test_load_and_drop_does_not_grow_memory(runtime, tmp_path):
     assert growth < COMPILE_GROWTH_BOUND, f"RSS grew by {growth / 2**20:.1f} MiB over {COMPILES} loads"
 
 
+@pytest.mark.slow  # a long loop of compiles/loads/runs, measuring RSS
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_many_runs_do_not_grow_memory(tiny_model, runtime):
     """10,000 runs of one model: RSS within RUN_GROWTH_BOUND of RSS after 200 warm-up runs."""

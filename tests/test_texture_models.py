@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 
 import adreno_mlir
-from tests.conftest import MODEL_NAMES
+from tests.conftest import MODEL_NAMES, slow_unless
 from tests.test_models import scaled_error
 
 TOLERANCE = {"fp32": 1e-4, "fp16-acc32": 5e-2}
@@ -32,7 +32,7 @@ TOLERANCE["buffer4c"] = TOLERANCE["fp32"]
 
 
 @pytest.mark.parametrize("precision", list(PLANS))
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", slow_unless(MODEL_NAMES, fast={"mobilenet_v3_small"}))
 def test_texture_plan_matches_onnxruntime(name, precision, model_path):
     path = str(model_path(name))
     cm = adreno_mlir.compile(path, **PLANS[precision])
@@ -68,7 +68,7 @@ def test_bulk_of_activations_in_textures(name, model_path):
 
 
 @pytest.mark.parametrize("plan", [dict(textures=True), dict(textures=False, layout="nchw")])
-@pytest.mark.parametrize("name", ["resnet18", "googlenet"])
+@pytest.mark.parametrize("name", slow_unless(["resnet18", "googlenet"], fast={"resnet18"}))
 def test_gpu_schedules_match_onnxruntime(name, plan, model_path):
     """The GPU schedules (split-K for small-grid NCHW4c convolutions, smaller pixel
     blocks for small-grid NCHW ones), which CPU targets do not use, run here on PoCL by

@@ -165,6 +165,7 @@ def run_cli(*args, **kw) -> subprocess.CompletedProcess:
 # --------------------------------------------------------------------------- failures
 
 
+@pytest.mark.slow  # a whole tuning run per fault, with bisection
 @pytest.mark.parametrize("fault, status", [("build", "build_error"), ("wrong", "wrong_output")])
 def test_failing_signature_is_bisected_recorded_and_never_chosen(small, small_spaces, faults, tmp_path, fault, status):
     """Every round with a gemm candidate fails: bisection pins the failure on the gemm
@@ -200,6 +201,7 @@ def test_failing_signature_is_bisected_recorded_and_never_chosen(small, small_sp
     assert gemm_report.failed == 2 and gemm_report.config is None
 
 
+@pytest.mark.slow  # waits out a timeout and a worker restart
 def test_hang_times_out_and_worker_restarts(gemm_only, faults, tmp_path):
     """The first gemm candidate hangs the worker: it is killed after timeout_s and that
     candidate is a `timeout`; a fresh worker measures the next candidates."""
@@ -276,6 +278,7 @@ def test_crash_is_recorded_and_the_rest_still_measured(small, small_spaces, faul
 # --------------------------------------------------------------------------- resume
 
 
+@pytest.mark.slow  # a whole CLI run interrupted and resumed (~30 s on two cores)
 def test_interrupted_cli_run_resumes_without_measuring_again(tinynet, tmp_path):
     db_path = tmp_path / "t.db"
     args = [sys.executable, "-m", "adreno_mlir.cli", "tune", tinynet, "--db", str(db_path), "--trials", "6",
@@ -502,6 +505,7 @@ def test_export_import(normal_tune, tmp_path):
 # --------------------------------------------------------------------------- Ray
 
 
+@pytest.mark.slow  # starts a Ray cluster
 def test_two_ray_workers(small, tmp_path):
     ray = pytest.importorskip("ray")
     try:
