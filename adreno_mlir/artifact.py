@@ -38,6 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adreno_mlir.errors import CompileError
+from adreno_mlir.runtime.format import (  # re-exported: adreno_mlir.artifact.FORMAT_NAME etc. still work
+    BINARIES_DIR,
+    FORMAT_NAME,
+    MANIFEST,
+    SOURCE_FILE,
+    WEIGHTS_FILE,
+)
 from adreno_mlir.runtime.model import RunnableModel
 from adreno_mlir.runtime.plan import (
     WEIGHT_ALIGNMENT,
@@ -53,7 +60,6 @@ if TYPE_CHECKING:
     from adreno_mlir.api import CompiledModel
     from adreno_mlir.runtime.program_cache import CacheArg
 
-FORMAT_NAME = "adreno-mlir-artifact"
 FORMAT_VERSION = 3
 """Bumped on any change a reader of the previous version would misread (docs/artifact.md,
 "Versioning"). Version 2 added i32 inputs (token ids, with a `bound`); version 3 constant
@@ -70,11 +76,6 @@ def format_version_of(plan: Plan) -> int:
     if plan.constant_outputs:
         return 3
     return 2 if any(t.dtype != "f32" for t in plan.inputs) else 1
-
-MANIFEST = "manifest.json"
-SOURCE_FILE = "kernels.cl"
-WEIGHTS_FILE = "weights.bin"
-BINARIES_DIR = "binaries"
 
 
 class ArtifactError(CompileError):

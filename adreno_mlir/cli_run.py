@@ -61,7 +61,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     )
     from adreno_mlir.artifact import check_save_path, save_artifact
     from adreno_mlir.frontend import import_onnx
-    from adreno_mlir.options import check_precision
+    from adreno_mlir.options import check_precision, textures_from_flag
     from adreno_mlir.runtime.plan import plan_from_module
     from adreno_mlir.weights import store_of
 
@@ -78,7 +78,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     written = [] if artifact_only else [out / "0-graph.mlir"]
     if written:
         _write_stage(module, written[0], weights_dir)
-    layout, textures, storage, target = plan_options(args.target, args.device, _textures(args),
+    layout, textures, storage, target = plan_options(args.target, args.device, textures_from_flag(args.textures),
                                                      args.precision, args.layout)
 
     def after(name: str, m) -> None:
@@ -218,6 +218,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     (compile or load time, program build with its cache state, first run) apart from
     the steady-state latency."""
     import adreno_mlir
+    from adreno_mlir.options import textures_from_flag
 
     path = Path(args.model)
     if _is_artifact(path):
@@ -234,7 +235,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         if not path.is_file():
             raise CompileError(f"no such model file: {path}")
-        model = adreno_mlir.compile(path, target=args.target, device=args.device, textures=_textures(args),
+        model = adreno_mlir.compile(path, target=args.target, device=args.device,
+                                    textures=textures_from_flag(args.textures),
                                     precision=args.precision, layout=args.layout, work_group=args.work_group,
                                     cache=_cache(args), runtime=args.runtime, tuning_db=args.tuning_db)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
@@ -286,12 +288,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return 1
         print(f"OK: within tolerance {args.tolerance:g}")
     return 0
-
-
-def _textures(args: argparse.Namespace) -> bool | None:
-    from adreno_mlir.options import textures_from_flag
-
-    return textures_from_flag(args.textures)
 
 
 def _work_group_flag(flag: str):

@@ -141,6 +141,8 @@ TEXTURE_FLAGS = {"auto": None, "on": True, "off": False}
 
 
 def textures_from_flag(flag: str) -> bool | None:
+    """The `--textures` flag of the CLI commands (`auto`, `on`, `off`; see TEXTURE_FLAGS)
+    as compile()'s `textures` argument (None, True, False); another value is a CompileError."""
     try:
         return TEXTURE_FLAGS[flag]
     except KeyError:

@@ -258,6 +258,9 @@ def estimate_peaks(device: Any, is_gpu: bool, supports_fp16: bool) -> dict[str, 
             return {"peak_gflops_fp32": fp32, "peak_gflops_fp16": fp16, "memory_gbps": gbps,
                     "compute_units": units, "peak_source": source}
     mhz = int(_info(device, "max_clock_frequency", 0) or 0)
+    clock_note = ""
+    if mhz <= 0:  # not reported (Intel's CPU runtime on an AMD CPU says 0): the host's clock, or a guess
+        mhz, clock_note = _unreported_clock_mhz(is_gpu)
     vendor = str(_info(device, "vendor", "")).lower()
     if not is_gpu:
         lanes, gbps, what = _CPU_LANES, _CPU_MEMORY_GBPS, "CPU"
@@ -268,8 +271,28 @@ def estimate_peaks(device: Any, is_gpu: bool, supports_fp16: bool) -> dict[str, 
     fp32 = units * mhz * lanes * 2 / 1000.0
     fp16 = 2 * fp32 if is_gpu and supports_fp16 else fp32
     return {"peak_gflops_fp32": fp32, "peak_gflops_fp16": fp16, "memory_gbps": gbps, "compute_units": units,
-            "peak_source": f"estimate: {units} compute units x {mhz} MHz x {lanes} lanes x 2 ({what}); "
+            "peak_source": f"estimate: {units} compute units x {mhz} MHz{clock_note} x {lanes} lanes x 2 ({what}); "
                            f"memory {gbps:g} GB/s assumed"}
+
+
+_ASSUMED_CLOCK_MHZ = {False: 2000, True: 1000}
+"""The clock assumed (CPU, GPU) for a device that reports none and whose host says none."""
+
+
+def _unreported_clock_mhz(is_gpu: bool) -> tuple[int, str]:
+    """(MHz, a note for `peak_source`) for a device whose max_clock_frequency is 0: a CPU
+    device runs at the host's clock (the fastest core in /proc/cpuinfo, on Linux), anything
+    else at an assumed clock."""
+    if not is_gpu:
+        try:
+            with open("/proc/cpuinfo") as f:
+                clocks = [float(line.split(":")[1]) for line in f if line.lower().startswith("cpu mhz")]
+            if clocks and max(clocks) > 0:
+                return int(max(clocks)), " (the device reports no clock: /proc/cpuinfo's)"
+        except (OSError, ValueError, IndexError):
+            pass
+    mhz = _ASSUMED_CLOCK_MHZ[is_gpu]
+    return mhz, " (the device reports no clock: assumed)"
 
 
 def profile_from_device(device: Any) -> TargetProfile:

@@ -81,6 +81,29 @@ from adreno_mlir.runtime.device import use_intel_cpu_runtime  # noqa: E402
 
 use_intel_cpu_runtime()
 
+# The device the suite compiles for and runs on where a test names none (PYOPENCL_CTX, which
+# subprocesses inherit): ADRENO_TEST_DEVICE, default "auto": Intel's CPU runtime where it is
+# installed (a test dependency on x86-64 Linux), else adreno_mlir's default device (PoCL).
+# Intel's compiler builds a program's kernels 3-5x faster than PoCL, which compiles each
+# kernel at its first launch (MobileNetV2 on images: 3.7 s against 17.6 s from empty caches;
+# the README's test command: about 5 minutes against 11 on two cores), and that compiling is
+# most of the suite's time. `ADRENO_TEST_DEVICE=pocl` runs the suite on PoCL, the device
+# users get by default, as .ci/run also does; "default" leaves the choice to adreno_mlir
+# (PYOPENCL_CTX, else PoCL); any other value is a device= string. A PYOPENCL_CTX the user set
+# is kept.
+TEST_DEVICE = os.environ.get("ADRENO_TEST_DEVICE", "auto").strip().lower()
+if "PYOPENCL_CTX" not in os.environ and TEST_DEVICE != "default":
+    if TEST_DEVICE == "auto":
+        from adreno_mlir.runtime.device import DeviceError, find_device
+
+        try:
+            find_device("intel")
+            os.environ["PYOPENCL_CTX"] = "intel"
+        except DeviceError:
+            pass  # not installed here: the default device
+    else:
+        os.environ["PYOPENCL_CTX"] = TEST_DEVICE
+
 
 @pytest.fixture(scope="session")
 def half_device() -> str:

@@ -189,6 +189,13 @@ def test_live_profile_estimates():
                               "vendor": "x"})()
     est = estimate_peaks(cpu, False, False)
     assert est["peak_gflops_fp32"] == pytest.approx(4 * 3000 * 16 * 2 / 1000) and est["memory_gbps"] == 20
+    # A device that reports no clock (Intel's CPU runtime on an AMD CPU says 0 MHz) still
+    # gets a peak, from the host's clock or an assumed one, and the source says so.
+    for is_gpu in (False, True):
+        silent = type("Device", (), {"name": "some device", "max_compute_units": 4, "max_clock_frequency": 0,
+                                     "vendor": "x"})()
+        est = estimate_peaks(silent, is_gpu, False)
+        assert est["peak_gflops_fp32"] > 0 and "reports no clock" in est["peak_source"], est
 
 
 def _cli(*args):

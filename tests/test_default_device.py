@@ -32,6 +32,13 @@ OCLGRIND = _fake("Oclgrind", "Oclgrind Simulator", "OpenCL 1.2 (Oclgrind 21.10)"
                  ptr=104)
 
 
+@pytest.fixture(autouse=True)
+def no_test_device(monkeypatch):
+    """These tests are about the device adreno_mlir takes when none is named, not the
+    test suite's device (PYOPENCL_CTX, tests/conftest.py)."""
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+
+
 @pytest.fixture
 def devices(monkeypatch):
     """Replace the machine's device list and PoCL's build check with fakes."""

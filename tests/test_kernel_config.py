@@ -7,21 +7,30 @@ makes one region (one kernel) of each conv and its ReLU, whose config sits on th
 Overrides are keyed by `loc:<ONNX node name>` (the region's head, the conv) or by
 `kernel_signature` of the region. Outputs must match onnxruntime to 1e-4 relative to
 the largest output (fp32).
+
+The last tests (models from tests/test_custom_pipelines.py) check configs that a
+caller's pass writes into the IR: a string split_k is a CompileError naming it, a config
+set on a conv before graph-fuse is kept on its region, and a `loc:` override with a
+matmul's keys tunes a conv that becomes Winograd.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.parser import Parser
+from xdsl.passes import ModulePass
 
 import adreno_mlir
 from adreno_mlir.context import make_context
+from adreno_mlir.dialects import graph
 from adreno_mlir.errors import CompileError
-from adreno_mlir.passes.select_kernel_config import config_of, head_of, is_kernel, kernel_signature
+from adreno_mlir.passes.select_kernel_config import config_of, head_of, is_kernel, kernel_signature, set_config
+from tests.test_custom_pipelines import assert_matches, conv_relu_model, reference, two_conv_model, x_for
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -258,3 +267,73 @@ def test_conv4c_co_blocks_refused_by_the_config_check(tmp_path):
         compile_with(model, path)
     path.write_text(json.dumps({"loc:conv12": {"co_blocks": 1}}))
     compile_with(model, path)
+
+
+# --------------------------------------------------------------------------- configs a caller's pass writes
+
+
+@dataclass(frozen=True)
+class StringSplitK(ModulePass):
+    """Writes `kernel_config = {split_k = "2"}` on every kernel headed by a conv, as a
+    hand edit of the IR after select-kernel-config might."""
+
+    name = "string-split-k"
+
+    def apply(self, ctx, op):
+        for o in list(op.walk()):
+            if isinstance(o, graph.FusedOp) and isinstance(o.head, graph.Conv2dOp):
+                set_config(o, {"split_k": "2"})
+
+
+def test_split_k_given_as_a_string_is_a_clear_error():
+    """split-k (passes/split_k.py:48) compares the config value with `parts <= 1`
+    before validating it: a string split_k is a TypeError, reported as an internal
+    compiler error, instead of the CompileError naming the conv and the allowed values."""
+    model = two_conv_model()
+    with pytest.raises(CompileError, match="split_k"):
+        adreno_mlir.compile(model, target="adreno-740", layout="nchw4c", textures=False, passes=[StringSplitK],
+                            pipeline=lambda p: p.replace(",split-k", ",string-split-k,split-k"))
+
+
+def test_loc_override_can_tune_a_winograd_layer(tmp_path):
+    """The three Winograd ops carry the conv's location, so an overrides entry
+    `loc:<conv>` with the matmul's keys also lands on winograd_input and the output
+    region, which reject them: 'texture.winograd_input' at loc("conv"): kernel_config key
+    'tiles_per_item' is not used by this kernel. A Winograd layer cannot be tuned by
+    node name (and a loc: entry tuned for the direct conv breaks when the layer turns
+    Winograd on another target)."""
+    path = tmp_path / "tuned.json"
+    path.write_text(json.dumps({"loc:conv": {"tiles_per_item": 1, "co_blocks": 1}}))
+    model = conv_relu_model()
+    cm = adreno_mlir.compile(
+        model, target="pocl-cpu", layout="nchw4c", textures=True,
+        pipeline=lambda p: p.replace("select-kernel-config{", f'select-kernel-config{{overrides="{path}" '))
+    assert "winograd_matmul" in cm.source
+    feeds = x_for(model)
+    assert_matches(cm.run(feeds)["y"], reference(model, feeds)["y"])
+
+
+@dataclass(frozen=True)
+class SplitConv1(ModulePass):
+    """Sets `kernel_config = {split_k = 2}` on conv1 before graph-fuse (as a hand edit of
+    the 4-scope IR, or a research pass choosing schedules early, would)."""
+
+    name = "split-conv1"
+
+    def apply(self, ctx, op):
+        for o in op.walk():
+            if isinstance(o, graph.Conv2dOp) and getattr(o.location, "desc", None) is not None \
+                    and o.location.desc.data == "conv1":
+                set_config(o, {"split_k": 2})
+
+
+def test_kernel_config_written_before_graph_fuse_is_kept():
+    """select-kernel-config keeps a config already in the IR, but one on a conv that
+    graph-fuse then wraps in a region is silently ignored: the region gets the default
+    config (split_k = 1) and the conv's own `split_k = 2` stays in the IR unused."""
+    model = two_conv_model()
+    cm = adreno_mlir.compile(model, target="adreno-740", layout="nchw4c", textures=False, passes=[SplitConv1],
+                             pipeline=lambda p: p.replace("graph-fuse", "split-conv1,graph-fuse"))
+    assert "_split2" in cm.source, "conv1's kernel_config split_k = 2 was dropped"
+    feeds = x_for(model)
+    assert_matches(cm.run(feeds)["y"], reference(model, feeds)["y"])

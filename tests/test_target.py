@@ -1,9 +1,14 @@
-"""Tests of the target profiles."""
+"""Tests of the target profiles: the named ones, their fields, and `target="auto"` (the
+live device's profile, named `device-...` without growing the registry, and resolved by
+that name in a fresh process such as adreno-opt)."""
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
+import adreno_mlir
 from adreno_mlir.target import TargetProfile, get_profile, list_profiles, profile_from_device
 
 
@@ -38,6 +43,13 @@ def test_tiny_test_forces_fallback():
 def test_profiles_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         get_profile("adreno-660").max_image_width = 1  # type: ignore[misc]
+
+
+def test_profile_fields_trimmed():
+    names = {f.name for f in dataclasses.fields(TargetProfile)}
+    assert "image_pitch_alignment" not in names and "max_kernel_args" not in names
+    assert {"max_image_width", "max_image_height", "preferred_work_group_size", "is_gpu",
+            "supports_images", "max_work_group_size", "local_memory_bytes", "supports_fp16"} <= names
 
 
 def test_unknown_profile():
@@ -76,3 +88,52 @@ def test_auto_live_device():
 def test_auto_with_explicit_device():
     device = _live_device()
     assert get_profile("auto", device=device) == profile_from_device(device)
+
+
+def test_auto_target_does_not_grow_the_registry(tiny_path):
+    before = list_profiles()
+    names = {adreno_mlir.compile(str(tiny_path), target="auto").plan for _ in range(5)}
+    assert list_profiles() == before
+    assert len(names) == 1
+    name = next(iter(names)).rpartition("target ")[2]
+    assert name.startswith("device-") and name not in before
+    # the name resolves lazily (the passes and adreno-opt call get_profile(name))
+    p = get_profile(name)
+    assert p.name == name and p == get_profile(name)
+
+
+def test_live_profile_name_resolves_from_device():
+    import pyopencl as cl
+
+    from adreno_mlir.target import _LIVE_CACHE_SIZE, _live_profiles, live_profile_name
+
+    device = cl.create_some_context(interactive=False).devices[0]
+    name = live_profile_name(device)
+    _live_profiles.clear()  # not cached: found by scanning the machine's devices
+    p = get_profile(name)
+    assert p.name == name
+    assert dataclasses.replace(p, name="x") == dataclasses.replace(get_profile("auto", device=device), name="x")
+    assert len(_live_profiles) <= _LIVE_CACHE_SIZE
+    with pytest.raises(ValueError, match="no OpenCL device of this machine"):
+        get_profile("device-no-such-gpu-9000")
+
+
+def test_auto_target_replays_with_adreno_opt(tiny_path, tmp_path):
+    """The name `target="auto"` resolves to goes into the pipeline strings; adreno-opt (a fresh
+    process: nothing registered, empty cache) replays the scope stage with it."""
+    from adreno_mlir.api import plan_options
+    from adreno_mlir.pipeline import stages_for
+
+    layout, textures, storage, name = plan_options("auto", None, True, "fp32", None)
+    assert name.startswith("device-")
+    stages = dict(stages_for(layout, textures, storage, name))
+    assert f"target={name}" in stages["scope"]
+    ir = tmp_path / "tiny.mlir"
+    r = subprocess.run([sys.executable, "-m", "adreno_mlir.cli", "import", str(tiny_path), "-o", str(ir)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    pipeline = ",".join([stages["graph-opt"], stages["layout"], stages["scope"]])
+    opt = subprocess.run([sys.executable, "-m", "adreno_mlir.opt", str(ir), "-p", pipeline],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert opt.returncode == 0, opt.stderr
+    assert "#texture.image<texture" in opt.stdout  # the live profile's limits applied

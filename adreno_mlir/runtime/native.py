@@ -211,13 +211,15 @@ def write_pocl_icd(folder: str | Path) -> Path | None:
 
 
 def write_default_icd(folder: str | Path) -> Path | None:
-    """Make the CPU device that adreno_mlir takes by default (`find_device(None)`) visible
-    to the OpenCL ICD loader adreno-run loads: pyopencl's PoCL (`write_pocl_icd`), or
-    Intel's CPU runtime where PoCL cannot compile for this CPU (`device.pocl_build_error`). Returns
-    `folder` for `OCL_ICD_VENDORS=folder`, or None when that device needs no `.icd` of ours."""
-    from adreno_mlir.runtime.device import default_device, is_intel_cpu, is_pocl, write_intel_icd
+    """Make the CPU device that adreno_mlir takes when none is named (`find_device(None)`:
+    `PYOPENCL_CTX`, else the default) visible to the OpenCL ICD loader adreno-run loads, as
+    the only device there: pyopencl's PoCL (`write_pocl_icd`), or Intel's CPU runtime (where
+    PoCL cannot compile for this CPU, `device.pocl_build_error`, or where `PYOPENCL_CTX`
+    names it). Returns `folder` for `OCL_ICD_VENDORS=folder`, or None when that device needs
+    no `.icd` of ours."""
+    from adreno_mlir.runtime.device import find_device, is_intel_cpu, is_pocl, write_intel_icd
 
-    device = default_device()
+    device = find_device(None)
     if is_pocl(device):
         return write_pocl_icd(folder)
     if is_intel_cpu(device):
@@ -289,15 +291,15 @@ def library() -> ctypes.CDLL:
 
 def manifest_for(plan) -> bytes:
     """The manifest fields the C library reads, for a plan held in memory (no files)."""
-    from adreno_mlir.artifact import FORMAT_NAME
+    from adreno_mlir.runtime.format import FORMAT_NAME, SOURCE_FILE, WEIGHTS_FILE
     from adreno_mlir.runtime.plan import WEIGHT_ALIGNMENT
 
     body = plan.to_json()
     return json.dumps({  # version 1: the C runtime's (f32 tensors; an i32 input is refused by name)
         "format": FORMAT_NAME, "format_version": 1,
-        "program": {"source": "kernels.cl", "build_options": body["build_options"]},
+        "program": {"source": SOURCE_FILE, "build_options": body["build_options"]},
         "inputs": body["inputs"], "outputs": body["outputs"], "allocations": body["allocations"],
-        "weights": {"file": "weights.bin", "alignment": WEIGHT_ALIGNMENT, "bytes": plan.weights_nbytes,
+        "weights": {"file": WEIGHTS_FILE, "alignment": WEIGHT_ALIGNMENT, "bytes": plan.weights_nbytes,
                     "entries": body["weights"]},
         "launches": body["launches"],
     }).encode()

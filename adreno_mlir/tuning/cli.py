@@ -71,10 +71,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         raise CompileError("tune needs a model (or --export / --import / --show)")
     if args.repeat < 1 or args.timeout_s <= 0 or args.workers < 1:
         raise CompileError("tune: --repeat and --workers must be at least 1 and --timeout-s positive")
-    from adreno_mlir.cli_run import _textures
+    from adreno_mlir.options import textures_from_flag
     from adreno_mlir.tuning.tuner import format_report, tune
 
-    opts = {"target": args.target, "textures": _textures(args), "precision": args.precision, "layout": args.layout}
+    opts = {"target": args.target, "textures": textures_from_flag(args.textures), "precision": args.precision,
+            "layout": args.layout}
     trials = args.trials if args.trials is not None else (64 if args.budget_s else 16)
     devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
     try:

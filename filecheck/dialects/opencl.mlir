@@ -65,6 +65,24 @@ builtin.module {
     opencl.return
   }
 
+  // Half storage with float arithmetic (OpenCL 1.2 core, no cl_khr_fp16) and the
+  // lane-wise select on f32 and float4.
+  // CHECK-LABEL: opencl.kernel @halves(%hp: !opencl.ptr<global, f16>, %hc: !opencl.ptr<constant, f16>, %i: i32, %a: f32, %b: f32) {
+  // CHECK-NEXT: %v = opencl.vload_half4 %hp[%i] : !opencl.ptr<global, f16>
+  // CHECK-NEXT: %c = opencl.vload_half4 %hc[%i] : !opencl.ptr<constant, f16>
+  // CHECK-NEXT: %s = opencl.select_nonzero %v, %c, %v : vector<4xf32>
+  // CHECK-NEXT: %t = opencl.select_nonzero %a, %b, %a : f32
+  // CHECK-NEXT: opencl.vstore_half4 %s, %hp[%i] : !opencl.ptr<global, f16>
+  // CHECK-NEXT: opencl.return
+  opencl.kernel @halves(%hp: !opencl.ptr<global, f16>, %hc: !opencl.ptr<constant, f16>, %i: i32, %a: f32, %b: f32) {
+    %v = opencl.vload_half4 %hp[%i] : !opencl.ptr<global, f16>
+    %c = opencl.vload_half4 %hc[%i] : !opencl.ptr<constant, f16>
+    %s = opencl.select_nonzero %v, %c, %v : vector<4xf32>
+    %t = opencl.select_nonzero %a, %b, %a : f32
+    opencl.vstore_half4 %s, %hp[%i] : !opencl.ptr<global, f16>
+    opencl.return
+  }
+
   // An SSA name without a hint takes its C name from arg_names, and a differing
   // arg_names survives the round trip.
   // CHECK-LABEL: opencl.kernel @renamed(%data: !opencl.ptr<global, f32>) {

@@ -74,3 +74,32 @@ func.func @ops(%x: tensor<1x3x224x224xf32>, %w: tensor<64x3x7x7xf32>, %w3: tenso
 // CHECK-NEXT:  %u = texture.unpack %p : !texture.tensor<1x1x224x224x4xf32, nchw4c, #texture.image<texture, h = 224, w = 224>> -> tensor<1x3x224x224xf32>
 // CHECK-NEXT:  %u16 = texture.unpack %h : !texture.tensor<1x1x224x224x4xf16, nchw4c, global> -> tensor<1x3x224x224xf32>
 // CHECK-NEXT:  func.return %u : tensor<1x3x224x224xf32>
+
+// The Winograd ops (conv-winograd): F(4x4,3x3) with padding and a bias, and F(2x2,3x3)
+// without either, reading its input from an image.
+func.func @winograd(%x: !texture.tensor<1x32x16x16x4xf32, nchw4c, global>,
+                    %xi: !texture.tensor<1x16x16x16x4xf32, nchw4c, #texture.image<texture, h = 256, w = 16>>)
+    -> (!texture.tensor<1x32x16x16x4xf32, nchw4c, global>, !texture.tensor<1x16x14x14x4xf32, nchw4c, global>) {
+  %u = graph.constant @winograd_u : tensor<36x32x128x4xf32>
+  %b = graph.constant @winograd_b : tensor<128xf32>
+  %v = texture.winograd_input %x {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x32x16x16x4xf32, nchw4c, global> -> !texture.tensor<36x32x1x16x4xf32, nchw4c, global> loc("conv_a")
+  %m = texture.winograd_matmul %v, %u : !texture.tensor<36x32x1x16x4xf32, nchw4c, global>, tensor<36x32x128x4xf32> -> !texture.tensor<36x32x1x16x4xf32, nchw4c, global> loc("conv_a")
+  %y = texture.winograd_output %m, %b {tile = 4 : i64} : !texture.tensor<36x32x1x16x4xf32, nchw4c, global>, tensor<128xf32> -> !texture.tensor<1x32x16x16x4xf32, nchw4c, global> loc("conv_a")
+  %u2 = graph.constant @winograd_u2 : tensor<16x16x64x4xf32>
+  %v2 = texture.winograd_input %xi {tile = 2 : i64, pads = array<i64: 0, 0, 0, 0>} : !texture.tensor<1x16x16x16x4xf32, nchw4c, #texture.image<texture, h = 256, w = 16>> -> !texture.tensor<16x16x1x49x4xf32, nchw4c, global>
+  %m2 = texture.winograd_matmul %v2, %u2 : !texture.tensor<16x16x1x49x4xf32, nchw4c, global>, tensor<16x16x64x4xf32> -> !texture.tensor<16x16x1x49x4xf32, nchw4c, global>
+  %y2 = texture.winograd_output %m2 {tile = 2 : i64} : !texture.tensor<16x16x1x49x4xf32, nchw4c, global> -> !texture.tensor<1x16x14x14x4xf32, nchw4c, global>
+  func.return %y, %y2 : !texture.tensor<1x32x16x16x4xf32, nchw4c, global>, !texture.tensor<1x16x14x14x4xf32, nchw4c, global>
+}
+
+// CHECK-LABEL: func.func @winograd(
+// CHECK-NEXT:  %u = graph.constant @winograd_u : tensor<36x32x128x4xf32>
+// CHECK-NEXT:  %b = graph.constant @winograd_b : tensor<128xf32>
+// CHECK-NEXT:  %v = texture.winograd_input %x {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x32x16x16x4xf32, nchw4c, global> -> !texture.tensor<36x32x1x16x4xf32, nchw4c, global> loc("conv_a")
+// CHECK-NEXT:  %m = texture.winograd_matmul %v, %u : !texture.tensor<36x32x1x16x4xf32, nchw4c, global>, tensor<36x32x128x4xf32> -> !texture.tensor<36x32x1x16x4xf32, nchw4c, global> loc("conv_a")
+// CHECK-NEXT:  %y = texture.winograd_output %m, %b {tile = 4 : i64} : !texture.tensor<36x32x1x16x4xf32, nchw4c, global>, tensor<128xf32> -> !texture.tensor<1x32x16x16x4xf32, nchw4c, global> loc("conv_a")
+// CHECK-NEXT:  %u2 = graph.constant @winograd_u2 : tensor<16x16x64x4xf32>
+// CHECK-NEXT:  %v2 = texture.winograd_input %xi {tile = 2 : i64, pads = array<i64: 0, 0, 0, 0>} : !texture.tensor<1x16x16x16x4xf32, nchw4c, #texture.image<texture, h = 256, w = 16>> -> !texture.tensor<16x16x1x49x4xf32, nchw4c, global>
+// CHECK-NEXT:  %m2 = texture.winograd_matmul %v2, %u2 : !texture.tensor<16x16x1x49x4xf32, nchw4c, global>, tensor<16x16x64x4xf32> -> !texture.tensor<16x16x1x49x4xf32, nchw4c, global>
+// CHECK-NEXT:  %y2 = texture.winograd_output %m2 {tile = 2 : i64} : !texture.tensor<16x16x1x49x4xf32, nchw4c, global> -> !texture.tensor<1x16x14x14x4xf32, nchw4c, global>
+// CHECK-NEXT:  func.return %y, %y2 : !texture.tensor<1x32x16x16x4xf32, nchw4c, global>, !texture.tensor<1x16x14x14x4xf32, nchw4c, global>
