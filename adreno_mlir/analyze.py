@@ -89,7 +89,7 @@ class KernelCost:
     """ONNX node name of the kernel op's location (what its launches carry); for a fused
     region the last fused node's name. Kernels without one get `<op>#<index>`."""
     kind: str
-    """`kernel_kind` of the head (conv4c, conv, gemm, reduce, ...), else the head op's name."""
+    """The kernel's family (conv4c, conv, gemm, reduce, ...: lowering/families), else the head op's name."""
     signature: str
     config: dict[str, Any] = field(hash=False)
     flops: int
@@ -189,7 +189,7 @@ def winograd_transform_flops(tile: int) -> tuple[int, int]:
     """FLOPs per (tile, channel) of the input transform B^T d B and of the output transform
     A^T m A, as the kernels emit them (`_sandwich(left, t, right)`: a combine of `left`'s row
     per element of left @ t, then of `right`'s row per element of the result)."""
-    from adreno_mlir.lowering.kernels.winograd import winograd_matrices
+    from adreno_mlir.kernel_math.winograd import winograd_matrices
 
     bt, _, at = winograd_matrices(tile)
     alpha = tile + 2
@@ -312,7 +312,7 @@ def node_names(kop: Operation) -> tuple[str, ...]:
 
 def kernel_ops(module: ModuleOp) -> list[Operation]:
     """The kernels of every graph function of `module`, in program order."""
-    from adreno_mlir.passes.select_kernel_config import is_kernel
+    from adreno_mlir.dialects.graph import is_kernel
 
     ops = []
     for fn in module.body.block.ops:
@@ -324,12 +324,7 @@ def kernel_ops(module: ModuleOp) -> list[Operation]:
 def kernel_costs(module: ModuleOp, profile) -> list[KernelCost]:
     """The roofline estimate of every kernel of a graph-level `module` after the `config`
     stage, in program order, for `profile` (a `TargetProfile` with peak figures)."""
-    from adreno_mlir.passes.select_kernel_config import (
-        config_of,
-        head_of,
-        kernel_kind,
-        kernel_signature,
-    )
+    from adreno_mlir.lowering.families import PLAIN, config_of, family_of, head_of, kernel_signature
 
     _require_peaks(profile)
     overhead = launch_overhead_us(profile)
@@ -343,7 +338,8 @@ def kernel_costs(module: ModuleOp, profile) -> list[KernelCost]:
         desc = getattr(kop.location, "desc", None)
         name = desc.data if desc is not None else f"<{head.name.split('.', 1)[-1]}>#{i}"
         costs.append(KernelCost(
-            name=name, kind=kernel_kind(head) or head.name, signature=kernel_signature(kop), config=cfg,
+            name=name, kind=family_of(head).name if family_of(head) is not PLAIN else head.name,
+            signature=kernel_signature(kop), config=cfg,
             flops=flops, global_bytes=glob, texture_bytes=tex,
             intensity=flops / max(1, glob + tex),
             estimate_us=max(compute_us, memory_us) + overhead,
@@ -368,62 +364,13 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def work_items(kop: Operation, cfg: dict[str, Any]) -> int:
-    """Parallel work-items the kernel runs with config `cfg` (the keys the lowering reads):
-    conv4c output pixels / x_block x channel blocks / co_blocks x split_k; NCHW conv output
-    pixels (/ x_block for vec4) x channels / co_block; Winograd product alpha^2 x tiles /
-    tiles_per_item x channel blocks / co_blocks; Gemm/MatMul outputs / (tile_m * tile_n) x
-    k_split; reductions and normalisations outputs (rows) x reduce_items; anything else one
-    per output element (per float4 on NCHW4c tensors)."""
-    from adreno_mlir.dialects import graph, texture
-    from adreno_mlir.passes.select_kernel_config import head_of, is_depthwise, kernel_kind
+    """Parallel work-items the kernel runs with config `cfg`: its family's count
+    (`Family.work_items`, e.g. an NCHW4c conv's grid; one per output element, or per float4
+    on NCHW4c tensors, for a kernel without schedule keys)."""
+    from adreno_mlir.lowering.families import family_of, head_of
 
     head = head_of(kop)
-    kind = kernel_kind(head)
-    out = head.results[0]
-    if kind == "conv4c":
-        n, c4, h, w, _ = out.type.shape
-        if isinstance(head, graph.Conv2dSplitKOp):
-            n //= head.parts.value.data
-        return (_cdiv(w, cfg.get("x_block", 1)) * h * n * _cdiv(c4, cfg.get("co_blocks", 1))
-                * cfg.get("split_k", 1))
-    if kind == "conv":
-        n, co, h, w = graph.shape_of(out)
-        kernel, vec = cfg.get("kernel"), cfg.get("vec", 8)
-        depthwise = is_depthwise(head)
-        blocks = n * _cdiv(co, 1 if depthwise and kernel in ("plane", "rows") else cfg.get("co_block", 1))
-        if kernel == "pointwise":  # vectors over the flattened plane
-            return _cdiv(h * w, vec * cfg.get("x_block", 1)) * blocks
-        if kernel == "plane":
-            return _cdiv(h * w, vec) * blocks
-        if kernel == "rows":
-            return _cdiv(w, vec) * h * blocks
-        xb = cfg.get("x_block", 1) if kernel == "vec4" else 1
-        return _cdiv(w, xb) * h * blocks
-    if kind == "winograd_matmul":
-        a2, k4, _, p, _ = out.type.shape
-        return a2 * _cdiv(p, cfg.get("tiles_per_item", 1)) * _cdiv(k4, cfg.get("co_blocks", 1))
-    if kind == "gemm":
-        return (_cdiv(_value_numel(out), cfg.get("tile_m", 1) * cfg.get("tile_n", 1))
-                * cfg.get("k_split", 1))
-    if kind in ("reduce", "norm", "attention"):
-        if kind == "attention":
-            scores = head.scores_shape()
-            rows = _numel(scores[:-1])
-        elif kind == "norm":
-            shape = graph.shape_of(head.input)
-            if isinstance(head, graph.LayerNormOp):
-                rows = _numel(shape[:head.norm_axis()])
-            else:
-                rows = _numel(shape) // max(1, shape[head.axis.value.data % len(shape)])
-        else:
-            rows = _value_numel(out)
-            if isinstance(out.type, texture.TextureTensorType):
-                rows = _cdiv(rows, 4)
-        return rows * cfg.get("reduce_items", 1)
-    result = kop.results[0]
-    if isinstance(result.type, texture.TextureTensorType):
-        return _cdiv(_numel(result.type.shape), 4)
-    return _value_numel(result)
+    return family_of(head).work_items(head, cfg, kop)
 
 
 def estimate_config_us(op: Operation, cfg: dict[str, Any], profile) -> float:
@@ -434,21 +381,19 @@ def estimate_config_us(op: Operation, cfg: dict[str, Any], profile) -> float:
 
     The penalty: a config that leaves fewer parallel work-items than the device needs
     (`occupancy_target`) cannot reach either roof; the time grows as the work-items
-    shrink. Redundant traffic where it is certain: split-K writes `split_k` partial outputs
-    and its sum kernel reads them back (2 * split_k * output bytes more). Other reuse
-    (x_block, co_blocks, tiles) changes cache behaviour this model does not know, so only
+    shrink. Redundant traffic where it is certain, as the kernel's family counts it
+    (`Family.extra_bytes`: split-K's partial outputs written and read back). Other reuse
+    (pixel and channel blocking, tiles) changes cache behaviour this model does not know, so only
     their effect on the work-item count is counted."""
-    from adreno_mlir.passes.select_kernel_config import kernel_op, validate_config
+    from adreno_mlir.lowering.families import family_of, head_of, kernel_op, validate_config
 
     _require_peaks(profile)
     kop = kernel_op(op)
     cfg = validate_config(kop, dict(cfg))
     flops = kernel_flops(kop)
     glob, tex = kernel_bytes(kop)
-    nbytes = glob + tex
-    if cfg.get("split_k", 1) > 1:
-        out_bytes = value_bytes(kop.results[0])[0]
-        nbytes += 2 * cfg["split_k"] * out_bytes
+    head = head_of(kop)
+    nbytes = glob + tex + family_of(head).extra_bytes(head, cfg, value_bytes(kop.results[0])[0])
     compute_us, memory_us = roofline_us(flops, nbytes, profile, cfg)
     penalty = max(1.0, occupancy_target(profile) / max(1, work_items(kop, cfg)))
     return max(compute_us, memory_us) * penalty + launch_overhead_us(profile)

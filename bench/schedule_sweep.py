@@ -100,7 +100,7 @@ def reduction_variants():
 
 def matmul_variants():
     """Register tiles of every un-split MatMul / tileable Gemm (the default first)."""
-    from adreno_mlir.passes.select_kernel_config import tileable
+    from adreno_mlir.lowering.families.gemm import tileable
 
     yield "default", lambda h, c: None
     for tm, tn in ((1, 1), (4, 1), (8, 1), (1, 4), (2, 4), (4, 4), (8, 4)):

@@ -2175,6 +2175,42 @@ def on_load_region(value: SSAValue) -> FusedOp | None:
     return owner if isinstance(owner, FusedOp) and owner.on_load is not None else None
 
 
+def kernel_op(op: Operation) -> Operation:
+    """The op that is the kernel `op` belongs to (and carries its `kernel_config`): the
+    enclosing `graph.fused`, else `op` itself."""
+    parent = op.parent_op()
+    return parent if isinstance(parent, FusedOp) else op
+
+
+def head_of(op: Operation) -> Operation:
+    """The op that decides a kernel's family: a region's head, else the op."""
+    return op.head if isinstance(op, FusedOp) else op
+
+
+def is_packed_value(value: SSAValue) -> bool:
+    """Whether `value` is an NCHW4c `!texture.tensor` (the texture level)."""
+    return isinstance(value.type, TextureTensorType)
+
+
+def is_kernel(op: Operation) -> bool:
+    """Whether `op`, an op of a function body, becomes a kernel of its own: the one answer
+    select-kernel-config, the tuner, analyze and the lowering share. Not kernels: constants,
+    views (reshape), terminators, ops (and on_load regions) their reader computes as it
+    loads them, the members of a `graph.fused` region (the region is the kernel), and the
+    packing of a constant (done at compile time)."""
+    from adreno_mlir.dialects import texture
+
+    if isinstance(op, (ConstantOp, ReshapeOp, YieldOp)) or loaded_by_reader(op):
+        return False
+    if isinstance(op, FusedOp):
+        return True
+    if isinstance(op.parent_op(), FusedOp):
+        return False
+    if isinstance(op, texture.PackOp) and isinstance(op.input.owner, ConstantOp):
+        return False
+    return op.name.startswith(("graph.", "texture."))
+
+
 def kernel_reads(op: Operation) -> list[SSAValue]:
     """The values the kernel of `op` (a fused region or a lone op) reads, each once in
     first-use order. Values without a kernel of their own are read through: the kernel

@@ -7,9 +7,10 @@ intermediate tensors `opencl.alloc_buffer`/`alloc_image`, and each kernel one or
 
 This pass decides nothing about the schedule. Each `graph.fused` region (from
 `graph-fuse`) becomes one kernel, every other op a kernel of its own; each is lowered
-by the one conversion pattern for its head's op kind (`nchw_lowering.py`,
-`packed_lowering.py`, which calls `winograd_lowering.py`), which reads the kernel's
-`kernel_config` attribute (from `select-kernel-config`; defaults where absent).
+by the one conversion pattern for its head's op kind (its family's, lowering/families/, or
+`nchw_lowering.py` / `packed_lowering.py` for kernels without schedule keys), which reads the
+kernel's `kernel_config` attribute: complete, as select-kernel-config writes it (a kernel of a
+family with keys and no config is an error, not a default).
 """
 
 from __future__ import annotations
@@ -27,19 +28,19 @@ from adreno_mlir.lowering.nchw_lowering import NCHW_PATTERNS
 from adreno_mlir.lowering.opencl_printer import FMA_ATTR, FMA_MODES
 from adreno_mlir.lowering.packed_lowering import PACKED_PATTERNS
 from adreno_mlir.pass_options import CheckedPass, option
-from adreno_mlir.passes.select_kernel_config import config_of, validate_config
+from adreno_mlir.lowering import families
 
 __all__ = ["ConvertGraphToOpenCL", "LoweringError", "PATTERNS"]
 
 
-PATTERNS: tuple[KernelPattern, ...] = (*NCHW_PATTERNS, *PACKED_PATTERNS)
+PATTERNS: tuple[KernelPattern, ...] = (*NCHW_PATTERNS, *PACKED_PATTERNS, *families.patterns())
 
 
 def lower_group(hb: HostBuilder, group: Group, patterns=PATTERNS) -> None:
     pattern = next((p for p in patterns if p.matches(group)), None)
     if pattern is None:
         raise LoweringError(f"{where(group.head)}: no OpenCL lowering for this op")
-    cfg = validate_config(group.kernel_op, config_of(group.kernel_op))
+    cfg = families.lowering_config(group.kernel_op)
     hb.config = cfg
     pattern.lower(hb, group, cfg, group.location)
     if group.fused is not None:

@@ -26,7 +26,7 @@ from adreno_mlir.lowering.groups import LoweringError, where
 from adreno_mlir.lowering.kernels.common import KernelSpec
 from adreno_mlir.lowering.kernels.packed import PackedSpec
 from adreno_mlir.lowering.opencl_printer import C_KEYWORDS
-from adreno_mlir.passes.plan_memory import read_storage
+from adreno_mlir.dialects.storage import read_storage
 from adreno_mlir.weights import store_of
 
 
@@ -187,7 +187,7 @@ class HostBuilder:
         return buf
 
     def constant_array(self, value: SSAValue) -> np.ndarray:
-        from adreno_mlir.passes.constants import constant_value
+        from adreno_mlir.graph_constants import constant_value
 
         return constant_value(value, self.store)
 

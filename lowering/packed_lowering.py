@@ -15,15 +15,11 @@ from xdsl.ir import SSAValue
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.lowering.expr import In
-from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
+from adreno_mlir.lowering.groups import Group, KernelPattern, group_expression, is_elementwise
 from adreno_mlir.lowering.kernels.packed import (
-    DepthwiseLoad,
     Packed,
-    PackedConvSpec,
-    PackedDwPoolSpec,
     PackedEpilogue,
     PackedMapSpec,
-    PackedMeanSpec,
     PackedPoolSpec,
     PackedResizeSpec,
     PackedSplitSumSpec,
@@ -33,10 +29,8 @@ from adreno_mlir.lowering.kernels.packed import (
 )
 from adreno_mlir.lowering.winograd_lowering import (
     lower_winograd_input,
-    lower_winograd_matmul,
     lower_winograd_output,
 )
-from adreno_mlir.passes.select_kernel_config import conv4c_config_error, dw_tile_groups
 
 
 packed = packed_of
@@ -157,15 +151,6 @@ class PackedPool(EpiloguePattern):
         return spec, [hb.buffer(op.input)], []
 
 
-class PackedMean(EpiloguePattern):
-    heads = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
-
-    def spec(self, hb, op, out, pepi, cfg):
-        # reduce_items > 1: a work-group per (n, channel block) (select-kernel-config's rule)
-        spec = PackedMeanSpec(out=out, pepi=pepi, src=packed(op.input), items=cfg.get("reduce_items", 1))
-        return spec, [hb.buffer(op.input)], []
-
-
 class PackedResize(EpiloguePattern):
     heads = (graph.ResizeOp,)
 
@@ -177,121 +162,12 @@ class PackedResize(EpiloguePattern):
         return spec, [hb.buffer(op.input)], []
 
 
-def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
-    """A conv's input accessor, its head input buffers before the weights... (the input, and
-    after weight and bias a scale) and the spec fields that say how to read it: a
-    `graph.sum_partials` input is read as its pool partials (the conv adds the tiles), a
-    `graph.scale_channels` one as its input times the scale, a `graph.fused {on_load}`
-    region's as the depthwise conv it holds computed at each pixel (its input, and after
-    weight and bias the depthwise weights and bias), anything else as itself."""
-    owner = op.input.owner
-    if graph.on_load_region(op.input) is not None:
-        if not graph.reads_on_load(op):
-            raise LoweringError(f"{where(op)} reads the graph.fused {{on_load}} region at {where(owner)}, which "
-                                "only a groups-1 1x1 convolution with stride 1 and no padding can read (it computes "
-                                "the region's depthwise values as it loads them); delete on_load to give the region "
-                                "a kernel")
-        return depthwise_load(hb, owner)
-    if isinstance(owner, graph.ScaleChannelsOp):
-        groups = getattr(op, "groups", None)
-        if groups is not None and groups.value.data != 1:
-            raise LoweringError(f"{where(op)}: only a groups-1 convolution can read graph.scale_channels")
-        return packed(owner.input), [hb.buffer(owner.input), hb.buffer(owner.scale)], {"scale": packed(owner.scale)}
-    if isinstance(owner, graph.SumPartialsOp):
-        if not owner.readable_by(op):
-            raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution with stride 1 and no padding can "
-                                "read graph.sum_partials")
-        return packed(owner.input), [hb.buffer(owner.input)], {"src_tiles": owner.input.type.shape[2]}
-    return packed(op.input), [hb.buffer(op.input)], {}
-
-
-def depthwise_load(hb, region: graph.FusedOp) -> tuple[Packed, list[SSAValue], dict]:
-    """conv_input's answer for an on_load region: the depthwise conv's input, its weights
-    and bias, and the `dw_load` spec field (the activation as a float4 expression)."""
-    dw: graph.Conv2dOp = region.head
-    group = Group(region.ops, region)
-    expr, extras = group_expression(group) if group.has_epilogue else (PackedEpilogue().expr, [])
-    if extras:
-        raise LoweringError(f"{where(region)}: an on_load region's activation cannot read other tensors")
-    src = packed(dw.input)
-    load = DepthwiseLoad(src=src, kernel=tuple(graph.weight_shape(dw.weight)[2:]), strides=graph.ints(dw.strides),
-                         pads=graph.ints(dw.pads), dilations=graph.ints(dw.dilations), has_bias=dw.bias is not None,
-                         pepi=PackedEpilogue(expr), out_hw=packed(region.result).shape[2:])
-    bias = [hb.weight_buffer(dw.bias)] if dw.bias is not None else []
-    return src, [hb.buffer(dw.input), hb.weight_buffer(dw.weight), *bias], {"dw_load": load}
-
-
-def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[int]]:
-    """PackedConvSpec fields shared by the direct and the split-K partial kernel, and
-    the launch scalars (input channel blocks, when they are a launch argument)."""
-    k = graph.weight_shape(op.weight)[2:]
-    depthwise = getattr(op, "groups", None) is not None and op.groups.value.data > 1
-    dynamic = not depthwise and src.shape[0] == 1
-    scalars: list[int] = []
-    if dynamic:  # one kernel for every input channel count
-        scalars = [src.shape[1]]
-        src = dataclasses.replace(src, shape=(1, 0, *src.shape[2:]))
-    co_blocks = cfg["co_blocks"]
-    error = conv4c_config_error(op, cfg)
-    if error is not None:
-        raise LoweringError(f"{where(op)}: {error}")
-    return dict(
-        src=src, kernel=tuple(k), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
-        dilations=graph.ints(op.dilations), depthwise=depthwise, x_block=min(cfg["x_block"], out.shape[3]),
-        dw_rows=depthwise and bool(cfg.get("dw_rows", 0)),
-        dynamic_ci=dynamic, co_blocks=co_blocks, reduce_items=cfg.get("reduce_items", 1),
-        dw_tile=(cfg["dw_tile"], dw_tile_groups(op, cfg)) if cfg.get("dw_tile", 0) else (0, 0),
-    ), scalars
-
-
-class PackedConvolution(EpiloguePattern):
-    """Direct NCHW4c convolution: `x_block` pixels and `co_blocks` channel blocks per
-    work-item. A `split_k > 1` left in the config means the split-k pass did not run."""
-
-    heads = (graph.Conv2dOp,)
-
-    def group_spec(self, hb, group, out, pepi, cfg):
-        return self.spec(hb, group.head, out, pepi, cfg, group.pool_partials)
-
-    def spec(self, hb, op, out, pepi, cfg, pool: graph.PoolPartialsOp | None = None):
-        if cfg["split_k"] > 1:
-            raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
-                                "before convert-graph-to-opencl")
-        src, xs, reads = conv_input(hb, op)
-        geometry, scalars = conv_geometry(op, src, out, cfg)
-        bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
-        ins = [xs[0], hb.weight_buffer(op.weight), *bias, *xs[1:]]
-        if pool is not None:  # fuse-pool-partials: the kernel also writes the tile means
-            spec = PackedDwPoolSpec(out=out, pepi=pepi, has_bias=op.bias is not None,
-                                    tiles=pool.tiles.value.data, **geometry, **reads)
-            return spec, [*ins, hb.alloc(pool.result)], scalars
-        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry, **reads)
-        return spec, ins, scalars
-
-
-class SplitKPartial(KernelPattern):
-    """Partial sums of a split-K convolution into a [parts][N][C4][OH][OW] f32 buffer."""
-
-    heads = (graph.Conv2dSplitKOp,)
-    packed = True
-
-    def lower(self, hb, group, cfg, loc):
-        op: graph.Conv2dSplitKOp = group.head
-        parts = op.parts.value.data
-        n, c4, oh, ow, _ = op.result.type.shape
-        out = Packed((n // parts, c4, oh, ow), "buf", "texture", "f32")
-        src, xs, reads = conv_input(hb, op)
-        geometry, scalars = conv_geometry(op, src, out, cfg)
-        spec = PackedConvSpec(out=out, has_bias=False, split_k=parts, **geometry, **reads)
-        hb.launch(spec, [xs[0], hb.weight_buffer(op.weight), *xs[1:], hb.alloc(op.result)], loc, scalars)
-
-
 class SplitKSum(EpiloguePattern):
     heads = (graph.SplitKSumOp,)
 
     def spec(self, hb, op, out, pepi, cfg):
         bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
-        spec = PackedSplitSumSpec(out=out, pepi=pepi, split_k=op.parts.value.data, has_bias=op.bias is not None)
+        spec = PackedSplitSumSpec(out=out, pepi=pepi, parts=op.parts.value.data, has_bias=op.bias is not None)
         return spec, [hb.buffer(op.partial), *bias], []
 
 
@@ -301,14 +177,6 @@ class WinogradInput(KernelPattern):
 
     def lower(self, hb, group, cfg, loc):
         lower_winograd_input(hb, group.head, cfg, loc)
-
-
-class WinogradMatmul(KernelPattern):
-    heads = (texture.WinogradMatmulOp,)
-    packed = True
-
-    def lower(self, hb, group, cfg, loc):
-        lower_winograd_matmul(hb, group.head, cfg, loc)
 
 
 class WinogradOutput(KernelPattern):
@@ -324,6 +192,8 @@ class WinogradOutput(KernelPattern):
 
 
 PACKED_PATTERNS: tuple[KernelPattern, ...] = (
-    Pack(), Unpack(), PackedConcat(), PackedElementwise(), PackedPool(), PackedMean(), PackedResize(),
-    PackedConvolution(), SplitKPartial(), SplitKSum(), WinogradInput(), WinogradMatmul(), WinogradOutput(),
+    Pack(), Unpack(), PackedConcat(), PackedElementwise(), PackedPool(), PackedResize(), SplitKSum(),
+    WinogradInput(), WinogradOutput(),
 )
+"""The NCHW4c patterns of kernels whose family has no schedule keys; the convolution,
+mean and Winograd-product patterns are their families' (lowering/families/)."""

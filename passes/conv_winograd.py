@@ -37,8 +37,8 @@ from xdsl.pattern_rewriter import (
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where
-from adreno_mlir.lowering.kernels.winograd import winograd_weight
-from adreno_mlir.passes.constants import constant_value, module_of, new_constant
+from adreno_mlir.kernel_math.winograd import winograd_weight
+from adreno_mlir.graph_constants import constant_value, module_of, new_constant
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 from adreno_mlir.target import TargetProfile
 from adreno_mlir.weights import store_of

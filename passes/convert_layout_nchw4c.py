@@ -37,7 +37,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.passes.constants import constant_value, new_constant
+from adreno_mlir.graph_constants import constant_value, new_constant
 from adreno_mlir.pass_options import CheckedPass, option
 
 

@@ -24,7 +24,7 @@ from xdsl.pattern_rewriter import (
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph
-from adreno_mlir.passes.constants import constant_value, module_of, new_constant
+from adreno_mlir.graph_constants import constant_value, module_of, new_constant
 
 
 def _bn_affine(op: graph.BatchNormOp) -> tuple[np.ndarray, np.ndarray] | None:

@@ -35,7 +35,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from adreno_mlir.dialects import graph
-from adreno_mlir.passes.constants import constant_value
+from adreno_mlir.graph_constants import constant_value
 from adreno_mlir.pass_options import CheckedPass, target_option, target_profile
 
 

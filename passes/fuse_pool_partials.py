@@ -55,6 +55,7 @@ from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
+from adreno_mlir.lowering.families.conv4c import pool_items
 
 TARGET_ITEMS = 65536
 """Work-items the pooled depthwise kernel aims for (with `pool_items` per work-group)."""
@@ -66,12 +67,6 @@ and images, docs/bench/issue13/s3-pool-sweep.log) 65536 work-items and one pixel
 the least device time summed over the six runs (5.71 ms, as did 65536 / 2), against 5.87 for
 32768 / 2 and 5.98 for 32768 / 4; its depthwise kernels were the fastest (mobilenet_v3_small
 on buffers 85 us against 116), while the first FCs, which add more tiles, were slower."""
-
-
-def pool_items(pixels: int) -> int:
-    """Work-items per (tile, channel block) work-group of a pooled depthwise kernel: 64
-    for large planes, fewer for small ones (a 7x7 plane has 49 pixels)."""
-    return 64 if pixels >= 256 else 32 if pixels >= 64 else 16
 
 
 def pool_tiles(n: int, c4: int, pixels: int, target_items: int = TARGET_ITEMS,

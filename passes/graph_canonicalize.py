@@ -43,7 +43,7 @@ from xdsl.traits import HasCanonicalizationPatternsTrait
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph
-from adreno_mlir.passes.constants import constant_value, module_of, new_constant
+from adreno_mlir.graph_constants import constant_value, module_of, new_constant
 
 FOLD_LIMIT = 1 << 16
 """Largest constant result (elements) the canonicalizer materialises."""

@@ -26,15 +26,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph, texture
-from adreno_mlir.errors import CompileError
-from adreno_mlir.passes.select_kernel_config import (
-    CONFIG_ATTR,
-    config_of,
-    kernel_op,
-    set_config,
-    validate_config,
-    where,
-)
+from adreno_mlir.lowering.families import CONFIG_ATTR, COMMON_KEYS, config_of, kernel_op, set_config, validate_config
+from adreno_mlir.lowering.families.conv4c import CONV4C
 
 
 class SplitConvolution(RewritePattern):
@@ -44,14 +37,12 @@ class SplitConvolution(RewritePattern):
         if not isinstance(t, texture.TextureTensorType):
             return
         cfg = config_of(op)
-        if "split_k" not in cfg:
+        if not CONV4C.matches(op) or not cfg:
             return
-        validate_config(op, cfg)  # a clear error for split_k = "2" and friends
-        parts = cfg["split_k"]
+        cfg = validate_config(op, cfg)  # a clear error for a split of "2", of a depthwise conv, ...
+        parts = CONV4C.split_parts(cfg)
         if parts <= 1:
             return
-        if op.groups.value.data > 1:
-            raise CompileError(f"{where(op)}: split_k applies to convolutions with groups = 1 only")
         kop = kernel_op(op)
         n, c4, h, w, _ = t.shape
         partial_type = texture.TextureTensorType.make((parts * n, c4, h, w, 4), f32, "nchw4c", "global")
@@ -61,15 +52,13 @@ class SplitConvolution(RewritePattern):
                         "dilations": op.dilations})
         partial.location = op.location
         rewriter.insert(partial, InsertPoint.before(kop))
-        head_cfg = {k: v for k, v in cfg.items() if k != "split_k"}
-        if head_cfg:
-            set_config(partial, head_cfg)
+        set_config(partial, CONV4C.split_head_config(cfg))
         total = graph.SplitKSumOp.create(
             operands=[partial.result, *([] if op.bias is None else [op.bias])], result_types=[t],
             properties={"parts": IntegerAttr(parts, 64)})
         total.location = op.location
         rewriter.replace(op, total)
-        sum_cfg = {k: v for k, v in cfg.items() if k in ("work_group", "compute")}
+        sum_cfg = {k: v for k, v in cfg.items() if k in COMMON_KEYS}
         if sum_cfg:
             set_config(total, sum_cfg)
         else:

@@ -143,9 +143,9 @@ def test_occupancy_penalty(tinynet):
     """A config with fewer work-items is never estimated cheaper (same traffic, same work)."""
     profile = get_profile("adreno-740")
     a = analyze_model(tinynet, "adreno-740", plan="texture")
-    from adreno_mlir.passes.select_kernel_config import config_of, head_of, kernel_kind
+    from adreno_mlir.lowering.families import config_of, family_of, head_of
 
-    convs = [k for k in kernel_ops(a.module) if kernel_kind(head_of(k)) == "conv4c"
+    convs = [k for k in kernel_ops(a.module) if family_of(head_of(k)).name == "conv4c"
              and head_of(k).groups.value.data == 1]
     assert convs
     for k in convs:

@@ -21,7 +21,7 @@ from adreno_mlir.dialects import graph
 from adreno_mlir.dialects.texture import TextureTensorType
 from adreno_mlir.frontend import import_onnx
 from adreno_mlir.passes.annotate_texture_scope import reads_images
-from adreno_mlir.passes.plan_memory import STORAGE_ATTR, read_storage
+from adreno_mlir.dialects.storage import STORAGE_ATTR, read_storage
 
 PLANS = {
     "buffer4c": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},

@@ -59,14 +59,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from adreno_mlir.dialects import graph
-from adreno_mlir.passes.select_kernel_config import (
-    MAX_DW_TILE_ITEMS,
-    config_of,
-    depthwise_load_of,
-    head_of,
-    is_kernel,
-    set_config,
-)
+from adreno_mlir.lowering.families import config_of, head_of, is_kernel, set_config
+from adreno_mlir.lowering.families.conv4c import MAX_DW_TILE_ITEMS, depthwise_load_of
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation

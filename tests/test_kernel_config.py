@@ -106,8 +106,9 @@ def assert_matches_onnxruntime(cm, feeds_and_reference):
 def test_overrides_by_loc_and_signature(model, feeds_and_reference, tmp_path):
     default = adreno_mlir.compile(model, keep_ir=True, **PLAN)
     before = kernels_by_node(default.stage_ir["config"])
-    assert before["conv1"][0] == {"x_block": 4, "co_blocks": 1, "split_k": 1}
-    assert before["conv2"][0] == {"x_block": 4, "co_blocks": 1, "split_k": 1}
+    # complete: every key of the conv4c family (those not in use at their "off" value)
+    assert before["conv1"][0] == {"x_block": 4, "co_blocks": 1, "split_k": 1, "dw_rows": 0, "reduce_items": 1, "dw_tile": 0}
+    assert before["conv2"][0] == {"x_block": 4, "co_blocks": 1, "split_k": 1, "dw_rows": 0, "reduce_items": 1, "dw_tile": 0}
     assert "_x2" not in default.source
     conv2_signature = before["conv2"][1]
     assert conv2_signature.startswith("graph.conv2d(") and conv2_signature.endswith("+relu")
@@ -121,10 +122,11 @@ def test_overrides_by_loc_and_signature(model, feeds_and_reference, tmp_path):
     assert f'overrides="{path}"' in cm.pipeline
     after = kernels_by_node(cm.stage_ir["select-kernel-config"])
     # override keys replace the defaults; the others stay
-    assert after["conv1"][0] == {"x_block": 2, "co_blocks": 1, "split_k": 1}
-    assert after["conv2"][0] == {"x_block": 1, "co_blocks": 2, "split_k": 1}
+    assert after["conv1"][0] == {"x_block": 2, "co_blocks": 1, "split_k": 1, "dw_rows": 0, "reduce_items": 1, "dw_tile": 0}
+    assert after["conv2"][0] == {"x_block": 1, "co_blocks": 2, "split_k": 1, "dw_rows": 0, "reduce_items": 1, "dw_tile": 0}
     config_ir = cm.stage_ir["select-kernel-config"]
-    assert "kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64}" in config_ir
+    assert ("kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, "
+            "reduce_items = 1 : i64, dw_tile = 0 : i64}") in config_ir
     # the lowering follows: two output channel blocks per work-item for conv2
     assert "__kernel void conv1x1_4c_x2_relu(" in cm.source
     assert_matches_onnxruntime(cm, feeds_and_reference)
@@ -242,8 +244,9 @@ def test_split_k_forced_by_override(model, feeds_and_reference, tmp_path, textur
     assert "graph.conv2d_split_k" in split_ir and "graph.split_k_sum" in split_ir
     assert "parts = 3 : i64" in split_ir and "parts = 2 : i64" in split_ir
     assert "graph.conv2d " not in split_ir  # every conv was split
-    # the partial-sum op keeps the blocking keys, without split_k
-    assert "kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64}" in split_ir
+    # the partial-sum op keeps the blocking keys, its own split (split_k) at 1
+    assert ("kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, "
+            "reduce_items = 1 : i64, dw_tile = 0 : i64}") in split_ir
     assert "__kernel void conv3x3_4c_split3(" in cm.source
     assert "__kernel void conv1x1_4c_split2(" in cm.source
     assert "__kernel void conv_split_sum_4c_relu" in cm.source

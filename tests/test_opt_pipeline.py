@@ -22,7 +22,10 @@ def test_resnet18_through_adreno_opt_to_opencl_c(tmp_path):
     _run("adreno-mlir", "import", str(onnx_path), "-o", "r18.mlir", cwd=tmp_path)
     text = (tmp_path / "r18.mlir").read_text()
     assert _run("adreno-opt", "r18.mlir", cwd=tmp_path) == text  # textually stable
-    opt = _run("adreno-opt", "r18.mlir", "-p", "graph-canonicalize,fold-batchnorm", "-o", "opt.mlir", cwd=tmp_path)
+    # The README's two lines: the graph passes with select-kernel-config (every kernel's
+    # configuration: the lowering reads it and invents none), then the lowering.
+    opt = _run("adreno-opt", "r18.mlir", "-p", "graph-canonicalize,fold-batchnorm,graph-fuse,select-kernel-config",
+               "-o", "opt.mlir", cwd=tmp_path)
     assert opt == ""
     lowered = _run("adreno-opt", "opt.mlir", "-p", "convert-graph-to-opencl", "-o", "cl.mlir", cwd=tmp_path)
     assert lowered == ""

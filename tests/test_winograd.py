@@ -29,7 +29,7 @@ from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError
 from adreno_mlir.lowering.expr import Bin, In, Src, Un
 from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue
-from adreno_mlir.lowering.kernels.winograd import (
+from adreno_mlir.kernel_math.winograd import (
     pack_filter_transform,
     unpack_oihw4o,
     winograd_conv_reference,
@@ -39,16 +39,22 @@ from adreno_mlir.lowering.kernels.winograd import (
 )
 from adreno_mlir.lowering.opencl_printer import opencl_source
 from adreno_mlir.lowering.packed_lowering import packed
+from adreno_mlir.lowering.families import validate_config
+from adreno_mlir.lowering.families.winograd import WinogradMatmulPattern
+from adreno_mlir.lowering.groups import Group
 from adreno_mlir.lowering.winograd_lowering import (
     lower_winograd_input,
-    lower_winograd_matmul,
     lower_winograd_output,
-    matmul_schedule,
 )
-from adreno_mlir.passes.constants import constant_value, new_constant
+from adreno_mlir.graph_constants import constant_value, new_constant
 from adreno_mlir.passes.conv_winograd import select_winograd_tile
 from adreno_mlir.target import get_profile
 from adreno_mlir.weights import WeightStore, store_of
+
+
+def lower_winograd_matmul(hb, m, cfg, loc):
+    """The Winograd product's lowering, with `cfg` completed as select-kernel-config does."""
+    WinogradMatmulPattern().lower(hb, Group([m]), validate_config(m, cfg), loc)
 
 cl = pytest.importorskip("pyopencl")
 
@@ -412,19 +418,19 @@ def test_matmul_blocking(cl_ctx, cfg):
     x, wt, b = rng.standard_normal((1, 8, 14, 14)), rng.standard_normal((16, 8, 3, 3)), rng.standard_normal(16)
     got, hb = run_winograd(cl_ctx, x, wt, b, (1, 1, 1, 1), 2, cfg=cfg)
     spec = hb.specs[1]
-    assert spec.tiles_per_item == cfg.get("tiles_per_item", 1) and spec.co_blocks == cfg.get("co_blocks", 1)
+    assert spec.tile_block == cfg.get("tiles_per_item", 1) and spec.channel_blocks == cfg.get("co_blocks", 1)
     assert scaled_error(got, conv3x3_direct(x, wt, b, (1, 1, 1, 1))) <= TOL_FP32[2]
 
 
 def test_matmul_config_errors():
     _, m, _ = _ops()  # K4 = 3
-    assert matmul_schedule(m, {}) == (1, 1)
+    assert validate_config(m, {}) == {"tiles_per_item": 1, "co_blocks": 1}
     with pytest.raises(CompileError, match=r"'texture.winograd_matmul'.*co_blocks = 2 must divide the 3"):
-        matmul_schedule(m, {"co_blocks": 2})
-    with pytest.raises(CompileError, match="tiles_per_item must be an integer >= 1"):
-        matmul_schedule(m, {"tiles_per_item": 0})
-    with pytest.raises(CompileError, match="unknown kernel_config key.*x_block"):
-        matmul_schedule(m, {"x_block": 2})
+        validate_config(m, {"co_blocks": 2})
+    with pytest.raises(CompileError, match=r"tiles_per_item = 0 is not one of 1\.\.8"):
+        validate_config(m, {"tiles_per_item": 0})
+    with pytest.raises(CompileError, match="kernel_config key 'x_block' is not used by this kernel"):
+        validate_config(m, {"x_block": 2})
 
 
 def test_kernel_ir_stays_small():

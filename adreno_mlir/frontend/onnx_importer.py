@@ -45,7 +45,7 @@ from adreno_mlir.weights import WeightStore, attach, symbol_name
 from adreno_mlir.dialects import graph
 from adreno_mlir.frontend.einsum import EinsumBuilder, EinsumError
 
-from adreno_mlir.passes.constants import INLINE_LIMIT
+from adreno_mlir.graph_constants import INLINE_LIMIT
 
 NOT_FOLDABLE = {
     "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",

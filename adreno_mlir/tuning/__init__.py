@@ -48,7 +48,7 @@ def overrides_file_for(device, tuning_db=None, overrides=None) -> str:
         if isinstance(overrides, dict):
             merged.update(overrides)
         else:
-            from adreno_mlir.passes.select_kernel_config import load_overrides
+            from adreno_mlir.lowering.families import load_overrides
 
             merged.update(load_overrides(str(overrides)))
     text = json.dumps({k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}

@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     device      TEXT NOT NULL,   -- OpenCL platform / device name
     driver      TEXT NOT NULL,   -- CL_DRIVER_VERSION
     compiler    TEXT NOT NULL,   -- adreno_mlir.tuning.compiler_version()
-    signature   TEXT NOT NULL,   -- passes.select_kernel_config.kernel_signature
+    signature   TEXT NOT NULL,   -- lowering.families.kernel_signature
     config      TEXT NOT NULL,   -- canonical JSON of the full kernel_config
     is_default  INTEGER NOT NULL,-- 1: the configuration select-kernel-config chose
     status      TEXT NOT NULL,

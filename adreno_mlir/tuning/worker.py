@@ -129,7 +129,7 @@ class _Measurer:
         from adreno_mlir.context import make_context
         from adreno_mlir.dialects import graph
         from adreno_mlir.options import check_precision
-        from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR, is_kernel
+        from adreno_mlir.lowering.families import CONFIG_ATTR, is_kernel
         from adreno_mlir.pipeline import run_stages, stages_for
         from adreno_mlir.target import get_profile
         from adreno_mlir.tuning.space import space_of

@@ -1,5 +1,5 @@
-// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
-// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s --check-prefix=OCL < %t.cl
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s --check-prefix=OCL < %t.cl
 // RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{target=pocl-cpu}' | filecheck %s --check-prefix=CPU
 // RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{target=pocl-cpu},convert-graph-to-opencl,cse' -o %t.cpu && filecheck %s --check-prefix=CPULOW < %t.cpu
 // RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config' | filecheck %s --check-prefix=GPU
@@ -239,9 +239,9 @@ func.func @depthwise(%x: tensor<2x8x7x7xf32>) -> tensor<2x8x7x7xf32> {
 }
 
 // CPU-LABEL: func.func @depthwise
-// CPU:         graph.fused {kernel_config = {kernel = "plane", vec = 8 : i64}}
+// CPU:         graph.fused {kernel_config = {kernel = "plane", co_block = 1 : i64, vec = 8 : i64}}
 // GPU-LABEL: func.func @depthwise
-// GPU:         graph.fused {kernel_config = {kernel = "plane", vec = 8 : i64}}
+// GPU:         graph.fused {kernel_config = {kernel = "plane", co_block = 1 : i64, vec = 8 : i64}}
 
 // -----
 

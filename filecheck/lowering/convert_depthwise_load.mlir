@@ -26,7 +26,7 @@
 
 // CONFIG-LABEL: func.func @main(
 // CONFIG:         %d = graph.fused {on_load} -> !texture.tensor<1x8x6x13x4xf32, nchw4c, global> {
-// CONFIG:         %y = graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_tile = 13 : i64}} -> !texture.tensor<1x4x6x13x4xf32, nchw4c, global> {
+// CONFIG:         %y = graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 13 : i64}} -> !texture.tensor<1x4x6x13x4xf32, nchw4c, global> {
 
 // HOST-LABEL: func.func @main(%x: !opencl.buffer<2496xf32>) -> !opencl.buffer<1248xf32>
 // HOST-NOT:     dwconv
@@ -102,7 +102,7 @@ func.func @main(%x: !texture.tensor<1x8x6x13x4xf32, nchw4c, global>) -> !texture
 
 // CONFIG-LABEL: func.func @main(
 // CONFIG:         %d = graph.fused {on_load} -> !texture.tensor<2x2x13x13x4xf16, nchw4c, #texture.image<texture, h = 52, w = 13>> {
-// CONFIG:         %p = graph.conv2d %d, %wp, %bp {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 2 : i64, dw_tile = 4 : i64}}
+// CONFIG:         %p = graph.conv2d %d, %wp, %bp {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 2 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 4 : i64}}
 
 // HOST-LABEL: func.func @main(%in: !opencl.buffer<10816xf32>) -> !opencl.image<13x78, rgba_f16>
 // HOST:         %x = opencl.alloc_image : !opencl.image<26x104, rgba_f16>
@@ -171,7 +171,7 @@ func.func @main(%in: tensor<2x8x26x26xf32>) -> !texture.tensor<2x3x13x13x4xf16, 
 // no local memory, barrier or required work-group; the driver picks the work-group.
 
 // CONFIG-LABEL: func.func @main(
-// CONFIG:         %p = graph.conv2d %d, %wp {kernel_config = {x_block = 2 : i64, co_blocks = 2 : i64, split_k = 1 : i64, dw_tile = 0 : i64}}
+// CONFIG:         %p = graph.conv2d %d, %wp {kernel_config = {x_block = 2 : i64, co_blocks = 2 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}}
 
 // HOST-LABEL: func.func @main(
 // HOST:         opencl.launch @conv1x1_4c_x2_dw3x3_sigmoid_mul(%x, %wp, %wd, %bd, %p, %{{.+}}) global [4, 5, 1] : (
@@ -226,7 +226,7 @@ func.func @main(%x: !texture.tensor<1x3x5x7x4xf32, nchw4c, global>) -> !texture.
 // of local memory: the chunk is 16 blocks (16 KB), dw_values 16 x 64 = 1024 float4s.
 
 // CONFIG-LABEL: func.func @main(
-// CONFIG:         %p = graph.conv2d %d, %wp {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 3 : i64, dw_tile = 64 : i64}}
+// CONFIG:         %p = graph.conv2d %d, %wp {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 3 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 64 : i64}}
 
 // HOST-LABEL: func.func @main(
 // HOST:         opencl.launch @conv1x1_4c_split3_dw3x3t64_relu(%x, %wp, %wd, %bd, %{{.+}}, %{{.+}}) global [256, 2, 3] local [256, 1, 1] :

@@ -1,6 +1,6 @@
-// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
-// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s --check-prefix=OCL < %t.cl
-// RUN: adreno-opt %s --split-input-file -p 'convert-layout-nchw4c,graph-fuse,convert-graph-to-opencl,cse' -t opencl -o %t.4c.cl && filecheck %s --check-prefix=PACKED < %t.4c.cl
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s --check-prefix=OCL < %t.cl
+// RUN: adreno-opt %s --split-input-file -p 'convert-layout-nchw4c,graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -t opencl -o %t.4c.cl && filecheck %s --check-prefix=PACKED < %t.4c.cl
 // RUN: adreno-opt %s --split-input-file -p convert-layout-nchw4c -o %t.layout && filecheck %s --check-prefix=LAYOUT < %t.layout
 
 // The element-wise ops of Pow, Log, Reciprocal, Gelu, Max/Min, PRelu and Where lower

@@ -1,4 +1,4 @@
-// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
 
 // Gemm with transB and a bias, then ReLU: one kernel. One work-item per output
 // element, grid (N, M) = (3, 2). B is read transposed (b[col * K + kk]); the bias C

@@ -1,4 +1,4 @@
-// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
 
 // Max pool 3x3, stride 2, padding 1, ceil mode (6x6 -> 4x4), with a fused ReLU.
 // One work-item per output element, grid (OW, OH, N * C); the window starts at

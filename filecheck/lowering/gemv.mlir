@@ -15,9 +15,9 @@
 // steps, the last pair added by item 0), alpha, bias and relu by item 0, one store.
 
 // CONFIG-LABEL: func.func @classifier
-// CONFIG:         %r = graph.fused {kernel_config = {k_split = 64 : i64}} -> tensor<1x1000xf32> {
+// CONFIG:         %r = graph.fused {kernel_config = {k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64}} -> tensor<1x1000xf32> {
 // CPU-LABEL:    func.func @classifier
-// CPU:            %r = graph.fused {kernel_config = {k_split = 8 : i64}} -> tensor<1x1000xf32> {
+// CPU:            %r = graph.fused {kernel_config = {k_split = 8 : i64, tile_m = 1 : i64, tile_n = 1 : i64}} -> tensor<1x1000xf32> {
 // LAUNCH-LABEL: func.func @classifier
 // LAUNCH:         opencl.launch @gemm_ksplit_add_relu(%x, %{{.*}}, %{{.*}}, %{{.*}}) global [64000, 1] local [64, 1] :
 
@@ -66,7 +66,7 @@ func.func @classifier(%x: tensor<1x1280xf32>) -> tensor<1x1000xf32> {
 // last group's extra columns load column 19 (min) and never store.
 
 // CONFIG-LABEL: func.func @matvec
-// CONFIG:         graph.matmul %x, %w {kernel_config = {k_split = 32 : i64}} :
+// CONFIG:         graph.matmul %x, %w {kernel_config = {k_split = 32 : i64, tile_m = 1 : i64, tile_n = 1 : i64}} :
 // CPU-LABEL:    func.func @matvec
 // CPU:            graph.matmul %x, %w {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 4 : i64}} :
 // LAUNCH-LABEL: func.func @matvec

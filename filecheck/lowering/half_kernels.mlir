@@ -11,7 +11,7 @@
 // buffer, unpack).
 
 // CONFIG:      texture.pack {{.*}} {kernel_config = {compute = "f16"}}
-// CONFIG:      graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, compute = "f16"}}
+// CONFIG:      graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64, compute = "f16"}}
 // CONFIG:      graph.max_pool %r {kernel_config = {compute = "f16"}, kernel_shape
 // CONFIG:      texture.unpack {{.*}} {kernel_config = {compute = "f16"}}
 

@@ -78,12 +78,12 @@ func.func @nchw_depthwise(%x: tensor<1x8x16x16xf32>) -> (tensor<1x8x16x16xf32>, 
 // is only 2 pixels wide, x_block is clamped to 2.
 
 // CHECK-LABEL: func.func @packed
-// CHECK:         graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, pads = array<i64: 1, 1, 1, 1>} :
-// CHECK:         graph.conv2d %x, %w {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, strides = array<i64: 4, 4>} :
+// CHECK:         graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}, pads = array<i64: 1, 1, 1, 1>} :
+// CHECK:         graph.conv2d %x, %w {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}, strides = array<i64: 4, 4>} :
 // CPU-LABEL:   func.func @packed
-// CPU:           graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}, pads = array<i64: 1, 1, 1, 1>} :
+// CPU:           graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}, pads = array<i64: 1, 1, 1, 1>} :
 // WG-LABEL:    func.func @packed
-// WG:            graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, work_group = array<i64: 16, 4, 1>}, pads = array<i64: 1, 1, 1, 1>} :
+// WG:            graph.conv2d %x, %w {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64, work_group = array<i64: 16, 4, 1>}, pads = array<i64: 1, 1, 1, 1>} :
 func.func @packed(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) -> (!texture.tensor<1x2x8x8x4xf32, nchw4c, global>, !texture.tensor<1x2x2x2x4xf32, nchw4c, global>) {
   %w = graph.constant dense<0.5> : tensor<2x8x3x3x4xf32>
   %c = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : !texture.tensor<1x2x8x8x4xf32, nchw4c, global>, tensor<2x8x3x3x4xf32> -> !texture.tensor<1x2x8x8x4xf32, nchw4c, global>
@@ -103,14 +103,14 @@ func.func @packed(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) -> (!textu
 // defaults).
 
 // CHECK-LABEL: func.func @late
-// CHECK:         %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
-// CHECK:         graph.conv2d %x, %dw {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64}, groups = 128 : i64} :
+// CHECK:         %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
+// CHECK:         graph.conv2d %x, %dw {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}, groups = 128 : i64} :
 // CPU-LABEL:   func.func @late
-// CPU:           %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
+// CPU:           %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}} -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
 // WG-LABEL:    func.func @late
-// WG:            %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64, work_group = array<i64: 16, 4, 1>}}
+// WG:            %r = graph.fused {kernel_config = {x_block = 4 : i64, co_blocks = 1 : i64, split_k = 4 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64, work_group = array<i64: 16, 4, 1>}}
 // OVR-LABEL:   func.func @late
-// OVR:           %r = graph.fused {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 2 : i64}}
+// OVR:           %r = graph.fused {kernel_config = {x_block = 2 : i64, co_blocks = 1 : i64, split_k = 2 : i64, dw_rows = 0 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64}}
 func.func @late(%x: !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) -> (!texture.tensor<1x8x7x7x4xf32, nchw4c, global>, !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) {
   %w = graph.constant dense<0.5> : tensor<8x128x1x1x4xf32>
   %b = graph.constant dense<0.5> : tensor<32xf32>
@@ -123,23 +123,25 @@ func.func @late(%x: !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) -> (!textur
 
 // -----
 
-// A config already in the input (written by hand, or by an earlier run) is kept as it
-// is, on a region and on a lone op, even when partial: absent keys take the lowering's
-// defaults later. The lone relu gets an override keyed by its signature in OVR.
+// A config already in the input (written by hand, or by an earlier run) is kept, on a
+// region and on a lone op, and completed when partial: absent keys take DEFAULT_RULES'
+// values (a GPU's without split-K, on every target: the region's conv gets the vec4 kernel
+// its x_block = 2 belongs to), so the lowering reads complete configs only. Overrides do not
+// apply to it. The lone relu gets an override keyed by its signature in OVR.
 
 // CHECK-LABEL: func.func @kept
-// CHECK:         %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// CHECK:         %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
 // CHECK:         graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} :
 // CHECK:         graph.relu %y : tensor<1x8x6x6xf32>
 // CPU-LABEL:   func.func @kept
-// CPU:           %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// CPU:           %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
 // CPU:           graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} :
 // WG-LABEL:    func.func @kept
-// WG:            %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// WG:            %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
 // WG:            graph.conv2d %r, %w {kernel_config = {kernel = "scalar", co_block = 1 : i64}} :
 // WG:            graph.relu %y {kernel_config = {work_group = array<i64: 16, 4, 1>}} : tensor<1x8x6x6xf32>
 // OVR-LABEL:   func.func @kept
-// OVR:           %r = graph.fused {kernel_config = {x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
+// OVR:           %r = graph.fused {kernel_config = {kernel = "vec4", co_block = 8 : i64, x_block = 2 : i64}} -> tensor<1x8x6x6xf32> {
 // OVR:           graph.relu %y {kernel_config = {work_group = array<i64: 64>}} : tensor<1x8x6x6xf32>
 func.func @kept(%x: tensor<1x8x6x6xf32>, %y: tensor<1x8x6x6xf32>) -> (tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32>) {
   %w = graph.constant dense<0.5> : tensor<8x8x1x1xf32>

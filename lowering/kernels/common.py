@@ -9,7 +9,6 @@ epilogue's extra inputs, then the output buffer.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,17 +16,10 @@ from typing import Any
 from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
+from adreno_mlir.kernel_math.matmul import contiguous_strides, numel  # noqa: F401 - used by the kernels
 from adreno_mlir.dialects import opencl
 from adreno_mlir.lowering.expr import Expr, Src, describe, emit_expr, memo_loader
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder, finish, new_kernel
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
 
 
 def broadcast_strides(in_shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
@@ -217,10 +209,6 @@ def work_group_allsum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items
                    combine=combine)
     kb.barrier()
     return kb.load(scratch, 0)
-
-
-def numel(shape: Sequence[int]) -> int:
-    return int(math.prod(shape))
 
 
 def window_leaves_input(size: int, out: int, k: int, stride: int, pad: int, dilation: int) -> bool:

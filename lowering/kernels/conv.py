@@ -5,10 +5,10 @@ float8 pixel vectors, which PoCL's vectorizer does not have to discover):
 
 - `Conv4Spec` (groups == 1 or depthwise, output channels % 4 == 0): weights are packed
   at compile time to OIHW4o (`[CO/4][CI][KH][KW][4]`), so one `vload4` brings the
-  weights of four output channels; each work-item accumulates `co_block` channels
-  (as float4s) for `x_block` adjacent output pixels. One input load feeds
-  `co_block` multiply-adds. Grid: (ceil(OW / x_block), OH, N * CO / co_block).
-- `ConvSpec` (any grouping): one work-item per output pixel and `co_block`
+  weights of four output channels; each work-item accumulates `channel_block` channels
+  (as float4s) for `pixel_block` adjacent output pixels. One input load feeds
+  `channel_block` multiply-adds. Grid: (ceil(OW / pixel_block), OH, N * CO / channel_block).
+- `ConvSpec` (any grouping): one work-item per output pixel and `channel_block`
   channels, scalar weights.
 - `PointwiseSpec` (1x1, stride 1): vectors of pixels of the flattened plane x channels.
 - `PlaneSpec` (stride 1, rows as wide as the input's): one vector over the flattened
@@ -41,7 +41,7 @@ class ConvGeometry(KernelSpec):
     dilations: tuple[int, int]
     groups: int
     has_bias: bool
-    co_block: int
+    channel_block: int
 
     @property
     def depthwise(self) -> bool:
@@ -93,14 +93,14 @@ class ConvSpec(ConvGeometry):
 
     def global_size(self) -> tuple[int, ...]:
         n, co, oh, ow = self.out_shape
-        return (ow, oh, n * co // self.co_block)
+        return (ow, oh, n * co // self.channel_block)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         x_ptr, w_ptr = ins[0], ins[1]
         _, ci_total, h, w = self.x_shape
         co_total, cig, kh_n, kw_n = self.w_shape
-        cb = self.co_block
+        cb = self.channel_block
         cog = co_total // self.groups
         blocks = co_total // cb
         taps = kh_n * kw_n
@@ -138,20 +138,20 @@ class ConvSpec(ConvGeometry):
 class Conv4Spec(ConvGeometry):
     """float4-over-output-channels schedule; weights packed OIHW4o (depthwise: C4HW4c)."""
 
-    x_block: int = 1
+    pixel_block: int = 1
     dynamic_ci: bool = False
     """Input channels come as the launch argument `ci` (groups == 1 only), so convs that
     differ only in input channels share a kernel (DenseNet has dozens)."""
 
     def name_prefix(self) -> str:
-        return f"{super().name_prefix()}_c{self.co_block}x{self.x_block}"
+        return f"{super().name_prefix()}_c{self.channel_block}x{self.pixel_block}"
 
     def scalar_names(self) -> tuple[str, ...]:
         return ("ci",) if self.dynamic_ci else ()
 
     def global_size(self) -> tuple[int, ...]:
         n, co, oh, ow = self.out_shape
-        return (-(-ow // self.x_block), oh, n * co // self.co_block)
+        return (-(-ow // self.pixel_block), oh, n * co // self.channel_block)
 
     @staticmethod
     def pack_weights(w: np.ndarray) -> np.ndarray:
@@ -167,16 +167,16 @@ class Conv4Spec(ConvGeometry):
         if self.dynamic_ci:
             ci_total = cig = self.scalar(args, "ci")
         _, _, oh, ow = self.out_shape
-        nv, xb = self.co_block // 4, self.x_block
-        blocks = co_total // self.co_block
+        nv, xb = self.channel_block // 4, self.pixel_block
+        blocks = co_total // self.channel_block
         taps = kh_n * kw_n
 
         gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
         n = kb.div(z, blocks, "n")
-        co0 = kb.mul(kb.rem(z, blocks), self.co_block, "co")
+        co0 = kb.mul(kb.rem(z, blocks), self.channel_block, "co")
         ox0 = kb.mul(gx, xb, "ox")
         iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
-        # Output pixels past the right edge (when OW % x_block != 0) read a clamped column
+        # Output pixels past the right edge (when OW % pixel_block != 0) read a clamped column
         # and are not stored.
         ix0s = [
             kb.sub(kb.mul(kb.min_i(kb.add(ox0, t), ow - 1) if ow % xb else kb.add(ox0, t), self.strides[1]),
@@ -232,7 +232,7 @@ class Conv4Spec(ConvGeometry):
                 emit_stores(kb)
 
     def init(self, kb: KernelBuilder, ins, co4, count: int) -> list[SSAValue]:
-        nv = self.co_block // 4
+        nv = self.channel_block // 4
         if not self.has_bias:
             zero = kb.splat(kb.f(0.0))
             return [zero] * count
@@ -243,10 +243,10 @@ class Conv4Spec(ConvGeometry):
 @dataclass(frozen=True)
 class PointwiseSpec(ConvGeometry):
     """1x1 convolution (stride 1, no padding, groups 1) as a matrix product over the
-    flattened pixels of each plane: a work-item holds `x_block` vectors of `vec`
-    consecutive pixels for each of `co_block` output channels, so one vector load of the
-    input feeds `co_block` multiply-adds and one scalar weight feeds `x_block`. Weights
-    are packed `[CO/co_block][CI][co_block]`, the order the loop reads them.
+    flattened pixels of each plane: a work-item holds `pixel_block` vectors of `vector`
+    consecutive pixels for each of `channel_block` output channels, so one vector load of the
+    input feeds `channel_block` multiply-adds and one scalar weight feeds `pixel_block`. Weights
+    are packed `[CO/channel_block][CI][channel_block]`, the order the loop reads them.
 
     This is the CPU schedule: PoCL vectorizes explicit float8 arithmetic, while its
     implicit vectorization across work-items gives up on the float4-over-channels
@@ -254,11 +254,11 @@ class PointwiseSpec(ConvGeometry):
     40 for float8 x 2 pixels x 4 channels in a microbenchmark on this project's 2-core
     machine). Pixels past the last full block run a scalar loop in the same work-item."""
 
-    vec: int = 8
-    x_block: int = 2
+    vector: int = 8
+    pixel_block: int = 2
 
     def name_prefix(self) -> str:
-        return f"{super().name_prefix()}_pw{self.vec}x{self.x_block}c{self.co_block}"
+        return f"{super().name_prefix()}_pw{self.vector}x{self.pixel_block}c{self.channel_block}"
 
     @property
     def pixels_per_plane(self) -> int:
@@ -266,22 +266,22 @@ class PointwiseSpec(ConvGeometry):
 
     def global_size(self) -> tuple[int, ...]:
         n, co, _, _ = self.out_shape
-        step = self.vec * self.x_block
-        return (-(-self.pixels_per_plane // step), n * co // self.co_block)
+        step = self.vector * self.pixel_block
+        return (-(-self.pixels_per_plane // step), n * co // self.channel_block)
 
     @staticmethod
-    def pack_weights(w: np.ndarray, co_block: int) -> np.ndarray:
-        """OIHW (1x1) -> [O/co_block][I][co_block]."""
+    def pack_weights(w: np.ndarray, channel_block: int) -> np.ndarray:
+        """OIHW (1x1) -> [O/channel_block][I][channel_block]."""
         o, i = w.shape[:2]
-        return np.ascontiguousarray(w.reshape(o // co_block, co_block, i).transpose(0, 2, 1))
+        return np.ascontiguousarray(w.reshape(o // channel_block, channel_block, i).transpose(0, 2, 1))
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         x_ptr, w_ptr = ins[0], ins[1]
         ci_total = self.x_shape[1]
         co_total = self.out_shape[1]
-        cb, vec, xb = self.co_block, self.vec, self.x_block
-        plane, step, ow = self.pixels_per_plane, vec * xb, self.out_shape[3]
+        cb, vector, xb = self.channel_block, self.vector, self.pixel_block
+        plane, step, ow = self.pixels_per_plane, vector * xb, self.out_shape[3]
         blocks = co_total // cb
 
         gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
@@ -298,15 +298,15 @@ class PointwiseSpec(ConvGeometry):
 
         def full(k: KernelBuilder) -> None:
             biases = [bias(k, j) for j in range(cb)]
-            accs = [k.splat(biases[j], vec) for _ in range(xb) for j in range(cb)]
+            accs = [k.splat(biases[j], vector) for _ in range(xb) for j in range(cb)]
 
             def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 row = k1.add(x_base, k1.mul(ci, plane))
-                xs = [k1.vload(x_ptr, k1.add(row, t * vec), vec) for t in range(xb)]
+                xs = [k1.vload(x_ptr, k1.add(row, t * vector), vector) for t in range(xb)]
                 w_row = k1.add(w_base, k1.mul(ci, cb))
                 res = list(a)
                 for j in range(cb):
-                    wj = k1.splat(k1.load(w_ptr, k1.add(w_row, j)), vec)
+                    wj = k1.splat(k1.load(w_ptr, k1.add(w_row, j)), vector)
                     for t in range(xb):
                         res[t * cb + j] = k1.fma(xs[t], wj, a[t * cb + j])
                 return res
@@ -314,8 +314,8 @@ class PointwiseSpec(ConvGeometry):
             accs = k.for_(0, ci_total, 1, accs, over_ci, "ci")
             for t in range(xb):
                 for j in range(cb):
-                    value = self.epilogue.apply_pixels(k, accs[t * cb + j], n, co0, p0, extras, ow, dco=j, dp=t * vec)
-                    k.vstore(value, out, k.add(out_base, j * plane + t * vec))
+                    value = self.epilogue.apply_pixels(k, accs[t * cb + j], n, co0, p0, extras, ow, dco=j, dp=t * vector)
+                    k.vstore(value, out, k.add(out_base, j * plane + t * vector))
 
         def tail(k: KernelBuilder) -> None:
             # the last pixels of a plane that `step` does not divide, one at a time
@@ -344,32 +344,32 @@ class _VectorConv(ConvGeometry):
     """What the plane and row kernels share: packed weights, the per-pixel path for
     vectors that cannot take the vector loads, the vector loop over input channels."""
 
-    vec: int = 8
+    vector: int = 8
 
     def weight(self, k: KernelBuilder, w_ptr: SSAValue, w_base: SSAValue, ci, t, j: int) -> SSAValue:
         """Weight of input channel ci, tap t (an int or an index), channel co0 + j."""
-        taps, cb = self.w_shape[2] * self.w_shape[3], self.co_block
+        taps, cb = self.w_shape[2] * self.w_shape[3], self.channel_block
         return k.load(w_ptr, k.add(w_base, k.add(k.mul(ci, taps * cb), k.add(k.mul(t, cb), j))))
 
     def bases(self, kb: KernelBuilder, z: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue]:
         """(n, co0, input base, weight base) of work-item row z (n * blocks + block)."""
         _, ci_total, h, w = self.x_shape
         co_total, cig, kh_n, kw_n = self.w_shape
-        blocks = co_total // self.co_block
+        blocks = co_total // self.channel_block
         n = kb.div(z, blocks, "n")
         cob = kb.rem(z, blocks)
-        co0 = kb.mul(cob, self.co_block, "co")
-        # depthwise (co_block 1): the channel's own plane; groups 1: every input plane
+        co0 = kb.mul(cob, self.channel_block, "co")
+        # depthwise (channel_block 1): the channel's own plane; groups 1: every input plane
         x_base = kb.mul(kb.add(kb.mul(n, ci_total), co0) if self.depthwise else kb.mul(n, ci_total), h * w, "x_base")
-        return n, co0, x_base, kb.mul(cob, cig * kh_n * kw_n * self.co_block, "w_base")
+        return n, co0, x_base, kb.mul(cob, cig * kh_n * kw_n * self.channel_block, "w_base")
 
     def per_pixel_path(self, k: KernelBuilder, ptrs: tuple, n, co0, x_base, w_base, biases: list[SSAValue],
                where: Callable[[KernelBuilder, SSAValue], tuple[SSAValue, SSAValue, SSAValue]]) -> None:
-        """The `vec` pixels of this work-item one at a time (a loop over lanes):
+        """The `vector` pixels of this work-item one at a time (a loop over lanes):
         `where(k, lane)` gives the lane's (oy, ox, is-it-stored) with oy, ox clamped to a
         real pixel; masked scalar loads over the window, the epilogue, a guarded store."""
         x_ptr, w_ptr, out, extras = ptrs
-        cb = self.co_block
+        cb = self.channel_block
         h, w = self.x_shape[2:]
 
         def lane_body(k1: KernelBuilder, lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
@@ -396,7 +396,7 @@ class _VectorConv(ConvGeometry):
             k1.guard([stored], store)
             return []
 
-        k.for_(0, self.vec, 1, [], lane_body, "lane")
+        k.for_(0, self.vector, 1, [], lane_body, "lane")
 
     def vector_loop(self, k: KernelBuilder, w_ptr, x_base, w_base, biases: list[SSAValue],
                     load: Callable[[KernelBuilder, SSAValue, SSAValue, int], SSAValue]) -> list[SSAValue]:
@@ -406,7 +406,7 @@ class _VectorConv(ConvGeometry):
         each column's lane mask is computed once per work-item."""
         h, w = self.x_shape[2:]
         cig, kh_n, kw_n = self.w_shape[1:]
-        cb, vec = self.co_block, self.vec
+        cb, vector = self.channel_block, self.vector
         mark = kh_n * kw_n <= UNROLL_TAPS
 
         def over_ci(k1: KernelBuilder, ci: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
@@ -418,12 +418,12 @@ class _VectorConv(ConvGeometry):
                     v = load(k2, plane, kh, kw)
                     t = k2.add(k2.mul(kh, kw_n), kw)
                     for j in range(cb):
-                        res[j] = k2.fma(v, k2.splat(self.weight(k2, w_ptr, w_base, ci, t, j), vec), res[j])
+                        res[j] = k2.fma(v, k2.splat(self.weight(k2, w_ptr, w_base, ci, t, j), vector), res[j])
                 return res
 
             return row(k1, 0, a) if kh_n == 1 else k1.for_(0, kh_n, 1, a, row, "kh", mark)
 
-        return k.for_(0, cig, 1, [k.splat(b, vec) for b in biases], over_ci, "ci")
+        return k.for_(0, cig, 1, [k.splat(b, vector) for b in biases], over_ci, "ci")
 
 
 def _inside(k: KernelBuilder, v, hi: int):
@@ -434,13 +434,13 @@ def _inside(k: KernelBuilder, v, hi: int):
 @dataclass(frozen=True)
 class PlaneSpec(_VectorConv):
     """Convolution with stride 1 and output rows as wide as the input's (groups 1, or
-    depthwise), as vectors of `vec` consecutive pixels of the flattened plane for
-    `co_block` output channels (depthwise: 1): input pixel p + offset feeds output pixel
+    depthwise), as vectors of `vector` consecutive pixels of the flattened plane for
+    `channel_block` output channels (depthwise: 1): input pixel p + offset feeds output pixel
     p at every tap, so one vload reads a tap for the whole vector (rows included) and
     only the columns that cross the left or right edge are masked (one select with a
     mask made once per work-item). Vectors whose reads would leave the plane (the first
     and last rows) and the last partial vector compute each pixel with masked scalar
-    loads. Weights are packed `[CO/co_block][CI/groups][KH*KW][co_block]`.
+    loads. Weights are packed `[CO/channel_block][CI/groups][KH*KW][channel_block]`.
 
     A CPU schedule: explicit float8 arithmetic is what PoCL vectorizes (mobilenet_v2's
     stride-1 depthwise layers took ~11 ms on PoCL with the float4-over-channels kernel
@@ -449,7 +449,7 @@ class PlaneSpec(_VectorConv):
     (7x7 and 14x14 maps)."""
 
     def name_prefix(self) -> str:
-        return f"{super().name_prefix()}_pl{self.vec}" + ("" if self.depthwise else f"c{self.co_block}")
+        return f"{super().name_prefix()}_pl{self.vector}" + ("" if self.depthwise else f"c{self.channel_block}")
 
     @property
     def pixels_per_plane(self) -> int:
@@ -457,14 +457,14 @@ class PlaneSpec(_VectorConv):
 
     def global_size(self) -> tuple[int, ...]:
         n, co, _, _ = self.out_shape
-        return (-(-self.pixels_per_plane // self.vec), n * co // self.co_block)
+        return (-(-self.pixels_per_plane // self.vector), n * co // self.channel_block)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         x_ptr, w_ptr = ins[0], ins[1]
         h, w = self.x_shape[2:]
         co_total, _, kh_n, kw_n = self.w_shape
-        cb, vec, plane, ow = self.co_block, self.vec, self.pixels_per_plane, self.out_shape[3]
+        cb, vector, plane, ow = self.channel_block, self.vector, self.pixels_per_plane, self.out_shape[3]
         (dy, dx), (pt, pl) = self.dilations, self.pads[:2]
         # input offset of tap (kh, kw) from the output pixel's flat index: kh * dy * w + shift[kw]
         shifts = [kw * dx - pl - pt * w for kw in range(kw_n)]
@@ -472,19 +472,19 @@ class PlaneSpec(_VectorConv):
 
         gx, z = kb.global_id(0, "gx"), kb.global_id(1, "z")
         n, co0, x_base, w_base = self.bases(kb, z)
-        p0 = kb.mul(gx, vec, "p0")
+        p0 = kb.mul(gx, vector, "p0")
         biases = [kb.load(ins[2], kb.add(co0, j)) if self.has_bias else kb.f(0.0) for j in range(cb)]
 
         def vectors(k: KernelBuilder) -> None:
             # per column of the window that can leave the row: 1 where lane l's input
             # column is inside it
-            one, nil, zero = k.f(1.0), k.f(0.0), k.vector(lanes=vec).f(0.0)
+            one, nil, zero = k.f(1.0), k.f(0.0), k.vector(lanes=vector).f(0.0)
             masks = {kw: k.vec([k.select(_inside(k, k.add(k.rem(k.add(p0, lane), w), kw * dx - pl), w), one, nil)
-                                for lane in range(vec)])
+                                for lane in range(vector)])
                      for kw in range(kw_n) if kw * dx - pl != 0}
 
             def load(k1: KernelBuilder, plane_in, kh, kw: int) -> SSAValue:
-                v = k1.vload(x_ptr, k1.add(k1.add(plane_in, p0), k1.add(k1.mul(kh, dy * w), shifts[kw])), vec)
+                v = k1.vload(x_ptr, k1.add(k1.add(plane_in, p0), k1.add(k1.mul(kh, dy * w), shifts[kw])), vector)
                 return k1.select_nonzero(masks[kw], v, zero) if kw in masks else v
 
             accs = self.vector_loop(k, w_ptr, x_base, w_base, biases, load)
@@ -497,8 +497,8 @@ class PlaneSpec(_VectorConv):
             q = k.min_i(p, plane - 1)  # lanes past the plane's end compute its last pixel, unstored
             return k.div(q, ow, "oy"), k.rem(q, ow, "ox"), k.cmp("slt", p, plane)
 
-        inside = kb.all_of([kb.cmp("sge", kb.add(p0, lo), 0), kb.cmp("slt", kb.add(p0, vec - 1 + hi), h * w),
-                            kb.cmp("sle", kb.add(p0, vec), plane)])
+        inside = kb.all_of([kb.cmp("sge", kb.add(p0, lo), 0), kb.cmp("slt", kb.add(p0, vector - 1 + hi), h * w),
+                            kb.cmp("sle", kb.add(p0, vector), plane)])
         kb.if_else(inside, vectors,
                    lambda k: self.per_pixel_path(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases,
                                                  where))
@@ -507,29 +507,29 @@ class PlaneSpec(_VectorConv):
 @dataclass(frozen=True)
 class RowsSpec(_VectorConv):
     """Any convolution with groups 1 or depthwise, stride 1 or 2 along the row, as
-    vectors of `vec` consecutive output pixels of one row for `co_block` output channels
+    vectors of `vector` consecutive output pixels of one row for `channel_block` output channels
     (depthwise: 1). At each tap the input lanes are ox * stride + offset: one vload for
     stride 1, two and a pick of the even lanes for stride 2. A tap's row above or below
     the input reads a clamped row and contributes zero; vectors whose columns would leave
     the row (the ends of rows, rows narrower than a vector) and the last partial vector
     compute each pixel with masked scalar loads. Weights are packed
-    `[CO/co_block][CI/groups][KH*KW][co_block]`.
+    `[CO/channel_block][CI/groups][KH*KW][channel_block]`.
 
     A CPU schedule like `PointwiseSpec`: explicit float8 arithmetic is what PoCL
     vectorizes. mobilenet_v2's stem (3x3 stride 2, 3 -> 32 channels) took 1.03 ms
     as rows against 1.87 ms as vec4 on PoCL."""
 
     def name_prefix(self) -> str:
-        return f"{super().name_prefix()}_rw{self.vec}c{self.co_block}"
+        return f"{super().name_prefix()}_rw{self.vector}c{self.channel_block}"
 
     def global_size(self) -> tuple[int, ...]:
         n, co, oh, ow = self.out_shape
-        return (-(-ow // self.vec), oh, n * co // self.co_block)
+        return (-(-ow // self.vector), oh, n * co // self.channel_block)
 
     @property
     def chunks(self) -> int:
-        """vloads of `vec` elements per tap: the lanes span (vec - 1) * stride + 1."""
-        return -(-((self.vec - 1) * self.strides[1] + 1) // self.vec)
+        """vloads of `vector` elements per tap: the lanes span (vector - 1) * stride + 1."""
+        return -(-((self.vector - 1) * self.strides[1] + 1) // self.vector)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
@@ -537,19 +537,19 @@ class RowsSpec(_VectorConv):
         h, w = self.x_shape[2:]
         co_total, _, _, kw_n = self.w_shape
         _, _, oh, ow = self.out_shape
-        cb, vec, sx = self.co_block, self.vec, self.strides[1]
+        cb, vector, sx = self.channel_block, self.vector, self.strides[1]
         dy, dx = self.dilations
 
         gx, oy, z = kb.global_id(0, "gx"), kb.global_id(1, "oy"), kb.global_id(2, "z")
         n, co0, x_base, w_base = self.bases(kb, z)
-        ox0 = kb.mul(gx, vec, "ox")
+        ox0 = kb.mul(gx, vector, "ox")
         iy0 = kb.sub(kb.mul(oy, self.strides[0]), self.pads[0], "iy0")
         ix_start = kb.sub(kb.mul(ox0, sx), self.pads[1], "ix0")
         biases = [kb.load(ins[2], kb.add(co0, j)) if self.has_bias else kb.f(0.0) for j in range(cb)]
         p = kb.add(kb.mul(oy, ow), ox0, "p")  # the vector's first output pixel in its plane
 
         def vectors(k: KernelBuilder) -> None:
-            zero = k.vector(lanes=vec).f(0.0)
+            zero = k.vector(lanes=vector).f(0.0)
 
             def load(k1: KernelBuilder, plane_in, kh, kw: int) -> SSAValue:
                 iy = k1.add(iy0, k1.mul(kh, dy))
@@ -557,9 +557,9 @@ class RowsSpec(_VectorConv):
                 if row_ok is not None:
                     iy = k1.max_i(k1.min_i(iy, h - 1), 0)  # a readable row; its values are not used
                 start = k1.add(plane_in, k1.add(k1.mul(iy, w), k1.add(ix_start, kw * dx)))
-                parts = [k1.vload(x_ptr, k1.add(start, c * vec), vec) for c in range(self.chunks)]
+                parts = [k1.vload(x_ptr, k1.add(start, c * vector), vector) for c in range(self.chunks)]
                 v = parts[0] if sx == 1 else k1.vec(
-                    [k1.lane(parts[lane * sx // vec], lane * sx % vec) for lane in range(vec)])
+                    [k1.lane(parts[lane * sx // vector], lane * sx % vector) for lane in range(vector)])
                 return k1.select(row_ok, v, zero)
 
             accs = self.vector_loop(k, w_ptr, x_base, w_base, biases, load)
@@ -571,14 +571,14 @@ class RowsSpec(_VectorConv):
             ox = k.add(ox0, lane)  # lanes past the row's end compute its last pixel, unstored
             return oy, k.min_i(ox, ow - 1), k.cmp("slt", ox, ow)
 
-        last = kb.add(ix_start, (kw_n - 1) * dx + self.chunks * vec - 1)
-        inside = kb.all_of([kb.cmp("sge", ix_start, 0), kb.cmp("slt", last, w), kb.cmp("sle", kb.add(ox0, vec), ow)])
+        last = kb.add(ix_start, (kw_n - 1) * dx + self.chunks * vector - 1)
+        inside = kb.all_of([kb.cmp("sge", ix_start, 0), kb.cmp("slt", last, w), kb.cmp("sle", kb.add(ox0, vector), ow)])
         kb.if_else(inside, vectors,
                    lambda k: self.per_pixel_path(k, (x_ptr, w_ptr, out, extras), n, co0, x_base, w_base, biases,
                                                  where))
 
 
-def pack_taps(w: np.ndarray, co_block: int) -> np.ndarray:
-    """OIHW -> [O/co_block][I][KH*KW][co_block] (PlaneSpec, RowsSpec)."""
+def pack_taps(w: np.ndarray, channel_block: int) -> np.ndarray:
+    """OIHW -> [O/channel_block][I][KH*KW][channel_block] (PlaneSpec, RowsSpec)."""
     o, i, kh, kw = w.shape
-    return np.ascontiguousarray(w.reshape(o // co_block, co_block, i, kh * kw).transpose(0, 2, 3, 1))
+    return np.ascontiguousarray(w.reshape(o // channel_block, channel_block, i, kh * kw).transpose(0, 2, 3, 1))

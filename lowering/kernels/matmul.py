@@ -1,12 +1,12 @@
 """Matrix products: ONNX Gemm (2-D, optional transposes, alpha, beta * C via the
 epilogue) and batched MatMul with broadcasting batch dimensions.
 
-`k_split = 1` (kernel_config): one work-item per output element looping over all of
+`k_parts = 1` (kernel_config): one work-item per output element looping over all of
 K; grid (N, M[, batch]). That is the right shape for large M * N, but a batch-1
 classifier (Gemm 1x1280 by 1000x1280) is then 1000 work-items of 1280 serial
 multiply-adds each, which leaves most of a GPU idle.
 
-`k_split = S > 1`: S work-items of one work-group share each output's reduction. Each
+`k_parts = S > 1`: S work-items of one work-group share each output's reduction. Each
 sums a strided share of K (item s takes k = s, s + S, ...: neighbouring work-items read
 neighbouring addresses), the shares are added by a tree reduction in local memory, and
 the work-item with s = 0 applies alpha and the epilogue and stores. The work-group's
@@ -35,13 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
+from adreno_mlir.kernel_math.matmul import _contiguous_batch, float4_columns
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, contiguous_strides, numel, work_group_sum
+from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_sum
 
 SPLIT_K_GROUP = 256
 """Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
@@ -158,15 +158,15 @@ class GemmSpec(KernelSpec):
     trans_a: bool
     trans_b: bool
     alpha: float
-    k_split: int = 1
+    k_parts: int = 1
     """Work-items sharing one output's reduction (1: one work-item per output)."""
 
     def __post_init__(self):
-        if not _is_pow2(self.k_split):
-            raise ValueError(f"k_split must be a power of two, got {self.k_split}")
+        if not _is_pow2(self.k_parts):
+            raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
 
     def base_name(self) -> str:
-        return f"gemm{'_ksplit' if self.k_split > 1 else ''}{self.epilogue.suffix()}"
+        return f"gemm{'_ksplit' if self.k_parts > 1 else ''}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
@@ -180,16 +180,16 @@ class GemmSpec(KernelSpec):
 
     def split(self) -> SplitK:
         _, a_ks, _, b_ks = self.strides()
-        return SplitK(k=self.k, split=self.k_split, n=self.n, m=self.m, a_ks=a_ks, b_ks=b_ks)
+        return SplitK(k=self.k, split=self.k_parts, n=self.n, m=self.m, a_ks=a_ks, b_ks=b_ks)
 
     def global_size(self) -> tuple[int, ...]:
-        return self.split().global_size() if self.k_split > 1 else (self.n, self.m)
+        return self.split().global_size() if self.k_parts > 1 else (self.n, self.m)
 
     def local_size(self) -> tuple[int, ...] | None:
-        return self.split().local_size() if self.k_split > 1 else None
+        return self.split().local_size() if self.k_parts > 1 else None
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        if self.k_split > 1:
+        if self.k_parts > 1:
             self.split_body(kb, args)
             return
         (a, b), extras, out = self.split_args(args)
@@ -228,96 +228,6 @@ class GemmSpec(KernelSpec):
         sk.reduce(kb, scratch, partial, s, c, col, finish)
 
 
-def read_strides(stored_shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
-    """Element strides with which `transpose(stored, perm)` is read from the contiguous
-    `stored` tensor (`graph.matmul`'s `lhs_perm` / `rhs_perm`); 0 along unit axes, whose
-    coordinate is always 0."""
-    cs = contiguous_strides(stored_shape)
-    return tuple(0 if stored_shape[p] == 1 else cs[p] for p in perm)
-
-
-class MatMulGeometry(NamedTuple):
-    """out[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n] with each operand read through
-    element strides: A at sum(b * a_batch_strides) + m * a_strides[0] + k * a_strides[1],
-    B at sum(b * b_batch_strides) + k * b_strides[0] + n * b_strides[1]. A batch stride is
-    0 where the operand is broadcast."""
-
-    batch: tuple[int, ...]
-    a_batch_strides: tuple[int, ...]
-    b_batch_strides: tuple[int, ...]
-    m: int
-    n: int
-    k: int
-    a_strides: tuple[int, int]
-    """(row stride, K stride) of A."""
-    b_strides: tuple[int, int]
-    """(K stride, column stride) of B."""
-
-    def collapse_rows(self) -> MatMulGeometry | None:
-        """The batch read as more rows of one product, when B is shared by every batch
-        entry and A's batch axes and rows nest like one row axis (PyTorch's attention
-        projections multiply [L, 1, E] by [E, 3E]): register tiles then span batch
-        entries instead of B being re-read per entry. None when that does not hold
-        (B has a batch; A is broadcast along a batch axis or read transposed across it)."""
-        if not self.batch or any(self.b_batch_strides):
-            return None
-        live = [(st, d) for st, d in zip((*self.a_batch_strides, self.a_strides[0]), (*self.batch, self.m))
-                if d != 1]
-        if any(st == 0 for st, _ in live):
-            return None
-        if any(outer != inner * d_inner for (outer, _), (inner, d_inner) in zip(live, live[1:])):
-            return None
-        rows = numel(self.batch) * self.m
-        row_stride = live[-1][0] if live else self.k
-        return self._replace(batch=(), a_batch_strides=(), b_batch_strides=(), m=rows,
-                             a_strides=(row_stride, self.a_strides[1]))
-
-
-def matmul_geometry(a_shape: Sequence[int], a_read: Sequence[int], b_shape: Sequence[int],
-                    b_read: Sequence[int]) -> MatMulGeometry:
-    """The geometry of numpy's matmul of A (shape `a_shape`, read through strides
-    `a_read`) and B: a 1-D A is one row, a 1-D B one column, batch axes broadcast."""
-    a = (1, *a_shape) if len(a_shape) == 1 else tuple(a_shape)
-    a_st = (0, *a_read) if len(a_shape) == 1 else tuple(a_read)
-    b = (*b_shape, 1) if len(b_shape) == 1 else tuple(b_shape)
-    b_st = (*b_read, 0) if len(b_shape) == 1 else tuple(b_read)
-    batch = broadcast_batch(a[:-2], b[:-2])
-
-    def batch_strides(dims, strides):
-        pad = len(batch) - len(dims)
-        return (0,) * pad + tuple(0 if d == 1 else st for d, st in zip(dims, strides))
-
-    return MatMulGeometry(batch, batch_strides(a[:-2], a_st[:-2]), batch_strides(b[:-2], b_st[:-2]),
-                          m=a[-2], n=b[-1], k=a[-1], a_strides=(a_st[-2], a_st[-1]), b_strides=(b_st[-2], b_st[-1]))
-
-
-def broadcast_batch(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + tuple(a)
-    b = (1,) * (rank - len(b)) + tuple(b)
-    return tuple(max(x, y) for x, y in zip(a, b))
-
-
-def float4_columns(n: int, b_strides: Sequence[int], b_batch_strides: Sequence[int]) -> bool:
-    """Whether B's rows can be read as float4s (tile_n = 4): columns contiguous, N % 4 == 0,
-    and every row start (K and batch strides) a multiple of 4 floats, so each vload4 is
-    aligned."""
-    return n % 4 == 0 and b_strides[1] == 1 and all(st % 4 == 0 for st in (b_strides[0], *b_batch_strides))
-
-
-def _contiguous_batch(batch_strides: Sequence[int], batch: Sequence[int], inner: int) -> bool:
-    """Whether batch strides are those of a contiguous array whose entries hold `inner`
-    elements (broadcast axes, stride 0, skipped)."""
-    expected = inner
-    for st, d in zip(reversed(batch_strides), reversed(batch)):
-        if st == 0:
-            continue
-        if st != expected:
-            return False
-        expected *= d
-    return True
-
-
 @dataclass(frozen=True)
 class MatMulSpec(KernelSpec):
     """out[b, m, n] = sum_k A[b, m, k] * B[b, k, n]; batch strides may be 0 (broadcast).
@@ -326,17 +236,17 @@ class MatMulSpec(KernelSpec):
     `sum(b * b_batch_strides) + b_strides[0] * k + b_strides[1] * n` (MatMulGeometry); the defaults are
     contiguous [M, K] / [K, N] operands. The output is contiguous.
 
-    Register tiles (`k_split` = 1): each work-item computes `tile_m` rows by `tile_n`
-    columns (kernel_config `tile_m`, `tile_n`). `tile_n` = 4 keeps a float4 accumulator
+    Register tiles (`k_parts` = 1): each work-item computes `tile_rows` rows by `tile_cols`
+    columns (kernel_config `tile_rows`, `tile_cols`). `tile_cols` = 4 keeps a float4 accumulator
     per row and reads B's row segment with one `vload4` (only where `float4_columns`
     holds; anything else is a LoweringError, never a misaligned load); each A element is
-    then used four times from a register, each B float4 `tile_m` times. With K % 4 == 0,
+    then used four times from a register, each B float4 `tile_rows` times. With K % 4 == 0,
     A's K stride 1 and its other strides multiples of 4 too, A is read a float4 at a time
     (four K steps per loop trip); otherwise A is read a float at a time. Rows past M
     load row M - 1 and are not stored. The fused element-wise tail (`epilogue`: bias,
     GELU, residual add) runs per output element before its store.
 
-    Split-K (`k_split` > 1) takes any strides too: B's K stride picks the work-group
+    Split-K (`k_parts` > 1) takes any strides too: B's K stride picks the work-group
     layout (SplitK), float4 loads only when both operands are K-contiguous and aligned."""
 
     batch: tuple[int, ...]
@@ -345,10 +255,10 @@ class MatMulSpec(KernelSpec):
     m: int
     n: int
     k: int
-    k_split: int = 1
+    k_parts: int = 1
     """Work-items sharing one output's reduction (1: one work-item per output tile)."""
-    tile_m: int = 1
-    tile_n: int = 1
+    tile_rows: int = 1
+    tile_cols: int = 1
     a_strides: tuple[int, int] | None = None
     """(row stride, K stride) of A; None: contiguous, (K, 1)."""
     b_strides: tuple[int, int] | None = None
@@ -367,19 +277,19 @@ class MatMulSpec(KernelSpec):
             a_ks, b_ks = 1, self.n
         object.__setattr__(self, "a_strides", (a_rs, a_ks))
         object.__setattr__(self, "b_strides", (b_ks, b_cs))
-        if not _is_pow2(self.k_split):
-            raise ValueError(f"k_split must be a power of two, got {self.k_split}")
-        if self.tile_n not in (1, 4) or (self.tile_n == 4 and self.n % 4):
-            raise ValueError(f"tile_n must be 1, or 4 with N % 4 == 0 (N = {self.n}), got {self.tile_n}")
-        if self.tile_n == 4 and not float4_columns(self.n, self.b_strides, self.b_batch_strides):
+        if not _is_pow2(self.k_parts):
+            raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
+        if self.tile_cols not in (1, 4) or (self.tile_cols == 4 and self.n % 4):
+            raise ValueError(f"tile_cols must be 1, or 4 with N % 4 == 0 (N = {self.n}), got {self.tile_cols}")
+        if self.tile_cols == 4 and not float4_columns(self.n, self.b_strides, self.b_batch_strides):
             raise ValueError(
-                f"tile_n = 4 reads B's rows as float4s, but B is read with K stride {b_ks}, column stride {b_cs} "
+                f"tile_cols = 4 reads B's rows as float4s, but B is read with K stride {b_ks}, column stride {b_cs} "
                 f"and batch strides {list(self.b_batch_strides)} (a transposed operand, rhs_perm): it needs "
-                "column stride 1 and the other strides multiples of 4; use tile_n = 1")
-        if self.tile_m not in (1, 2, 4, 8):
-            raise ValueError(f"tile_m must be 1, 2, 4 or 8, got {self.tile_m}")
-        if self.k_split > 1 and (self.tile_m, self.tile_n) != (1, 1):
-            raise ValueError("split-K matmuls compute one output per work-group: tile_m and tile_n must be 1")
+                "column stride 1 and the other strides multiples of 4; use tile_cols = 1")
+        if self.tile_rows not in (1, 2, 4, 8):
+            raise ValueError(f"tile_rows must be 1, 2, 4 or 8, got {self.tile_rows}")
+        if self.k_parts > 1 and (self.tile_rows, self.tile_cols) != (1, 1):
+            raise ValueError("split-K matmuls compute one output per work-group: tile_rows and tile_cols must be 1")
 
     @property
     def a_contiguous(self) -> bool:
@@ -391,7 +301,7 @@ class MatMulSpec(KernelSpec):
 
     @property
     def a_float4(self) -> bool:
-        """A's rows read as float4s along K (with tile_n = 4)."""
+        """A's rows read as float4s along K (with tile_cols = 4)."""
         a_rs, a_ks = self.a_strides
         return self.k % 4 == 0 and a_ks == 1 and all(st % 4 == 0 for st in (a_rs, *self.a_batch_strides))
 
@@ -400,26 +310,26 @@ class MatMulSpec(KernelSpec):
         return f"_t{strided}" if strided else ""
 
     def base_name(self) -> str:
-        if self.k_split > 1:
+        if self.k_parts > 1:
             return "matmul_ksplit" + self._layout_suffix() + self.epilogue.suffix()
-        tile = f"_{self.tile_m}x{self.tile_n}" if (self.tile_m, self.tile_n) != (1, 1) else ""
+        tile = f"_{self.tile_rows}x{self.tile_cols}" if (self.tile_rows, self.tile_cols) != (1, 1) else ""
         return f"matmul{tile}{self._layout_suffix()}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
 
     def split(self) -> SplitK:
-        return SplitK(k=self.k, split=self.k_split, n=self.n, m=self.m, a_ks=self.a_strides[1],
+        return SplitK(k=self.k, split=self.k_parts, n=self.n, m=self.m, a_ks=self.a_strides[1],
                       b_ks=self.b_strides[0], batch=max(1, numel(self.batch)))
 
     def global_size(self) -> tuple[int, ...]:
-        if self.k_split > 1:
+        if self.k_parts > 1:
             return self.split().global_size()
-        return (self.n // self.tile_n if self.tile_n > 1 else self.n, -(-self.m // self.tile_m),
+        return (self.n // self.tile_cols if self.tile_cols > 1 else self.n, -(-self.m // self.tile_rows),
                 max(1, numel(self.batch)))
 
     def local_size(self) -> tuple[int, ...] | None:
-        return self.split().local_size() if self.k_split > 1 else None
+        return self.split().local_size() if self.k_parts > 1 else None
 
     def _coords(self, kb: KernelBuilder, z: SSAValue) -> list[SSAValue]:
         return kb.unravel(z, self.batch) if self.batch else []
@@ -430,11 +340,11 @@ class MatMulSpec(KernelSpec):
         kb.store(value, out, kb.add(kb.mul(kb.add(kb.mul(z, self.m), row), self.n), col))
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        if self.k_split > 1:
+        if self.k_parts > 1:
             self.split_body(kb, args)
             return
         (a, b), extras, out = self.split_args(args)
-        tm, tn = self.tile_m, self.tile_n
+        tm, tn = self.tile_rows, self.tile_cols
         cid, rid, z = kb.global_id(0, "col"), kb.global_id(1, "row"), kb.global_id(2, "z")
         bc = self._coords(kb, z)
         a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)

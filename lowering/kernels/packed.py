@@ -217,7 +217,7 @@ class PackedSpec(KernelSpec):
         straight from the grid), so those extents are zeroed for the kernel's identity."""
         if self.out.shape[0] != 1 or isinstance(self, (PackSpec, UnpackSpec)):
             return self
-        if getattr(self, "split_k", 1) > 1:
+        if getattr(self, "parts", 1) > 1:
             return self  # the partial-sum buffer is indexed with the real extents
 
         def norm(p: Packed | None) -> Packed | None:
@@ -307,9 +307,9 @@ class UnpackSpec(PackedSpec):
 
 
 DW_CHUNK = 32
-"""Input channel blocks per local-memory chunk of a `dw_tile` conv (at most; see dw_chunk)."""
+"""Input channel blocks per local-memory chunk of a `load_tile` conv (at most; see dw_chunk)."""
 DW_LOCAL_BYTES = 16384
-"""Local memory a `dw_tile` conv's chunk may take: half of Adreno's 32 KB (NVIDIA has 48)."""
+"""Local memory a `load_tile` conv's chunk may take: half of Adreno's 32 KB (NVIDIA has 48)."""
 
 
 def dw_chunk(tile_pixels: int) -> int:
@@ -336,7 +336,7 @@ class DepthwiseLoad:
     """The depthwise output's extent (H, W): the pixels the reader loads."""
 
     def suffix(self, tile: int = 0) -> str:
-        """`_dw<KH>x<KW>[s<stride>][t<dw_tile>]` and the activation: the kernel-name part."""
+        """`_dw<KH>x<KW>[s<stride>][t<load_tile>]` and the activation: the kernel-name part."""
         kh, kw = self.kernel
         s = f"s{self.strides[0]}" if self.strides != (1, 1) else ""
         t = f"t{tile}" if tile else ""
@@ -374,27 +374,27 @@ class PackedConvSpec(PackedSpec):
     dilations: tuple[int, int] = (1, 1)
     depthwise: bool = False
     has_bias: bool = False
-    x_block: int = 1
-    co_blocks: int = 1
+    pixels: int = 1
+    channel_blocks: int = 1
     """Output channel blocks (float4s) per work-item: each input pixel read feeds
-    4 * co_blocks multiply-adds (not for depthwise, whose channels are independent)."""
+    4 * channel_blocks multiply-adds (not for depthwise, whose channels are independent)."""
     dynamic_ci: bool = False
     """Input channel blocks come as the launch argument `ci4` (batch 1, groups 1), so
     convs that differ only in input channels share a kernel."""
-    split_k: int = 1
+    parts: int = 1
     """Split-K: with split > 1 each work-item sums 1/split of the input channels and
     writes a partial float4 (no bias, no epilogue) to a buffer `out` laid out
     [split][N][CO4][OH][OW]; `PackedSplitSumSpec` adds the parts up. For late layers
     whose grids are too small to fill a GPU."""
-    dw_rows: bool = False
-    """Depthwise only: read each input row segment the work-item's `x_block` outputs need
-    once ((x_block - 1) * stride + (KW - 1) * dilation + 1 pixels) and keep it and the
-    KH x KW weights in registers, instead of one read per tap and output pixel (x_block
+    row_reuse: bool = False
+    """Depthwise only: read each input row segment the work-item's `pixels` outputs need
+    once ((pixels - 1) * stride + (KW - 1) * dilation + 1 pixels) and keep it and the
+    KH x KW weights in registers, instead of one read per tap and output pixel (pixels
     times KW reads per row): 4 outputs of a 3x3 stride-1 conv read 18 pixels, not 36."""
-    reduce_items: int = 1
-    """Groups-1 convs: > 1 (a power of two, the `reduce_items` config key) gives each
+    group_items: int = 1
+    """Groups-1 convs: > 1 (a power of two) gives each
     output block a work-group of that many work-items, work-item l summing input channel
-    blocks l, l + reduce_items, ..., and `work_group_sum` adds their partial sums in
+    blocks l, l + group_items, ..., and `work_group_sum` adds their partial sums in
     local memory; work-item 0 adds the bias, runs the epilogue and writes. Split-K in one
     launch: the form for GEMVs (a squeeze-excite block's 1x1 convs on a 1x1 input, a
     classifier's 1x1 conv), whose grid is a few dozen outputs and whose two-launch
@@ -407,15 +407,15 @@ class PackedConvSpec(PackedSpec):
     """> 0: `src` holds `graph.pool_partials` tiles (N, C4, src_tiles, 1), and the conv
     (1x1 window on a 1x1 input) reads input pixel (n, c4, 0, 0) as their sum (in f32): the
     mean that `graph.sum_partials` stands for, added where it is read. With
-    `reduce_items` > 1 the work-items take (block, tile) pairs instead of blocks."""
+    `group_items` > 1 the work-items take (block, tile) pairs instead of blocks."""
     dw_load: DepthwiseLoad | None = None
     """A `graph.fused {on_load}` input (fuse-depthwise-load; 1x1 window, stride 1, no
     padding): `src` is the depthwise conv's input and each input pixel (n, ci4, y, x) is
     computed by `dw_load.read` where the conv would load it."""
-    dw_tile: tuple[int, int] = (0, 0)
-    """With `dw_load`, (Lx, G) > 0 (the `dw_tile` config key is Lx): a work-group of Lx x G
-    work-items, Lx along a row segment (x_block pixels each) times G = output channel
-    blocks / co_blocks, so that it holds every output channel of its P = Lx * x_block pixels. For
+    load_tile: tuple[int, int] = (0, 0)
+    """With `dw_load`, (Lx, G) > 0: a work-group of Lx x G work-items, Lx along a row
+    segment (`pixels` each) times G = output channel blocks / channel_blocks, so that it
+    holds every output channel of its P = Lx * pixels pixels. For
     each chunk of `dw_chunk(P)` input channel blocks it computes the chunk's depthwise values
     of its pixels once, into local memory, then every work-item reads them from there.
     (0, 0): each work-item computes the values it loads itself, G times in all."""
@@ -424,22 +424,22 @@ class PackedConvSpec(PackedSpec):
         return ("ci4",) if self.dynamic_ci else ()
 
     def local_size(self) -> tuple[int, ...] | None:
-        if self.dw_tile[0]:
-            return (self.dw_tile[0] * self.dw_tile[1], 1, 1)
-        return (self.reduce_items, 1, 1) if self.reduce_items > 1 else None
+        if self.load_tile[0]:
+            return (self.load_tile[0] * self.load_tile[1], 1, 1)
+        return (self.group_items, 1, 1) if self.group_items > 1 else None
 
     def out_arg(self):
-        return ("out", GLOBAL_F32) if self.split_k > 1 else super().out_arg()
+        return ("out", GLOBAL_F32) if self.parts > 1 else super().out_arg()
 
     def base_name(self) -> str:
         kh, kw = self.kernel
         kind = "dwconv" if self.depthwise else "conv"
         s = f"_s{self.strides[0]}" if self.strides != (1, 1) else ""
-        blk = f"_x{self.co_blocks}" if self.co_blocks > 1 else ""
-        blk += f"_split{self.split_k}" if self.split_k > 1 else ""
-        blk += f"_wg{self.reduce_items}" if self.reduce_items > 1 else ""
+        blk = f"_x{self.channel_blocks}" if self.channel_blocks > 1 else ""
+        blk += f"_split{self.parts}" if self.parts > 1 else ""
+        blk += f"_wg{self.group_items}" if self.group_items > 1 else ""
         blk += f"_tiles{self.src_tiles}" if self.src_tiles else ""
-        blk += self.dw_load.suffix(self.dw_tile[0]) if self.dw_load is not None else ""
+        blk += self.dw_load.suffix(self.load_tile[0]) if self.dw_load is not None else ""
         return f"{kind}{kh}x{kw}{s}_4c{blk}{self.pepi.suffix()}"
 
     def head_args(self):
@@ -452,10 +452,10 @@ class PackedConvSpec(PackedSpec):
 
     def grid(self):
         n, c4, h, w = self.out.shape
-        if self.dw_tile[0]:  # work-groups of Lx pixels (the last may overhang the row) x G block groups
-            lx, g = self.dw_tile
-            return (-(-w // (self.x_block * lx)) * lx * g, h, n * self.split_k)
-        return (-(-w // self.x_block) * self.reduce_items, h, n * c4 // self.co_blocks * self.split_k)
+        if self.load_tile[0]:  # work-groups of Lx pixels (the last may overhang the row) x G block groups
+            lx, g = self.load_tile
+            return (-(-w // (self.pixels * lx)) * lx * g, h, n * self.parts)
+        return (-(-w // self.pixels) * self.group_items, h, n * c4 // self.channel_blocks * self.parts)
 
     def needs_check(self, axis: int) -> bool:
         if self.dw_load is not None:  # a 1x1 window on the depthwise output: never outside it
@@ -464,17 +464,17 @@ class PackedConvSpec(PackedSpec):
                                    self.strides[axis], self.pads[axis], self.dilations[axis])
 
     def depthwise_rows(self, kb: KernelBuilder, x, wt, n, c4, iy0, ox0, accs: list[SSAValue]) -> list[SSAValue]:
-        """The `dw_rows` schedule: per window row, the input pixels of all `x_block`
+        """The `row_reuse` schedule: per window row, the input pixels of all `pixels`
         outputs are read once (zeros outside the input) and each feeds the taps that use
         it; the window is written out (straight-line code, weights loaded once each)."""
         _, _, H, W = self.src.shape
         OW = self.out.shape[3]
         kh_n, kw_n = self.kernel
         (sy, sx), (dy, dx) = self.strides, self.dilations
-        xb = self.x_block
+        xb = self.pixels
         cols = (xb - 1) * sx + (kw_n - 1) * dx + 1
         ix0 = kb.sub(kb.mul(ox0, sx), self.pads[1], "ix0")
-        # The last block of a row may hang over the output's edge (OW % x_block): its
+        # The last block of a row may hang over the output's edge (OW % pixels): its
         # extra columns are read (and discarded) only where they are inside the input.
         check_x = self.needs_check(1) or OW % xb != 0
         col_ok = [kb.in_bounds(kb.add(ix0, c), 0, W) if check_x else [] for c in range(cols)]
@@ -499,11 +499,11 @@ class PackedConvSpec(PackedSpec):
         _, co4n, OH, OW = self.out.shape
         kh_n, kw_n = self.kernel
         taps = kh_n * kw_n
-        xb, cb = self.x_block, self.co_blocks
-        group = self.reduce_items > 1
-        if group and (self.depthwise or self.split_k > 1):
-            raise ValueError("reduce_items > 1 needs a groups-1 conv without split_k")
-        tiled = self.dw_load is not None and self.dw_tile[0] > 0
+        xb, cb = self.pixels, self.channel_blocks
+        group = self.group_items > 1
+        if group and (self.depthwise or self.parts > 1):
+            raise ValueError("group_items > 1 needs a groups-1 conv without parts")
+        tiled = self.dw_load is not None and self.load_tile[0] > 0
         if not tiled:
             gx = kb.group_id(0, "gx") if group else kb.global_id(0, "gx")
         oy, z = kb.global_id(1, "oy"), kb.global_id(2, "z")
@@ -512,17 +512,17 @@ class PackedConvSpec(PackedSpec):
         if tiled:
             # Work-group (Lx * G, 1, 1) over a row segment: item li is pixel li % Lx of it
             # and output block group li / Lx (one flat dimension: drivers cap the third
-            # dimension of a work-group at 64 items). z = n * split_k + part.
-            lx_n, g_n = self.dw_tile
+            # dimension of a work-group at 64 items). z = n * parts + part.
+            lx_n, g_n = self.load_tile
             li = kb.local_id(0, "li")
             blk, lx = kb.div(li, lx_n, "blk"), kb.rem(li, lx_n, "lx")
             gx = kb.add(kb.mul(kb.group_id(0), lx_n), lx, "gx")
-            if self.split_k > 1:
-                part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
+            if self.parts > 1:
+                part, z = kb.rem(z, self.parts, "part"), kb.div(z, self.parts)
             n = 0 if self.out.shape[0] == 1 else z
         else:
-            if self.split_k > 1:
-                part, z = kb.rem(z, self.split_k, "part"), kb.div(z, self.split_k)
+            if self.parts > 1:
+                part, z = kb.rem(z, self.parts, "part"), kb.div(z, self.parts)
             n, blk = self.split_z(kb, z, co4n // cb if isinstance(co4n, int) and co4n else 0)
         co4 = kb.mul(blk, cb, "co4")
         ox0 = kb.mul(gx, xb, "ox")
@@ -539,7 +539,7 @@ class PackedConvSpec(PackedSpec):
             tile_pixels = lx_n * xb
             dw_values = kb.local_alloc(dw_chunk(tile_pixels) * tile_pixels, VectorType(kb.ftype, [4]), "dw_values")
 
-        chunk_base: dict[str, SSAValue] = {}  # the dw_tile loop's first block of the current chunk
+        chunk_base: dict[str, SSAValue] = {}  # the load_tile loop's first block of the current chunk
 
         def read_tap(k: KernelBuilder, ci4, kh, kw, t, tile=None):
             if tiled:  # this chunk's depthwise values of the work-group's pixels, from local memory
@@ -608,23 +608,23 @@ class PackedConvSpec(PackedSpec):
                 return over_taps(k, k.div(idx, self.src_tiles, "ci4"), accs, k.rem(idx, self.src_tiles, "tile"))
             return over_taps(k, idx, accs)
 
-        split = self.split_k > 1
+        split = self.parts > 1
         bias = [kb.vload4(ins[2], kb.add(co4, j), "bias") if self.has_bias and not split and not group
                 else vk.f(0.0) for j in range(cb)]
         accs = [bias[j] for _ in range(xb) for j in range(cb)]
-        if self.depthwise and self.dw_rows:
+        if self.depthwise and self.row_reuse:
             accs = self.depthwise_rows(kb, x, wt, n, co4, iy0, ox0, accs)
         elif self.depthwise:
             accs = over_taps(kb, co4, accs)
         else:
             lo, hi, step = 0, ci4n, 1
-            if group:  # blocks lid, lid + reduce_items, ...: neighbours read neighbouring blocks
-                lo, step = lid, self.reduce_items
+            if group:  # blocks lid, lid + group_items, ...: neighbours read neighbouring blocks
+                lo, step = lid, self.group_items
                 if self.src_tiles:  # (block, tile) pairs: neighbours read neighbouring tiles
                     hi = kb.mul(ci4n, self.src_tiles)
             loop_name = "q" if group and self.src_tiles else "ci4"
             if split:  # this work-item's share of the input channel blocks
-                chunk = kb.div(kb.add(ci4n, self.split_k - 1), self.split_k, "chunk")
+                chunk = kb.div(kb.add(ci4n, self.parts - 1), self.parts, "chunk")
                 lo = kb.mul(part, chunk, "ci4_lo")
                 hi = kb.min_i(kb.add(lo, chunk), ci4n)
 
@@ -668,12 +668,12 @@ class PackedConvSpec(PackedSpec):
 
     def depthwise_chunks(self, kb: KernelBuilder, x, dw_args, li, n, oy, lo, hi, accs, dw_values,
                          tile_pixels: int, chunk_base: dict, reduce) -> list[SSAValue]:
-        """The `dw_tile` input loop: for each chunk of `dw_chunk` input channel blocks in
+        """The `load_tile` input loop: for each chunk of `dw_chunk` input channel blocks in
         [lo, hi), the work-group's items compute the chunk's depthwise values of its
         `tile_pixels` pixels (pixels past the row repeat its last one) into `dw_values`,
         wait, run `reduce` over the chunk (read_tap loads from `dw_values`), and wait again
         before the next chunk overwrites them."""
-        lx_n, g_n = self.dw_tile
+        lx_n, g_n = self.load_tile
         OW = self.out.shape[3]
         items = lx_n * g_n
         blocks = dw_chunk(tile_pixels)
@@ -698,12 +698,12 @@ class PackedConvSpec(PackedSpec):
         return kb.for_(lo, hi, blocks, accs, chunk, "c0")
 
     def group_finish(self, kb: KernelBuilder, ins, extras, out, accs, lid, n, co4, oy, ox0) -> None:
-        """`reduce_items` > 1: each accumulator's work-group sum (one local array, a slot
+        """`group_items` > 1: each accumulator's work-group sum (one local array, a slot
         per work-item and accumulator), then in work-item 0 bias, epilogue and store."""
-        cb, xb = self.co_blocks, self.x_block
+        cb, xb = self.channel_blocks, self.pixels
         OW = self.out.shape[3]
         count = len(accs)
-        scratch = kb.local_alloc(self.reduce_items * count, accs[0].type, "partial")
+        scratch = kb.local_alloc(self.group_items * count, accs[0].type, "partial")
         for i, acc in enumerate(accs):
             t, j = divmod(i, cb)
             ox = kb.add(ox0, t)
@@ -715,17 +715,17 @@ class PackedConvSpec(PackedSpec):
                 self.finish_pixel(k, extras, out, k.cast(total, k.ftype), n, k.add(co4, j), oy, ox)
 
             tail = [kb.cmp("slt", ox, OW)] if OW % xb and t > 0 else []
-            work_group_sum(kb, acc, lid, self.reduce_items, then, scratch=scratch, stride=count, offset=i,
+            work_group_sum(kb, acc, lid, self.group_items, then, scratch=scratch, stride=count, offset=i,
                            finish_if=tail)
 
 
 @dataclass(frozen=True)
 class PackedDwPoolSpec(PackedConvSpec):
     """A depthwise conv (and its fused epilogue) that also writes `graph.pool_partials`:
-    grid (reduce_items, tiles, N*C4), a work-group per (tile, channel block). Work-item
-    l computes output pixels lo + l, lo + l + reduce_items, ... of its tile (the tile's
+    grid (group_items, tiles, N*C4), a work-group per (tile, channel block). Work-item
+    l computes output pixels lo + l, lo + l + group_items, ... of its tile (the tile's
     run of ceil(OH*OW / tiles) pixels; neighbouring work-items, neighbouring pixels),
-    one at a time with the `dw_rows` window reads, stores each after the epilogue and
+    one at a time with the `row_reuse` window reads, stores each after the epilogue and
     adds it to an f32 sum; `work_group_sum` adds the sums and work-item 0 writes the
     tile's sum / (OH*OW) to the f32 buffer `partials` [N][C4][tiles]."""
 
@@ -739,13 +739,13 @@ class PackedDwPoolSpec(PackedConvSpec):
 
     def grid(self):
         n, c4, _, _ = self.out.shape
-        return (self.reduce_items, self.tiles, n * c4)
+        return (self.group_items, self.tiles, n * c4)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split(args)
         x, wt, partials = ins[0], ins[1], ins[-1]
-        if not self.depthwise or self.x_block != 1 or self.reduce_items < 2:
-            raise ValueError("a pooled depthwise kernel needs a depthwise conv, x_block 1 and reduce_items >= 2")
+        if not self.depthwise or self.pixels != 1 or self.group_items < 2:
+            raise ValueError("a pooled depthwise kernel needs a depthwise conv, pixels 1 and group_items >= 2")
         _, c4n, OH, OW = self.out.shape
         pixels = OH * OW
         chunk = -(-pixels // self.tiles)
@@ -763,13 +763,13 @@ class PackedDwPoolSpec(PackedConvSpec):
             value = self.finish_pixel(k, extras, out, value, n, c4, oy, ox)
             return [k.vector(f32).fadd(acc[0], k.cast(value, f32))]
 
-        (total,) = kb.for_(kb.add(lo, lid), hi, self.reduce_items, [kb.vector(f32).f(0.0)], pixel, "p")
+        (total,) = kb.for_(kb.add(lo, lid), hi, self.group_items, [kb.vector(f32).f(0.0)], pixel, "p")
         sums = Packed((self.out.shape[0], c4n, self.tiles, 1), "buf", "texture", "f32")
 
         def finish(k: KernelBuilder, s: SSAValue) -> None:
             sums.write(k, partials, k.vector(f32).fmul(s, 1.0 / pixels), n, c4, tile, 0)
 
-        work_group_sum(kb, total, lid, self.reduce_items, finish)
+        work_group_sum(kb, total, lid, self.group_items, finish)
 
 
 def block_sum(kb: KernelBuilder, accs: list[SSAValue], partial) -> list[SSAValue]:
@@ -786,7 +786,7 @@ def block_sum(kb: KernelBuilder, accs: list[SSAValue], partial) -> list[SSAValue
 class PackedSplitSumSpec(PackedSpec):
     """Adds the `split` partial sums of a split-K convolution, then bias and epilogue."""
 
-    split_k: int = 2
+    parts: int = 2
     has_bias: bool = False
 
     def base_name(self) -> str:
@@ -805,7 +805,7 @@ class PackedSplitSumSpec(PackedSpec):
         partial = dataclasses.replace(self.out, kind="buf", element="f32")
         vk = kb.vector()
         acc = kb.vload4(ins[1], c4, "bias") if self.has_bias else None
-        for p in range(self.split_k):
+        for p in range(self.parts):
             v = partial.read(kb, ins[0], kb.add(n, p * batch), c4, h, w)
             acc = v if acc is None else vk.fadd(acc, v)
         self.finish_pixel(kb, extras, out, acc, n, c4, h, w)
@@ -863,7 +863,7 @@ class PackedMeanSpec(PackedSpec):
     """Mean over H and W (global average pool, ReduceMean over axes 2, 3).
 
     `items` = 1: one work-item per (n, channel block) loops over the H*W pixels.
-    `items` > 1 (the `reduce_items` config key): a work-group of `items` work-items per
+    `items` > 1: a work-group of `items` work-items per
     (n, channel block), grid (items, 1, N*C4); work-item l sums pixels l, l + items, ...
     (adjacent work-items read adjacent pixels) and `work_group_sum` adds the float4
     partial sums in local memory, so a squeeze-excite pool over 112x112 pixels is 49

@@ -22,7 +22,7 @@ Three kernels, one per `texture.winograd_*` op:
 - `WinogradMatmulSpec`: per xi, M[xi][k][p] = sum_c U[xi][k][c] V[xi][c][p]: a
   1x1 NCHW4c convolution whose "batch" is xi (4 float4 multiply-adds per input
   float4, weight vectors of 4 output channels), looping over input channel blocks;
-  `tiles_per_item` and `co_blocks` block it over tiles and output channel blocks.
+  `tile_block` and `channel_blocks` block it over tiles and output channel blocks.
 - `WinogradOutputSpec`: one work-item per (tile, output channel block): A^T m A,
   bias, then the fused element-wise epilogue per output pixel (pixels past the
   output's edge, where OH or OW is not a multiple of m, are not written).
@@ -38,144 +38,13 @@ Tiles are numbered p = (n * TH + th) * TW + tw with TH = ceil(OH/m), TW = ceil(O
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
-
-import numpy as np
 from xdsl.dialects.builtin import f16, f32
 from xdsl.ir import SSAValue
 
+from adreno_mlir.kernel_math.winograd import AT, BT
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import window_leaves_input
 from adreno_mlir.lowering.kernels.packed import Packed, PackedSpec, block_sum
-
-# --------------------------------------------------------------------------- matrices
-
-_F = Fraction
-# Lavin & Gray / wincnn, interpolation points 0, 1, -1 (F(2,3)) and 0, +-1, +-2 (F(4,3)).
-# Exact fractions: the kernels emit only the non-zero terms, the filter transform runs
-# in float64.
-_BT = {
-    2: [[1, 0, -1, 0],
-        [0, 1, 1, 0],
-        [0, -1, 1, 0],
-        [0, 1, 0, -1]],
-    4: [[4, 0, -5, 0, 1, 0],
-        [0, -4, -4, 1, 1, 0],
-        [0, 4, -4, -1, 1, 0],
-        [0, -2, -1, 2, 1, 0],
-        [0, 2, -1, -2, 1, 0],
-        [0, 4, 0, -5, 0, 1]],
-}
-_G = {
-    2: [[1, 0, 0],
-        [_F(1, 2), _F(1, 2), _F(1, 2)],
-        [_F(1, 2), _F(-1, 2), _F(1, 2)],
-        [0, 0, 1]],
-    4: [[_F(1, 4), 0, 0],
-        [_F(-1, 6), _F(-1, 6), _F(-1, 6)],
-        [_F(-1, 6), _F(1, 6), _F(-1, 6)],
-        [_F(1, 24), _F(1, 12), _F(1, 6)],
-        [_F(1, 24), _F(-1, 12), _F(1, 6)],
-        [0, 0, 1]],
-}
-_AT = {
-    2: [[1, 1, 1, 0],
-        [0, 1, -1, -1]],
-    4: [[1, 1, 1, 1, 1, 0],
-        [0, 1, -1, 2, -2, 0],
-        [0, 1, 1, 4, 4, 0],
-        [0, 1, -1, 8, -8, 1]],
-}
-
-TILES = (2, 4)
-
-
-def _check_tile(tile: int) -> None:
-    if tile not in TILES:
-        raise ValueError(f"Winograd tile must be 2 or 4 (F(2x2,3x3) or F(4x4,3x3)), got {tile}")
-
-
-def winograd_matrices(tile: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(B^T, G, A^T) of F(tile x tile, 3 x 3) as float64 arrays of shapes
-    (alpha, alpha), (alpha, 3), (tile, alpha)."""
-    _check_tile(tile)
-    return tuple(np.array([[float(v) for v in row] for row in m[tile]]) for m in (_BT, _G, _AT))  # type: ignore[return-value]
-
-
-def winograd_tiles(out_h: int, out_w: int, tile: int) -> tuple[int, int]:
-    """(TH, TW): tiles per output column and row (the last ones may hang over the edge)."""
-    return -(-out_h // tile), -(-out_w // tile)
-
-
-# --------------------------------------------------------------------------- numpy
-
-
-def winograd_filter_transform(w_oihw: np.ndarray, tile: int) -> np.ndarray:
-    """U = G g G^T for every (output, input) channel pair of 3x3 weights (K, C, 3, 3),
-    computed in float64; returns shape (alpha^2, K, C) with xi = i * alpha + j."""
-    _, g, _ = winograd_matrices(tile)
-    w = np.asarray(w_oihw, dtype=np.float64)
-    if w.ndim != 4 or w.shape[2:] != (3, 3):
-        raise ValueError(f"the Winograd filter transform needs (K, C, 3, 3) weights, got {list(w.shape)}")
-    u = (g @ w @ g.T).transpose(2, 3, 0, 1)  # G g G^T per (k, c), as (i, j, k, c)
-    alpha = tile + 2
-    return u.reshape(alpha * alpha, *w.shape[:2])
-
-
-def pack_filter_transform(u: np.ndarray) -> np.ndarray:
-    """(alpha^2, K, C) -> the kernel's layout [alpha^2, K/4, C, 4] (float32), K padded to a
-    multiple of 4 with zeros: element (xi, k4, c, j) is U[xi][4*k4 + j][c]."""
-    a2, k, c = u.shape
-    k4 = -(-k // 4)
-    padded = np.zeros((a2, 4 * k4, c), np.float32)
-    padded[:, :k] = u  # rounded to float32 once, here
-    return np.ascontiguousarray(padded.reshape(a2, k4, 4, c).transpose(0, 1, 3, 2))
-
-
-def unpack_oihw4o(packed: np.ndarray) -> np.ndarray:
-    """[O/4, I, KH, KW, 4] -> [O, I, KH, KW] (the layout pass's packing, inverted)."""
-    o4, i, kh, kw, _ = packed.shape
-    return np.ascontiguousarray(np.asarray(packed).transpose(0, 4, 1, 2, 3).reshape(o4 * 4, i, kh, kw))
-
-
-def winograd_weight(w_packed_oihw4o: np.ndarray, tile: int) -> np.ndarray:
-    """The `texture.winograd_matmul` filter constant from OIHW4o-packed 3x3 weights."""
-    return pack_filter_transform(winograd_filter_transform(unpack_oihw4o(w_packed_oihw4o), tile))
-
-
-def winograd_conv_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
-                            pads: tuple[int, int, int, int], tile: int,
-                            dtype=np.float64) -> np.ndarray:
-    """A 3x3 stride-1 convolution (NCHW x, OIHW w, pads top, left, bottom, right)
-    computed the Winograd way, transforms and products in `dtype`: the algorithm the
-    kernels implement, for checking them and for checking it against direct
-    convolution."""
-    bt, _, at = (m.astype(dtype) for m in winograd_matrices(tile))
-    n, c, h, wd = x.shape
-    k = w.shape[0]
-    pt, pl, pb, pr = pads
-    oh, ow = h + pt + pb - 2, wd + pl + pr - 2
-    th, tw = winograd_tiles(oh, ow, tile)
-    alpha = tile + 2
-    # zero padding plus the overhang of the last tiles
-    xp = np.zeros((n, c, th * tile + 2, tw * tile + 2), dtype)
-    rows, cols = min(h, th * tile + 2 - pt), min(wd, tw * tile + 2 - pl)
-    xp[:, :, pt:pt + rows, pl:pl + cols] = x[:, :, :rows, :cols]
-    d = np.lib.stride_tricks.sliding_window_view(xp, (alpha, alpha), axis=(2, 3))[:, :, ::tile, ::tile]
-    v = np.einsum("ia,nctsab,jb->ijcnts", bt, d, bt)  # (alpha, alpha, C, N, TH, TW)
-    v = v.reshape(alpha, alpha, c, n * th * tw)
-    u = winograd_filter_transform(w, tile).astype(dtype).reshape(alpha, alpha, k, c)
-    m = np.einsum("ijkc,ijcp->ijkp", u, v)
-    y = np.einsum("ai,ijkp,bj->kpab", at, m, at)  # (K, P, tile, tile)
-    y = y.reshape(k, n, th, tw, tile, tile).transpose(1, 0, 2, 4, 3, 5).reshape(n, k, th * tile, tw * tile)
-    y = y[:, :, :oh, :ow]
-    if b is not None:
-        y = y + np.asarray(b, dtype).reshape(1, k, 1, 1)
-    return y
-
-
-# --------------------------------------------------------------------------- kernels
-
 
 def _combine(vk: KernelBuilder, coeffs, values: list[SSAValue]) -> SSAValue:
     """sum_i coeffs[i] * values[i] over float4s, emitting only the non-zero terms
@@ -262,7 +131,7 @@ class WinogradInputSpec(PackedSpec):
         d = [[self.src.read_masked(kb, x, n, c4, ys[a], xs[b], kb.all_of([c for c in (row_ok[a], col_ok[b])
                                                                            if c is not None]))
               for b in range(alpha)] for a in range(alpha)]
-        bt = _BT[self.tile]
+        bt = BT[self.tile]
         v = _sandwich(kb.vector(), bt, d, bt)
         for i in range(alpha):
             for j in range(alpha):
@@ -277,15 +146,15 @@ class WinogradMatmulSpec(PackedSpec):
     is U packed [alpha^2, K4, 4*C4, 4] (see the module docstring)."""
 
     src: Packed = None  # type: ignore[assignment]
-    tiles_per_item: int = 1
+    tile_block: int = 1
     """Tiles per work-item: each filter float4 loaded feeds this many multiply-adds."""
-    co_blocks: int = 1
-    """Output channel blocks per work-item: each V float4 read feeds 4 * co_blocks
+    channel_blocks: int = 1
+    """Output channel blocks per work-item: each V float4 read feeds 4 * channel_blocks
     multiply-adds. Must divide K4."""
 
     def base_name(self) -> str:
-        blk = f"_t{self.tiles_per_item}" if self.tiles_per_item > 1 else ""
-        blk += f"_x{self.co_blocks}" if self.co_blocks > 1 else ""
+        blk = f"_t{self.tile_block}" if self.tile_block > 1 else ""
+        blk += f"_x{self.channel_blocks}" if self.channel_blocks > 1 else ""
         return f"winograd_matmul_4c{blk}"
 
     def head_args(self):
@@ -293,13 +162,13 @@ class WinogradMatmulSpec(PackedSpec):
 
     def grid(self):
         a2, k4, _, p = self.out.shape
-        return (-(-p // self.tiles_per_item), k4 // self.co_blocks, a2)
+        return (-(-p // self.tile_block), k4 // self.channel_blocks, a2)
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         (v_ptr, u_ptr), _, out = self.split(args)
         _, c4n, _, p_n = self.src.shape
         _, k4n, _, _ = self.out.shape
-        tb, cb = self.tiles_per_item, self.co_blocks
+        tb, cb = self.tile_block, self.channel_blocks
         gx, kb_id, xi = kb.global_id(0, "gx"), kb.global_id(1, "kblk"), kb.global_id(2, "xi")
         k40 = kb.mul(kb_id, cb, "k4")
         p0 = kb.mul(gx, tb, "p0")
@@ -374,7 +243,7 @@ class WinogradOutputSpec(PackedSpec):
         n, th, tw = _tile_coords(kb, p, self.tiles, n_)
         tile = [[self.src.read(kb, m_ptr, i * alpha + j, k4, 0, p) for j in range(alpha)] for i in range(alpha)]
         vk = kb.vector()
-        at = _AT[m]
+        at = AT[m]
         y = _sandwich(vk, at, tile, at)
         if self.has_bias:
             bias = kb.vload4(ins[1], k4, "bias")

@@ -1,5 +1,5 @@
-// Input of ../config_edit.mlir (NOSPLIT, DW): split_k = 2 edits that cannot be carried out:
-// @late_conv lowered without the split-k pass, @dw split (depthwise) by it.
+// Input of ../config_edit.mlir (DW): split_k = 2 edits of which one cannot be carried out:
+// @dw (depthwise) split by the split-k pass.
 func.func @late_conv(%x: !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> {
   %w = graph.constant dense<0.5> : tensor<8x128x1x1x4xf32>
   %c = graph.conv2d %x, %w {kernel_config = {split_k = 2 : i64}} : !texture.tensor<1x32x7x7x4xf32, nchw4c, global>, tensor<8x128x1x1x4xf32> -> !texture.tensor<1x8x7x7x4xf32, nchw4c, global> loc("late_conv")

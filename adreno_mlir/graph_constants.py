@@ -1,4 +1,4 @@
-"""Reading and creating `graph.constant`s, shared by the passes that compute weights."""
+"""Reading and creating `graph.constant`s: the passes that compute weights and the lowering share these."""
 
 from __future__ import annotations
 

@@ -1,0 +1,275 @@
+"""The matrix-product family: `graph.gemm` and `graph.matmul`, lowered to `GemmSpec` and
+`MatMulSpec` (lowering/kernels/matmul.py).
+
+| key | values | what |
+|---|---|---|
+| `k_split` | 1, 2, 4 ... 256 | work-items sharing one output's reduction (1: one per output) |
+| `tile_m` | 1, 2, 4, 8 | rows per work-item (register tile; with k_split 1) |
+| `tile_n` | 1, 4 | columns per work-item (4: a float4 of B, where B's rows are aligned float4s) |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Operation
+
+from adreno_mlir.dialects import graph
+from adreno_mlir.kernel_math.matmul import MatMulGeometry, float4_columns, matmul_geometry, read_strides
+from adreno_mlir.lowering.expr import Bin, In, Src, Un
+from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, value_numel
+from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
+from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides
+from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
+from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
+
+
+def tileable(op: Operation) -> bool:
+    """Whether a Gemm/MatMul runs as a (tiled) MatMulSpec: a MatMul always; a Gemm
+    without transA whose B is either not transposed or a constant (transposed at
+    compile time)."""
+    if isinstance(op, graph.MatMulOp):
+        return True
+    return not op.trans_a.value.data and (not op.trans_b.value.data or isinstance(op.b.owner, graph.ConstantOp))
+
+
+def matmul_dims(op: Operation) -> tuple[int, int, int]:
+    """(M, N, batch entries) of a Gemm or MatMul. A MatMul whose B has no batch of its
+    own runs its batch as extra rows when A's strides allow (see nchw_lowering.MatMul):
+    M counts them."""
+    if isinstance(op, graph.GemmOp):
+        m, n = graph.shape_of(op.results[0])
+        return m, n, 1
+    geo = matmul_geometry_of(op)
+    rows = geo.collapse_rows()
+    if rows is not None:  # B shared by every batch entry: one tall product
+        return rows.m, rows.n, 1
+    batch = 1
+    for d in geo.batch:
+        batch *= d
+    return geo.m, geo.n, batch
+
+
+def matmul_geometry_of(op: graph.MatMulOp) -> MatMulGeometry:
+    """How a MatMul's kernel reads its operands: the shapes after `lhs_perm` / `rhs_perm`,
+    read through the permuted strides of the stored tensors (one source for the rules
+    here and the lowering, so a rule never picks what the lowering must refuse)."""
+    return matmul_geometry(op.lhs_shape(), read_strides(graph.shape_of(op.lhs), op.lhs_permutation()),
+                           op.rhs_shape(), read_strides(graph.shape_of(op.rhs), op.rhs_permutation()))
+
+
+_SPEC_TERMS = {"k_parts": "k_split", "tile_rows": "tile_m", "tile_cols": "tile_n"}
+
+
+def _in_key_terms(error: Exception) -> str:
+    """A matmul spec's refusal in the words of this family's keys."""
+    import re
+
+    return re.sub("|".join(_SPEC_TERMS), lambda m: _SPEC_TERMS[m.group(0)], str(error))
+
+
+class Gemm(Family):
+    name = "gemm"
+    keys = (
+        Key("k_split", (1, 2, 4, 8, 16, 32, 64, 128, 256), "work-items sharing one output's reduction", off=1),
+        Key("tile_m", (1, 2, 4, 8), "rows per work-item (k_split 1)", off=1),
+        Key("tile_n", (1, 4), "columns per work-item (k_split 1)", off=1),
+    )
+
+    def matches(self, head: Operation) -> bool:
+        return isinstance(head, (graph.GemmOp, graph.MatMulOp))
+
+    def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        return self._tiles(op, rules, self._split(op, rules))
+
+    def _split(self, op: Operation, rules: Rules) -> dict[str, Any]:
+        """Gemm and MatMul: `k_split` work-items share each output's reduction (1: one
+        work-item per output element; lowering/kernels/matmul.py).
+
+        Split when there are fewer outputs than `min_work_items` and K >= 256 (a batch-1
+        classifier: 1000 outputs, K = 1280): one serial loop per output leaves a GPU
+        nearly idle. GPUs: with K contiguous in B (Gemm transB = 1) a work-group of 64
+        work-items (128 from K = 4096) per output; with B column-contiguous (transB = 0,
+        MatMul) 32 per output, 8 neighbouring columns per work-group. CPUs: 8 where the
+        float4 loads apply (K contiguous in A's row and B's, K % 4 == 0), else 1. On
+        PoCL (2 shared cores, kernel time of cm.profile, median of 5) the classifier
+        took 2.14 ms with 1, 1.19 ms with 8, 1.32 with 16, 1.70 with 32; M = 2: 8.2 ->
+        2.8 ms; K = 1283 (scalar loads) gained nothing (2.14 -> 2.20 ms with 16). The
+        gain there is the float4 loads, not the parallelism, hence a small split.
+        Always written, 1 included: the lowering's defaults are the GPU rules."""
+        out = graph.shape_of(op.results[0])
+        outputs = 1
+        for d in out:
+            outputs *= d
+        if isinstance(op, graph.GemmOp):
+            a = graph.shape_of(op.a)
+            trans_a = bool(op.trans_a.value.data)
+            k = a[0] if trans_a else a[1]
+            k_contiguous = bool(op.trans_b.value.data)
+            float4 = k_contiguous and (not trans_a or out[0] == 1)
+        else:
+            # Through lhs_perm / rhs_perm: attention's transposed keys are K-contiguous.
+            geo = matmul_geometry_of(op)
+            k, k_contiguous = geo.k, geo.n == 1 or geo.b_strides[0] == 1
+            float4 = k_contiguous and geo.a_strides[1] == 1
+        split = 1
+        if outputs < rules.min_work_items and k >= 256:
+            if rules.gpu:
+                split = (128 if k >= 4096 else 64) if k_contiguous else 32
+            elif float4 and k % 4 == 0:
+                split = 8
+        elif rules.gpu and k >= 1024 and isinstance(op, graph.MatMulOp):
+            # Long reductions with enough outputs: 8 work-items per output still help a GPU
+            # (ViT-B/32's and Swin-T's K = 3072 / 1536 MLP products: their matmul time on
+            # the H200 fell from 8.8 to 6.9 ms with 8, 7.0 with 4, 8.1 with 32;
+            # bench/schedule_sweep.py --family matmul, docs/bench/issue12).
+            split = 8
+        return {"k_split": split}
+
+    def _tiles(self, op: Operation, rules: Rules, cfg: dict[str, Any]) -> dict[str, Any]:
+        """Gemm and MatMul without a split: `tile_m` rows by `tile_n` columns per
+        work-item (MatMulSpec). CPUs: 4 x 4 (one float4 of B per K step, each A value
+        used four times from a register; tiny_bert's products on PoCL: 0.40-0.64 s with
+        4x4 / 8x4 tiles against 1.9 s untiled). GPUs: 1 x 1: the transformer products
+        have few rows (ViT-B/32: 50), and tiles cut the work-items below what fills an
+        H200 (vit_b_32 + tiny_bert products: 6.6 ms untiled, 11.2 ms 1x4, 25.1 ms 4x4;
+        bench/schedule_sweep.py --family matmul, docs/bench/issue12). A Gemm takes tiles
+        only when it can run as a matmul (not transA; transB only with a constant B,
+        transposed at compile time); otherwise both stay 1. A MatMul whose B is read
+        through a `rhs_perm` takes tile_n = 4 only where B's rows are still aligned float4s
+        (`float4_columns`: attention's transposed keys are not; its head-split values are)."""
+        if cfg["k_split"] > 1 or not tileable(op):
+            return cfg  # no tiles to choose: the keys are left out (they would read 1)
+        m, n, batch = matmul_dims(op)
+        if rules.gpu:
+            return {**cfg, "tile_m": 1, "tile_n": 1}
+        if isinstance(op, graph.MatMulOp):  # B read through rhs_perm: float4 rows only where aligned
+            geo = matmul_geometry_of(op)
+            columns4 = float4_columns(geo.n, geo.b_strides, geo.b_batch_strides)
+        else:
+            columns4 = n % 4 == 0
+        return {**cfg, "tile_m": 4 if m >= 4 else 1, "tile_n": 4 if columns4 else 1}
+
+    def space(self, head: Operation, default: dict[str, Any]) -> list:
+        """k_split 1 ... 128 (up to K / 2), tile_m 1/2/4/8 and tile_n 1/4 when not split."""
+        k = _gemm_k(head)
+        dims: list = [("k_split", tuple(s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s == 1 or 2 * s <= k))]
+        if tileable(head):
+            m, n, _ = matmul_dims(head)
+            dims.append(("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(m, 1))))
+            if default.get("tile_n", 1) == 4 or n % 4 == 0:
+                dims.append(("tile_n", (1, 4)))
+        return dims
+
+    def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
+        if cfg.get("k_split", 1) > 1:
+            # Untiled, explicitly: select-kernel-config merges an override onto its own
+            # choice, so a key left out keeps the default's tile_n = 4, which split-K refuses.
+            for t in ("tile_m", "tile_n"):
+                if t in cfg:
+                    cfg[t] = 1
+        return cfg
+
+    def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
+        """Outputs / (tile_m * tile_n) x k_split."""
+        return cdiv(value_numel(head.results[0]), cfg.get("tile_m", 1) * cfg.get("tile_n", 1)) \
+            * cfg.get("k_split", 1)
+
+
+def _gemm_k(head) -> int:
+    if isinstance(head, graph.GemmOp):
+        a = graph.shape_of(head.a)
+        return int(a[0] if head.trans_a.value.data else a[1])
+    return int(head.lhs_shape()[-1])
+
+
+GEMM = Gemm()
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+class GemmPattern(KernelPattern):
+    heads = (graph.GemmOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.GemmOp = group.head
+        out_shape = graph.shape_of(op.result)
+        m, n = out_shape
+        a_shape = graph.shape_of(op.a)
+        k = a_shape[0] if op.trans_a.value.data else a_shape[1]
+        epi, extras = _epi_args(hb, group, out_shape)
+        beta = op.beta.value.data
+        if op.c is not None and beta != 0.0:
+            # beta * C joins the epilogue as one more extra input, before the fused tail.
+            c_index = len(epi.strides)
+            c_expr = In(c_index) if beta == 1.0 else Un("scale", In(c_index), (beta,))
+            expr = _substitute_src(epi.expr, Bin("add", Src(), c_expr))
+            epi = Epilogue(expr, epi.strides + (broadcast_strides(graph.shape_of(op.c), out_shape),))
+            extras = extras + [hb.buffer(op.c)]
+        tiles = cfg["tile_m"], cfg["tile_n"]
+        if tiles != (1, 1) and (cfg["k_split"] > 1 or not tileable(op)):
+            raise LoweringError(f"{where(op)}: kernel_config tile_m/tile_n need k_split = 1, no transA, and "
+                                "transB only with a constant B")
+        if tiles != (1, 1):
+            # A register-tiled matmul (MatMulSpec): B transposed at compile time if need
+            # be, alpha folded into the epilogue. Untiled Gemms keep GemmSpec (transB read
+            # in place, split-K for GEMVs).
+            if op.alpha.value.data != 1.0:
+                epi = Epilogue(_substitute_src(epi.expr, Un("scale", Src(), (op.alpha.value.data,))), epi.strides)
+            b = hb.buffer(op.b)
+            if op.trans_b.value.data:
+                b = hb.weight((op.b.owner.weight_name or "gemm_b") + "_t",
+                              np.ascontiguousarray(hb.constant_array(op.b).T))
+            try:
+                spec = MatMulSpec(batch=(), a_batch_strides=(), b_batch_strides=(), m=m, n=n, k=k,
+                                  tile_rows=tiles[0], tile_cols=tiles[1], epilogue=epi)
+            except ValueError as e:
+                raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
+            hb.launch(spec, [hb.buffer(op.a), b, *extras, hb.alloc(group.result)], loc)
+            return
+        spec = GemmSpec(m=m, n=n, k=k, trans_a=bool(op.trans_a.value.data), trans_b=bool(op.trans_b.value.data),
+                        alpha=op.alpha.value.data, k_parts=cfg["k_split"], epilogue=epi)
+        hb.launch(spec, [hb.buffer(op.a), hb.buffer(op.b), *extras, hb.alloc(group.result)], loc)
+
+
+class MatMulPattern(KernelPattern):
+    heads = (graph.MatMulOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.MatMulOp = group.head
+        # Operands are read through the strides of their perms (lhs_perm / rhs_perm): a
+        # transposed operand costs no copy.
+        a, b = op.lhs_shape(), op.rhs_shape()
+        geo = matmul_geometry_of(op)
+        # The epilogue runs at (batch..., M, N) coordinates; a 1-D operand's result lacks
+        # M or N, so its extra inputs get stride 0 there.
+        epi, extras = _epi_args(hb, group, graph.shape_of(group.head.results[0]))
+        if len(a) == 1 or len(b) == 1:
+            def widen(st: tuple[int, ...]) -> tuple[int, ...]:
+                st = st[:-1] + (0,) + st[-1:] if len(a) == 1 else st
+                return st + (0,) if len(b) == 1 else st
+            epi = Epilogue(epi.expr, tuple(widen(st) for st in epi.strides))
+        rows = geo.collapse_rows()
+        if rows is not None:
+            # B shared by every batch entry and A's batch and rows nesting like one axis
+            # (checked with A's real strides): the batch is more rows of one product
+            # (PyTorch's attention projections multiply [L, 1, E] by [E, 3E]), so
+            # register tiles span batch entries instead of B being re-read per entry.
+            collapsed = [_collapse_rows(st, (*geo.batch, geo.m)) for st in epi.strides]
+            if all(c is not None for c in collapsed):
+                epi = Epilogue(epi.expr, tuple(collapsed))  # type: ignore[arg-type]
+                geo = rows
+        try:
+            spec = MatMulSpec(batch=geo.batch, a_batch_strides=geo.a_batch_strides,
+                              b_batch_strides=geo.b_batch_strides, m=geo.m, n=geo.n, k=geo.k,
+                              a_strides=geo.a_strides, b_strides=geo.b_strides,
+                              k_parts=cfg["k_split"], tile_rows=cfg["tile_m"], tile_cols=cfg["tile_n"],
+                              epilogue=epi)
+        except ValueError as e:
+            raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
+        hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), *extras, hb.alloc(group.result)], loc)
+
+
+Gemm.patterns = (GemmPattern(), MatMulPattern())

@@ -1,0 +1,272 @@
+"""The row-reduction families: kernels that reduce rows of their input, with `reduce_items`
+work-items per row (1: a serial loop; else a work-group reduction in local memory).
+
+- `reduce`: global average pools and every `graph.ReduceOp` kind (mean, sum, max, min, prod,
+  L1, L2, ...), NCHW (`ReduceSpec`) and NCHW4c (`PackedMeanSpec`);
+- `norm`: LayerNorm and (Log)Softmax (`LayerNormSpec`, `SoftmaxSpec`);
+- `attention`: fused attention, `graph.attention` (`AttentionSpec`): work-items per query row.
+
+| key | values | what |
+|---|---|---|
+| `reduce_items` | reduce, norm: 1, 16, 32 ... 256; attention: 1, 2, 4 ... 128 | work-items per output (row) |
+
+Their kernels fix their own work-group (a row each): `work_group` is not tuned.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from xdsl.ir import Operation
+
+from adreno_mlir.dialects import graph, texture
+from adreno_mlir.kernel_math.matmul import read_strides
+from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, group_items, numel, value_numel
+from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
+from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
+from adreno_mlir.lowering.kernels.common import broadcast_strides
+from adreno_mlir.lowering.kernels.norm import LayerNormSpec
+from adreno_mlir.lowering.kernels.packed import PackedMeanSpec, packed_of
+from adreno_mlir.lowering.kernels.pool import ReduceSpec
+from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
+from adreno_mlir.lowering.nchw_lowering import _epi_args
+from adreno_mlir.lowering.packed_lowering import EpiloguePattern
+
+ROW_ITEMS = (1, 16, 32, 64, 128, 256)
+
+
+class RowFamily(Family):
+    """A family whose one key is `reduce_items` work-items per row."""
+
+    fixed_work_group = True
+
+    def reduced_extent(self, head: Operation) -> int:
+        raise NotImplementedError
+
+    def rows(self, head: Operation) -> int:
+        raise NotImplementedError
+
+    def space(self, head: Operation, default: dict[str, Any]) -> list:
+        """reduce_items 1 and those up to the reduced extent."""
+        extent = self.reduced_extent(head)
+        return [("reduce_items", tuple(n for n in self.keys[0].choices if n == 1 or n <= extent))]
+
+    def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
+        """Outputs (rows) x reduce_items."""
+        return self.rows(head) * cfg.get("reduce_items", 1)
+
+
+class Reduce(RowFamily):
+    name = "reduce"
+    keys = (Key("reduce_items", ROW_ITEMS, "work-items per output", off=1),)
+
+    def matches(self, head: Operation) -> bool:
+        return isinstance(head, (graph.GlobalAvgPoolOp, graph.ReduceOp))  # every reduction kind
+
+    def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        """Global pools and every reduction kind (graph.ReduceOp: mean, sum, max, min,
+        prod, L1, L2, ...): `reduce_items` work-items per output (1: one work-item loops
+        over the whole reduced extent). Every kind has the work-group kernel (ReduceSpec
+        combines the partial results with the kind's own add / max / min / multiply), so
+        the rule looks only at the extent.
+
+        GPUs: a work-group per output, of the most work-items (16 to 256) that still give
+        each at least two elements; the serial loop only when the extent is too small
+        even for 16 (under 32 elements). A serial squeeze-excite pool is a handful of
+        work-items (one per channel block) each looping over all the pixels, 12-23% of
+        MobileNetV3 / EfficientNet time on an H200; the work-group version runs
+        extent/items loads per work-item and log2(items) barrier steps. The value is
+        always written: an absent key would take `DEFAULT_RULES` (a GPU's) in the
+        lowering. CPUs keep 1: on PoCL (2 cores, kernel time from profiling events) the
+        serial loop was as fast or faster for NCHW4c images (112x112x32: 0.57 ms against
+        0.58-0.63 ms with 16-256 work-items; 7x7x576: 0.04 against 0.05-0.20 ms) and for
+        small NCHW means (7x7x576: 0.014 against 0.05-0.5 ms); only large NCHW means gained
+        a little (56x56x96: 0.24 against 0.16-0.20 ms)."""
+        shape = graph.shape_of(op.input)
+        axes = range(2, len(shape)) if isinstance(op, graph.GlobalAvgPoolOp) else graph.ints(op.axes)
+        extent = 1
+        for a in axes:
+            extent *= shape[a]
+        items = 1
+        if rules.gpu:
+            items = group_items(extent)
+        return {"reduce_items": items}
+
+    def reduced_extent(self, head: Operation) -> int:
+        shape = graph.shape_of(head.input)
+        if isinstance(head, graph.GlobalAvgPoolOp):
+            return int(math.prod(shape[2:]))
+        return int(math.prod(shape[a] for a in graph.ints(head.axes)))
+
+    def rows(self, head: Operation) -> int:
+        out = head.results[0]
+        rows = value_numel(out)
+        return cdiv(rows, 4) if isinstance(out.type, texture.TextureTensorType) else rows
+
+
+class Norm(RowFamily):
+    name = "norm"
+    keys = (Key("reduce_items", ROW_ITEMS, "work-items per row", off=1),)
+
+    def matches(self, head: Operation) -> bool:
+        return isinstance(head, (graph.LayerNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp))
+
+    def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        """LayerNorm and Softmax: `reduce_items` work-items per row. GPUs: a work-group per row, of
+        the most work-items (16 to 256) that give each at least two elements (a
+        transformer has only 50-3136 rows, far too few work-items with one per row). CPUs:
+        1 (a row per work-item; PoCL's cores are already busy with the rows)."""
+        shape = graph.shape_of(op.input)
+        if isinstance(op, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
+            length = shape[op.axis.value.data % len(shape)]
+        else:
+            length = math.prod(shape[op.norm_axis():])
+        items = 1
+        if rules.gpu:
+            items = group_items(length)
+        return {"reduce_items": items}
+
+    def reduced_extent(self, head: Operation) -> int:
+        shape = graph.shape_of(head.input)
+        if isinstance(head, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
+            return int(shape[head.axis.value.data % len(shape)])
+        return int(math.prod(shape[head.norm_axis():]))
+
+    def rows(self, head: Operation) -> int:
+        shape = graph.shape_of(head.input)
+        if isinstance(head, graph.LayerNormOp):
+            return numel(shape[:head.norm_axis()])
+        return numel(shape) // max(1, shape[head.axis.value.data % len(shape)])
+
+
+class Attention(RowFamily):
+    name = "attention"
+    keys = (Key("reduce_items", (1, 2, 4, 8, 16, 32, 64, 128), "work-items per query row", off=1),)
+
+    def matches(self, head: Operation) -> bool:
+        return isinstance(head, graph.AttentionOp)
+
+    def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        """Fused attention: `reduce_items` work-items per query row (AttentionSpec). GPUs: the
+        most (16 to 128) that give each at least two keys, since a row's work-group also
+        shares its Dv output columns; CPUs: 1 (a serial row per work-item: PoCL's cores are
+        already busy with the rows, and a barrier costs more there)."""
+        keys = op.scores_shape()[-1]
+        items = 1
+        if rules.gpu:
+            items = group_items(keys, most=128)
+        return {"reduce_items": items}
+
+    def reduced_extent(self, head: Operation) -> int:
+        return int(head.scores_shape()[-1])
+
+    def rows(self, head: Operation) -> int:
+        return numel(head.scores_shape()[:-1])
+
+
+REDUCE, NORM, ATTENTION = Reduce(), Norm(), Attention()
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+class ReducePattern(KernelPattern):
+    """Global average pools and every `graph.ReduceOp` kind (ReduceSpec)."""
+
+    heads = (graph.GlobalAvgPoolOp, graph.ReduceOp)
+
+    def lower(self, hb, group, cfg, loc):
+        op = group.head
+        x_shape = graph.shape_of(op.input)
+        gap = isinstance(op, graph.GlobalAvgPoolOp)
+        axes = tuple(range(2, len(x_shape))) if gap else graph.ints(op.axes)
+        # Epilogue coordinates are those of the input rank with reduced axes at 0, i.e.
+        # the keepdims output shape.
+        keep_shape = tuple(1 if d in axes else s for d, s in enumerate(x_shape))
+        epi, extras = _epi_args(hb, group, keep_shape)
+        # reduce_items > 1: a work-group per output element
+        spec = ReduceSpec(x_shape=x_shape, axes=axes, items=cfg["reduce_items"],
+                          kind="mean" if gap else op.kind, epilogue=epi)
+        hb.launch(spec, [hb.buffer(op.input), *extras, hb.alloc(group.result)], loc)
+
+
+class SoftmaxPattern(KernelPattern):
+    heads = (graph.SoftmaxOp, graph.LogSoftmaxOp)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.SoftmaxOp | graph.LogSoftmaxOp = group.head
+        shape = graph.shape_of(op.input)
+        spec = SoftmaxSpec(shape=shape, axis=op.axis.value.data % len(shape), items=cfg["reduce_items"],
+                           log=isinstance(op, graph.LogSoftmaxOp))
+        hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
+
+
+class AttentionPattern(KernelPattern):
+    """graph.attention (fuse-attention's op): one AttentionSpec kernel, its operands read
+    through their perms' strides with broadcast batch axes at stride 0. The op has no
+    NCHW4c kernel, so this is its lowering on every plan."""
+
+    heads = (graph.AttentionOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.AttentionOp = group.head
+        if group.has_epilogue:
+            raise LoweringError(f"{where(op)}: graph.attention takes no fused element-wise epilogue")
+        out = graph.shape_of(op.result)
+        batch, (m, dv) = tuple(out[:-2]), out[-2:]
+        d, keys = op.read_shape("k")[-2:]
+        if keys > MAX_KEYS:
+            raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its kernel keeps a row's scores "
+                                f"in local memory, at most {MAX_KEYS}; leave fuse-attention out of the pipeline")
+
+        def strides(which: str) -> tuple[int, ...]:
+            read = read_strides(graph.shape_of(getattr(op, which)), op.permutation(which))
+            shape = op.read_shape(which)
+            lead = len(batch) - (len(shape) - 2)
+            batch_st = tuple(0 if dim == 1 else st for dim, st in zip(shape[:-2], read[:-2]))
+            return (0,) * lead + batch_st + tuple(read[-2:])
+
+        bias_st = None
+        if op.bias is not None:
+            bias_st = broadcast_strides(graph.shape_of(op.bias), (*batch, m, keys))
+        try:
+            spec = AttentionSpec(batch=batch, m=m, d=d, keys=keys, dv=dv, q_strides=strides("q"),
+                                 k_strides=strides("k"), v_strides=strides("v"), bias_strides=bias_st,
+                                 scale=op.scale.value.data, items=cfg["reduce_items"])
+        except ValueError as e:
+            raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
+        ins = [hb.buffer(op.q), hb.buffer(op.k), hb.buffer(op.v)]
+        ins += [hb.buffer(op.bias)] if op.bias is not None else []
+        hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
+
+
+class LayerNormPattern(KernelPattern):
+    heads = (graph.LayerNormOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.LayerNormOp = group.head
+        shape = graph.shape_of(op.input)
+        axis = op.norm_axis()
+        row_shape = tuple(shape[axis:])
+        bias = op.bias
+        spec = LayerNormSpec(
+            rows=numel(shape[:axis]), row_shape=row_shape, scale_strides=broadcast_strides(graph.shape_of(op.scale), row_shape),
+            bias_strides=None if bias is None else broadcast_strides(graph.shape_of(bias), row_shape),
+            epsilon=op.epsilon.value.data, items=cfg["reduce_items"])
+        ins = [hb.buffer(op.input), hb.buffer(op.scale)] + ([] if bias is None else [hb.buffer(bias)])
+        hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
+
+
+class PackedMeanPattern(EpiloguePattern):
+    heads = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
+
+    def spec(self, hb, op, out, pepi, cfg):
+        # reduce_items > 1: a work-group per (n, channel block)
+        spec = PackedMeanSpec(out=out, pepi=pepi, src=packed_of(op.input), items=cfg["reduce_items"])
+        return spec, [hb.buffer(op.input)], []
+
+
+Reduce.patterns = (ReducePattern(), PackedMeanPattern())
+Norm.patterns = (SoftmaxPattern(), LayerNormPattern())
+Attention.patterns = (AttentionPattern(),)
