@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from adreno_mlir.errors import CompileError
+from adreno_mlir.plan import CompilePlan
 
 __all__ = [
     "LAUNCH_OVERHEAD_US",
@@ -264,7 +265,7 @@ def op_flops(op: Operation) -> int:
 def kernel_flops(kop: Operation) -> int:
     """FLOPs of a kernel: its head's, plus numel per op of a fused element-wise tail, plus
     those of the `graph.fused {on_load}` regions it computes as it loads them (once each:
-    the dw_tile schedule)."""
+    the tiled on-load schedule)."""
     members = _members(kop)
     from adreno_mlir.dialects import graph
 
@@ -413,6 +414,8 @@ class Analysis:
     pipeline: str
     """The stages run (up to and including `config`)."""
     module: ModuleOp = field(repr=False)
+    compile_plan: CompilePlan | None = field(default=None, repr=False)
+    """The plan analyzed (adreno_mlir.plan); `plan` is its `describe()`."""
 
     @property
     def total_us(self) -> float:
@@ -422,6 +425,7 @@ class Analysis:
         p = self.profile
         return {
             "target": p.name, "plan": self.plan, "pipeline": self.pipeline,
+            **({"options": self.compile_plan.record()} if self.compile_plan is not None else {}),
             "peaks": {"gflops_fp32": p.peak_gflops_fp32, "gflops_fp16": p.peak_gflops_fp16,
                       "memory_gbps": p.memory_gbps, "source": p.peak_source,
                       "launch_overhead_us": launch_overhead_us(p)},
@@ -432,29 +436,28 @@ class Analysis:
         }
 
 
-def analyze_model(model: str | Path | Any, target: str = "adreno-740", *, plan: str | None = None,
+def analyze_model(model: str | Path | Any, target: str = "adreno-740", *, plan: str | CompilePlan | None = None,
                   precision: str = "fp32", device: str | None = None) -> Analysis:
     """Import `model` (an .onnx path, ModelProto or imported graph module), run the plan's
     stages up to and including `config`, and estimate every kernel on `target`.
 
     plan: "texture", "buffer4c", "nchw" (`PLANS`), or None for the target's default plan
-    (as `compile()` picks it)."""
-    from adreno_mlir.api import describe_plan, plan_options
+    (as `compile()` picks it); or a `CompilePlan` (adreno_mlir.plan.make_plan), which then
+    replaces target, precision and device."""
     from adreno_mlir.context import make_context
     from adreno_mlir.frontend import import_onnx
-    from adreno_mlir.options import check_precision
-    from adreno_mlir.pipeline import pipeline_string, run_stages, stages_for
-    from adreno_mlir.target import get_profile
+    from adreno_mlir.pipeline import pipeline_string, run_stages
+    from adreno_mlir.plan import make_plan
 
-    if plan is not None and plan not in PLANS:
-        raise CompileError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)} (or leave it out)")
-    textures, layout = PLANS[plan] if plan is not None else (None, None)
+    if not isinstance(plan, CompilePlan):
+        if plan is not None and plan not in PLANS:
+            raise CompileError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)} (or leave it out)")
+        textures, layout = PLANS[plan] if plan is not None else (None, None)
     if isinstance(model, (str, Path)) and not Path(model).is_file():
         raise CompileError(f"no such model file: {model}")
-    layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
-    profile = get_profile(target_name)
-    _require_peaks(profile)
-    checked = check_precision(precision)
+    if not isinstance(plan, CompilePlan):
+        plan = make_plan(target, device, textures=textures, precision=precision, layout=layout)
+    _require_peaks(plan.profile)
     if isinstance(model, ModuleOp):
         from adreno_mlir.weights import attach, store_of
 
@@ -462,10 +465,7 @@ def analyze_model(model: str | Path | Any, target: str = "adreno-740", *, plan: 
         attach(module, store_of(model).overlay())  # the passes' weights never land in the caller's store
     else:
         module = import_onnx(model)
-    stages = stages_for(layout, textures, storage, target_name, (), checked.compute)
-    names = [n for n, _ in stages]
-    stages = stages[: names.index("config") + 1]
+    stages = plan.stages(until="config")
     run_stages(make_context(), module, stages)
-    return Analysis(costs=kernel_costs(module, profile), profile=profile,
-                    plan=describe_plan(layout, textures, checked.value, target_name, False),
-                    pipeline=pipeline_string(stages), module=module)
+    return Analysis(costs=kernel_costs(module, plan.profile), profile=plan.profile, plan=plan.describe(),
+                    pipeline=pipeline_string(stages), module=module, compile_plan=plan)

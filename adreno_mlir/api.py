@@ -25,13 +25,8 @@ from xdsl.passes import ModulePass
 from adreno_mlir.context import make_context
 from adreno_mlir.errors import CompileError
 from adreno_mlir.frontend import import_onnx
-from adreno_mlir.pipeline import (
-    StageResult,
-    pipeline_string,
-    run_stages,
-    stages_for,
-    stages_of_pipeline,
-)
+from adreno_mlir.pipeline import StageResult, run_stages
+from adreno_mlir.plan import CompilePlan, PipelineArg, make_plan
 from adreno_mlir.printing import module_to_text
 from adreno_mlir.runtime.model import RunnableModel
 from adreno_mlir.runtime.program_cache import CacheArg, cache_dir
@@ -59,12 +54,17 @@ class CompiledModel(RunnableModel):
     build or cache load, see `build_info`), "setup" (weights upload, buffers, launch
     list) and "other" (option checks, device lookup)."""
     plan: str = ""
-    """Layout, memory (textures or buffers), precision and target profile actually used."""
+    """Layout, memory (textures or buffers), precision and target profile actually used
+    (`compile_plan.describe()`)."""
     pipeline: str = ""
     """The pass pipeline that was run: `adreno-opt -p PIPELINE` replays it on the graph IR."""
     options: dict = field(default_factory=dict)
     """The resolved plan options (layout, textures, precision, storage, target,
-    work_group, custom_pipeline), as an artifact's manifest records them."""
+    work_group, custom_pipeline), as an artifact's manifest records them
+    (`compile_plan.record()`)."""
+    compile_plan: CompilePlan | None = field(default=None, repr=False)
+    """The plan compiled (adreno_mlir.plan): `plan` and `options` describe it; after the
+    buffer-plan fallback, the buffer plan."""
 
     def save(self, path: str | Path, *, binaries: bool = True) -> Path:
         """Write the compiled model as an artifact directory (`X.adreno/`, see
@@ -76,17 +76,14 @@ class CompiledModel(RunnableModel):
 
 
 @contextlib.contextmanager
-def _naming_config_sources(merged_file: str, tuning_db, overrides):
+def _naming_config_sources(plan: CompilePlan):
     """Errors and warnings of the passes name the file select-kernel-config read: the
     merged copy in the cache folder (tuning/overrides_file_for). Where they do, name what
     the user gave instead (the overrides file, the tuning database, or the dict)."""
+    merged_file, name = plan.config_source_names()
     if not merged_file:
         yield
         return
-    given = [str(overrides) if isinstance(overrides, (str, Path)) else "the overrides dict"
-             ] if overrides is not None else []
-    given += [f"tuning database {tuning_db}"] if tuning_db is not None else []
-    name = f"{' and '.join(given)} (merged into {merged_file})"
 
     def named(text: str) -> str:
         return text.replace(merged_file, name)
@@ -138,97 +135,6 @@ def io_shapes(module: ModuleOp) -> tuple[dict, dict]:
     return in_shapes, out_shapes
 
 
-def _resolve_target(target: str, context) -> str:
-    """Name of the profile to compile for. `auto` becomes the live device's name,
-    `device-<device name>`, which `get_profile` (and so the passes, and `adreno-opt`
-    replaying the pipeline on this machine) resolves from the device itself; nothing is
-    registered, so compiling never grows the profile registry."""
-    from adreno_mlir.target import get_profile, live_profile
-
-    if target != "auto":
-        try:
-            get_profile(target)
-        except ValueError as e:
-            raise CompileError(str(e)) from None
-        return target
-    return live_profile(context.devices[0]).name
-
-
-def work_group_sizes(work_group: str | tuple[int, ...], target_name: str) -> tuple[int, ...]:
-    """The preferred local size for convert-graph-to-opencl (`()`: the driver's choice)."""
-    from adreno_mlir.options import WorkGroup, check_work_group
-    from adreno_mlir.target import get_profile
-
-    work_group = check_work_group(work_group)
-    if work_group == WorkGroup.DRIVER:
-        return ()
-    if work_group == WorkGroup.AUTO:
-        profile = get_profile(target_name)
-        return tuple(profile.preferred_work_group_size) if profile.is_gpu else ()
-    return work_group
-
-
-def plan_options(target: str, device: str | None, textures: bool | None, precision: str,
-                 layout: str | None) -> tuple[str, bool, str, str]:
-    """Resolve (layout, textures, storage element, target profile name) for a compile.
-
-    Every option is checked (type and value) before the device is touched; a bad one is a
-    `CompileError` naming the parameter, the value and the choices (see adreno_mlir.options)."""
-    from adreno_mlir.options import (
-        Layout,
-        Precision,
-        check_device,
-        check_layout,
-        check_precision,
-        check_target,
-        check_textures,
-    )
-    from adreno_mlir.runtime import default_context
-    from adreno_mlir.target import get_profile
-
-    target = check_target(target)
-    device = check_device(device)
-    textures = check_textures(textures)
-    precision = check_precision(precision)
-    layout = check_layout(layout)
-    target_name = _resolve_target(target, default_context(device))
-    profile = get_profile(target_name)
-    if precision == Precision.FP16 and not profile.supports_fp16:
-        raise CompileError(f"precision='fp16' computes in half, which target profile '{target_name}' does not support "
-                           "(no cl_khr_fp16); use precision='fp16-acc32' (fp16 storage, fp32 arithmetic) or a target "
-                           "with half arithmetic (adreno-*)")
-    if textures is None:
-        textures = profile.is_gpu and profile.supports_images
-    if layout is None:
-        layout = Layout.NCHW4C if textures or precision != Precision.FP32 else Layout.NCHW
-    if layout == Layout.NCHW and (textures or precision != Precision.FP32):
-        needs = [f"textures={textures!r}"] if textures else []
-        needs += [f"precision={precision.value!r}"] if precision != Precision.FP32 else []
-        raise CompileError(f"layout='nchw' is the fp32 buffer path: {' and '.join(needs)} need "
-                           "layout='nchw4c' (or leave layout=None)")
-    return layout.value, bool(textures), precision.storage, target_name
-
-
-PipelineArg = str | Callable[[str], str] | None
-"""A pipeline for `compile(pipeline=...)`: an `adreno-opt -p` string, or a function
-that takes the default pipeline string of the plan and returns the one to run."""
-
-
-def plan_pipeline(layout: str, textures: bool, storage: str, target_name: str,
-                  work_group: tuple[int, ...] = (), pipeline: PipelineArg = None,
-                  compute: str = "f32", overrides: str = "") -> list[tuple[str, str]]:
-    """The stages a compile runs: the plan's default stages, or a caller's pipeline
-    (one stage per pass)."""
-    stages = stages_for(layout, textures, storage, target_name, work_group, compute, overrides)
-    if pipeline is None:
-        return stages
-    spec = pipeline(pipeline_string(stages)) if callable(pipeline) else pipeline
-    if not isinstance(spec, str) or not spec.strip():
-        raise CompileError(f"pipeline must be a non-empty pass pipeline string (or a function returning one), "
-                           f"got {spec!r}")
-    return stages_of_pipeline(spec)
-
-
 def gc_paused(fn):
     """Run `fn` with Python's cyclic garbage collector paused (restored afterwards).
 
@@ -266,33 +172,31 @@ _gc_was_enabled = True
 @gc_paused
 def lower(
     module: ModuleOp,
-    layout: str,
-    textures: bool,
-    storage: str,
-    target_name: str,
-    work_group: tuple[int, ...] = (),
-    after_stage=None,
+    plan: CompilePlan,
+    *,
+    after_stage: Callable[[str, ModuleOp], None] | None = None,
     pipeline: PipelineArg = None,
     passes: Sequence[type[ModulePass]] = (),
     timings: dict[str, float] | None = None,
-    compute: str = "f32",
-    overrides: str = "",
 ) -> tuple[list[StageResult], str]:
-    """Run a plan's stages (or a caller's `pipeline`, which may name the pass classes in
+    """Run `plan`'s stages (or a caller's `pipeline`, which may name the pass classes in
     `passes`) on `module` in place; returns the stage timings and the OpenCL C program
-    (`timings`, when given, gets the printing time as "print").
-    `compile()` and `adreno-mlir compile` both lower through here."""
+    (`timings`, when given, gets the printing time as "print"; `after_stage(name, module)`
+    sees the IR after each stage). `compile()` and `adreno-mlir compile` both lower
+    through here; errors that name the plan's merged overrides file name what the user
+    gave instead."""
     from adreno_mlir.lowering.opencl_printer import opencl_source
 
-    stages = run_stages(make_context(), module,
-                        plan_pipeline(layout, textures, storage, target_name, work_group, pipeline, compute,
-                                      overrides),
-                        after_stage, passes, verify_each=pipeline is not None)
-    if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
-           for o in module.body.block.ops):
-        raise CompileError("the pipeline did not lower the model to OpenCL: end it with convert-graph-to-opencl")
-    start = time.perf_counter()
-    source = opencl_source(module)
+    if not isinstance(plan, CompilePlan):
+        raise CompileError(f"lower() takes a CompilePlan (adreno_mlir.plan.make_plan), got {type(plan).__name__}")
+    with _naming_config_sources(plan):
+        stages = run_stages(make_context(), module, plan.pipeline_stages(pipeline), after_stage, passes,
+                            verify_each=pipeline is not None)
+        if any(isinstance(o, (func.FuncOp,)) and any(isinstance(t, TensorType) for t in o.function_type.inputs.data)
+               for o in module.body.block.ops):
+            raise CompileError("the pipeline did not lower the model to OpenCL: end it with convert-graph-to-opencl")
+        start = time.perf_counter()
+        source = opencl_source(module)
     if timings is not None:
         timings["print"] = time.perf_counter() - start
     return stages, source
@@ -316,6 +220,7 @@ def compile(
     calibration=None,
     tuning_db: str | Path | None = None,
     overrides: str | Path | dict | None = None,
+    plan: CompilePlan | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -353,9 +258,12 @@ def compile(
                compiler versions are ignored with a warning (adreno_mlir.tuning).
     overrides: kernel configs to apply (a JSON file, or the same as a dict): see
                select-kernel-config. Entries from `tuning_db` come first, these win.
+    plan:      a `CompilePlan` (adreno_mlir.plan.make_plan) instead of target, device,
+               textures, precision, layout, work_group, tuning_db and overrides, which
+               then stay at their defaults. Without it, those options make the plan
+               (`cm.compile_plan`), checked once before any work is done.
     """
-    from adreno_mlir.options import check_precision, check_work_group
-    from adreno_mlir.runtime import Executable, default_context
+    from adreno_mlir.runtime import Executable
     from adreno_mlir.runtime.device import check_half_support
     from adreno_mlir.runtime.executor import ImageLimitError
     from adreno_mlir.runtime.native import resolve_runtime
@@ -363,26 +271,23 @@ def compile(
     start = time.perf_counter()
     cache_dir(cache)  # a bad `cache` argument fails now, not after the lowering
     runtime = resolve_runtime(runtime)
-    work_group = check_work_group(work_group)
-    layout, textures, storage, target_name = plan_options(target, device, textures, precision, layout)
-    checked = check_precision(precision)
-    compute, precision = checked.compute, checked.value
-    context = default_context(device)
-    if compute == "f16":
+    if plan is None:
+        plan = make_plan(target, device, textures=textures, precision=precision, layout=layout,
+                         work_group=work_group, tuning_db=tuning_db, overrides=overrides)
+    else:
+        _check_plan_alone(plan, target=target, device=device, textures=textures, precision=precision, layout=layout,
+                          work_group=work_group, tuning_db=tuning_db, overrides=overrides)
+    context = plan.context()
+    if plan.compute == "f16":
         check_half_support(context.devices[0])
-    overrides_file = ""
-    if tuning_db is not None or overrides is not None:
-        from adreno_mlir.tuning import overrides_file_for
-
-        overrides_file = overrides_file_for(context.devices[0], tuning_db, overrides)
-        if isinstance(pipeline, str):
-            raise CompileError("tuning_db= and overrides= apply to the plan's pipeline; with your own pipeline string "
-                               f'give select-kernel-config{{overrides="{overrides_file}"}} in it (or pass pipeline '
-                               "as a function that edits the default string)")
+    if plan.overrides_file and isinstance(pipeline, str):
+        raise CompileError("tuning_db= and overrides= apply to the plan's pipeline; with your own pipeline string "
+                           f'give select-kernel-config{{overrides="{plan.overrides_file}"}} in it (or pass pipeline '
+                           "as a function that edits the default string)")
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
     t_import = time.perf_counter()
-    if storage == "f16" and calibration is not False and not isinstance(model, ModuleOp):
+    if plan.storage == "f16" and calibration is not False and not isinstance(model, ModuleOp):
         from adreno_mlir.frontend.onnx_importer import load_model
         from adreno_mlir.range_guard import check_fp16_range
 
@@ -399,14 +304,12 @@ def compile(
     stage_ir: dict[str, str] = {"graph": module_to_text(graph)} if keep_ir else {}
 
     def keep(name: str, m: ModuleOp) -> None:
-        if keep_ir:
-            stage_ir[name] = module_to_text(m)
+        stage_ir[name] = module_to_text(m)
 
-    wg = work_group_sizes(work_group, target_name)
-    module = graph.clone() if textures else graph
-    with _naming_config_sources(overrides_file, tuning_db, overrides):
-        stages, source = lower(module, layout, textures, storage, target_name, wg, keep if keep_ir else None, pipeline,
-                               passes, timings, compute, overrides_file)
+    after_stage = keep if keep_ir else None
+    module = graph.clone() if plan.textures else graph
+    stages, source = lower(module, plan, after_stage=after_stage, pipeline=pipeline, passes=passes, timings=timings)
+
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
                           input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime)
@@ -415,13 +318,12 @@ def compile(
     try:
         executable = instantiate(module, source)
     except ImageLimitError:
-        if not textures:
+        if not plan.textures:
             raise
         # The device cannot hold the texture plan's images: the buffer plan instead.
-        module, textures = graph, False
-        with _naming_config_sources(overrides_file, tuning_db, overrides):
-            stages, source = lower(module, layout, False, storage, target_name, wg, keep if keep_ir else None,
-                                   pipeline, passes, timings, compute, overrides_file)
+        module, plan = graph, plan.with_buffers()
+        stages, source = lower(module, plan, after_stage=after_stage, pipeline=pipeline, passes=passes,
+                               timings=timings)
         executable = instantiate(module, source)
     total = time.perf_counter() - start
     lowering = sum(st.seconds for st in stages if st.name == "opencl")
@@ -430,6 +332,7 @@ def compile(
                    setup=time.perf_counter() - t_setup - executable.build_info.seconds)
     timings["other"] = max(0.0, total - sum(timings.values()))
     timings = {k: timings[k] for k in ("import", "passes", "lowering", "print", "program", "setup", "other")}
+    custom = pipeline is not None
     return CompiledModel(
         module=module, source=source, timings=timings,
         input_names=list(in_shapes), output_names=list(out_shapes),
@@ -437,22 +340,21 @@ def compile(
         stages=stages, stage_ir=stage_ir, executable=executable,
         pipeline=",".join(st.pipeline for st in stages),
         compile_seconds=total,
-        plan=describe_plan(layout, textures, precision, target_name, pipeline is not None),
-        options=plan_record(layout, textures, precision, storage, target_name, work_group, pipeline is not None),
+        plan=plan.describe(custom), options=plan.record(custom), compile_plan=plan,
     )
 
 
-def describe_plan(layout: str, textures: bool, precision: str, target_name: str, custom_pipeline: bool) -> str:
-    """`CompiledModel.plan`: the one-line description of the plan actually used."""
-    return (f"layout {layout}, {'textures' if textures else 'buffers'}, {precision}, target {target_name}"
-            + (" (custom pipeline: see .pipeline)" if custom_pipeline else ""))
+_PLAN_KEYWORDS = {"target": "auto", "device": None, "textures": None, "precision": "fp32", "layout": None,
+                  "work_group": "driver", "tuning_db": None, "overrides": None}
+"""compile()'s options that a `plan=` replaces, and their defaults."""
 
 
-def plan_record(layout: str, textures: bool, precision: str, storage: str, target_name: str,
-                work_group, custom_pipeline: bool) -> dict:
-    """`CompiledModel.options`: the resolved plan options, as an artifact's manifest
-    records them (plain JSON values)."""
-    return {"layout": layout, "textures": bool(textures), "precision": str(precision), "storage": storage,
-            "target": target_name,
-            "work_group": str(work_group) if isinstance(work_group, str) else list(work_group),
-            "custom_pipeline": bool(custom_pipeline)}
+def _check_plan_alone(plan, **given) -> None:
+    """`compile(plan=...)`: a CompilePlan, and none of the options it replaces."""
+    if not isinstance(plan, CompilePlan):
+        raise CompileError(f"invalid plan={plan!r}; pass a CompilePlan (adreno_mlir.plan.make_plan) or None")
+    extra = [k for k, v in given.items()
+             if not (v is None if _PLAN_KEYWORDS[k] is None else isinstance(v, str) and v == _PLAN_KEYWORDS[k])]
+    if extra:
+        raise CompileError(f"compile(plan=...) takes the plan's options from the plan; {', '.join(extra)} "
+                           "given too (pass them to adreno_mlir.plan.make_plan instead)")

@@ -51,23 +51,16 @@ def _is_artifact(path: Path) -> bool:
 def _cmd_compile(args: argparse.Namespace) -> int:
     """Compile to an artifact (`-o X.adreno`), or to a folder of stage IR, the .cl
     program, weights, pipeline.txt and the artifact `<model>.adreno` (any other -o)."""
-    from adreno_mlir.api import (
-        describe_plan,
-        io_shapes,
-        lower,
-        plan_options,
-        plan_record,
-        work_group_sizes,
-    )
+    from adreno_mlir.api import io_shapes, lower
     from adreno_mlir.artifact import check_save_path, save_artifact
     from adreno_mlir.frontend import import_onnx
-    from adreno_mlir.options import check_precision, textures_from_flag
     from adreno_mlir.runtime.plan import plan_from_module
     from adreno_mlir.weights import store_of
 
     out = Path(args.output)
     artifact_only = out.suffix == ".adreno"
     artifact = check_save_path(out if artifact_only else out / (Path(args.model).stem + ".adreno"))
+    compile_plan = plan_from_args(args)
     if not artifact_only:
         out.mkdir(parents=True, exist_ok=True)
     weights_dir = out / "weights"
@@ -78,23 +71,13 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     written = [] if artifact_only else [out / "0-graph.mlir"]
     if written:
         _write_stage(module, written[0], weights_dir)
-    layout, textures, storage, target = plan_options(args.target, args.device, textures_from_flag(args.textures),
-                                                     args.precision, args.layout)
 
     def after(name: str, m) -> None:
         path = out / f"{len(written)}-{name}.mlir"
         _write_stage(m, path, weights_dir)
         written.append(path)
 
-    overrides = ""
-    if args.tuning_db:
-        from adreno_mlir.runtime import default_context
-        from adreno_mlir.tuning import overrides_file_for
-
-        overrides = overrides_file_for(default_context(args.device).devices[0], args.tuning_db)
-    results, source = lower(module, layout, textures, storage, target, work_group_sizes(args.work_group, target),
-                            None if artifact_only else after, compute=check_precision(args.precision).compute,
-                            overrides=overrides)
+    results, source = lower(module, compile_plan, after_stage=None if artifact_only else after)
     plan, weights = plan_from_module(module, store_of(module), input_shapes=in_shapes, output_shapes=out_shapes)
     pipeline = ",".join(r.pipeline for r in results)
     cl_path = out / (Path(args.model).stem + ".cl")
@@ -114,10 +97,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         import pyopencl as cl
 
         from adreno_mlir.artifact import ProgramBinary
-        from adreno_mlir.runtime import default_context, describe_device
+        from adreno_mlir.runtime import describe_device
         from adreno_mlir.runtime.program_cache import build_program
 
-        ctx = default_context(args.device)
+        ctx = compile_plan.context()
         try:
             program, info = build_program(ctx, source, plan.build_options, cache=_cache(args))
         except cl.RuntimeError as e:
@@ -125,10 +108,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         print(f"build on {describe_device(ctx.devices[0])}: {info.seconds:.2f} s (cache {info.cache})")
         binary = ProgramBinary.of(program, ctx.devices[0], plan.build_options)
         binaries = [binary] if binary else []
-    precision = check_precision(args.precision).value
-    save_artifact(artifact, plan=plan, weights=weights, source=source, target=target,
-                  options=plan_record(layout, textures, precision, storage, target, args.work_group, False),
-                  plan_description=describe_plan(layout, textures, precision, target, False), binaries=binaries)
+    save_artifact(artifact, plan=plan, weights=weights, source=source, target=compile_plan.target,
+                  options=compile_plan.record(), plan_description=compile_plan.describe(), binaries=binaries)
     kernels = source.count("__kernel")
     if artifact_only:
         print(f"{kernels} kernels, {len(plan.launches)} launches -> {artifact} "
@@ -218,7 +199,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     (compile or load time, program build with its cache state, first run) apart from
     the steady-state latency."""
     import adreno_mlir
-    from adreno_mlir.options import textures_from_flag
 
     path = Path(args.model)
     if _is_artifact(path):
@@ -235,10 +215,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         if not path.is_file():
             raise CompileError(f"no such model file: {path}")
-        model = adreno_mlir.compile(path, target=args.target, device=args.device,
-                                    textures=textures_from_flag(args.textures),
-                                    precision=args.precision, layout=args.layout, work_group=args.work_group,
-                                    cache=_cache(args), runtime=args.runtime, tuning_db=args.tuning_db)
+        model = adreno_mlir.compile(path, plan=plan_from_args(args), cache=_cache(args), runtime=args.runtime)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
         print(f"program build: {model.build_info.seconds:.2f} s (cache {model.build_info.cache}; "
               "part of the compile time)")
@@ -278,7 +255,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                f"to compare with: {message}") from None
         ok = True
         if args.tolerance is None:
-            args.tolerance = 1e-4 if args.precision == "fp32" else 5e-2
+            args.tolerance = 1e-4 if model.compile_plan.precision == "fp32" else 5e-2
         for (name, out), ref in zip(outputs.items(), refs):
             good, line = compare_outputs(out, ref, name, args.tolerance)
             ok &= good
@@ -288,6 +265,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return 1
         print(f"OK: within tolerance {args.tolerance:g}")
     return 0
+
+
+def plan_from_args(args: argparse.Namespace):
+    """The `CompilePlan` (adreno_mlir.plan) of the plan flags of `compile` and `run`
+    (`_plan_arguments`): every flag checked once, here."""
+    from adreno_mlir.options import textures_from_flag
+    from adreno_mlir.plan import make_plan
+
+    return make_plan(args.target, args.device, textures=textures_from_flag(args.textures), precision=args.precision,
+                     layout=args.layout, work_group=args.work_group, tuning_db=args.tuning_db)
 
 
 def _work_group_flag(flag: str):

@@ -1,9 +1,10 @@
 """The compile options, checked up front.
 
-`compile()`, `plan_options` and the CLI take the documented strings (`precision="fp32"`,
-`layout="nchw4c"`, `work_group="driver"`, ...) or the enum members below (which are those
-strings: `Precision.FP16_ACC32 == "fp16-acc32"`). Anything else is a `CompileError` that names
-the parameter, the value and the choices, before any work is done.
+`compile()` and the CLI take the documented strings (`precision="fp32"`, `layout="nchw4c"`,
+`work_group="driver"`, ...) or the enum members below (which are those strings:
+`Precision.FP16_ACC32 == "fp16-acc32"`). `adreno_mlir.plan.make_plan`, the one place that
+checks them, turns them into a `CompilePlan`; anything else is a `CompileError` that names the
+parameter, the value and the choices, before any work is done.
 """
 
 from __future__ import annotations

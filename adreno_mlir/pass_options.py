@@ -27,10 +27,12 @@ import difflib
 import re
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
@@ -94,15 +96,32 @@ def target_option(default: str = "adreno-740") -> Any:
     return option(default, check=check_target, values=target_values)
 
 
-def target_profile(p: ModulePass):
-    """The `TargetProfile` of pass `p`'s `target` option (a `device-<name>` one is looked
-    up on this machine now); a PassOptionError naming the pass and the option if none."""
+_module_profiles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""module -> {target option value: TargetProfile}: what each module's passes resolved
+(weak: an entry goes with its module)."""
+
+
+def target_profile(p: ModulePass, module: ModuleOp | None = None):
+    """The `TargetProfile` of pass `p`'s `target` option, the one helper every pass with
+    a `target=` option resolves it through; a PassOptionError naming the pass and the
+    option if there is none.
+
+    With `module` (the module the pass runs on), the name is resolved once per module:
+    the passes of one pipeline that name the same target share one lookup (for `auto`
+    one device query, for `device-<name>` one search of this machine's devices), and a
+    pipeline string alone still says everything (nothing but the option's value decides
+    the profile)."""
     from adreno_mlir.target import get_profile
 
-    try:
-        return get_profile(p.target)
-    except ValueError as e:
-        raise PassOptionError(f"{p.name}: option target: {e}") from None
+    resolved = _module_profiles.setdefault(module, {}) if module is not None else {}
+    profile = resolved.get(p.target)
+    if profile is None:
+        try:
+            profile = get_profile(p.target)
+        except ValueError as e:
+            raise PassOptionError(f"{p.name}: option target: {e}") from None
+        resolved[p.target] = profile
+    return profile
 
 
 # --------------------------------------------------------------------------- describing

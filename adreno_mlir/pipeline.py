@@ -1,4 +1,5 @@
-"""Named pipelines: the pass sequences `compile()` and the CLI run, stage by stage.
+"""Named pipelines: the pass sequences `compile()` and the CLI run, stage by stage
+(a `CompilePlan`'s `stages()`, adreno_mlir.plan, are `stages_for` its options).
 
 Each stage is an `adreno-opt -p` pipeline string, so any intermediate IR that
 `adreno-mlir compile -o DIR` writes can be fed back to `adreno-opt` with the rest.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import VerifyException
 
 from adreno_mlir.errors import CompileError
 
@@ -26,7 +28,7 @@ def graph_opt(target: str) -> tuple[str, str]:
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
                work_group: tuple[int, ...] = (), compute: str = "f32",
-               overrides: str = "") -> list[tuple[str, str]]:
+               overrides: str = "", *, profile=None) -> list[tuple[str, str]]:
     """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
     (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
     target profile, split-K, shared storage for concats (plan-memory) and the lowering.
@@ -34,7 +36,9 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     nothing to do there (all three apply to NCHW4c tensors only). `compute` "f16"
     (precision fp16) has select-kernel-config give every NCHW4c kernel `compute = "f16"`;
     `overrides` names a JSON file of kernel configs for it (a tuning database's best
-    entries, `compile(tuning_db=...)`)."""
+    entries, `compile(tuning_db=...)`). `profile` is `target`'s TargetProfile where the
+    caller has it (a `CompilePlan`'s, adreno_mlir.plan, which builds its stages here);
+    else it is looked up by name."""
     config = f"select-kernel-config{{target={target}"
     if compute != "f32":
         config += f" compute={compute}"
@@ -43,10 +47,12 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     if overrides:
         config += f' overrides="{overrides}"'
     config += "}"
-    from adreno_mlir.target import get_profile
+    if profile is None:
+        from adreno_mlir.target import get_profile
 
+        profile = get_profile(target)
     # PoCL vectorizes a * b + c but not fma() (TargetProfile.split_fma, lowering/opencl_printer.py).
-    lowering = "convert-graph-to-opencl" + ("{fma=split}" if get_profile(target).split_fma else "")
+    lowering = "convert-graph-to-opencl" + ("{fma=split}" if profile.split_fma else "")
     tail = [
         ("fuse", "graph-fuse"),
         ("config", config),
@@ -203,10 +209,17 @@ def run_stages(
         start = time.perf_counter()
         pipeline.apply(ctx, module)
         last = i == len(stages) - 1
-        if last and not (verify_each or after_stage is not None or _verify_all()):
-            verify_lowered(module)
-        elif verify_each or after_stage is not None or last or "convert-graph-to-opencl" in stages[i + 1][1]:
-            module.verify()
+        try:
+            if last and not (verify_each or after_stage is not None or _verify_all()):
+                verify_lowered(module)
+            elif verify_each or after_stage is not None or last or "convert-graph-to-opencl" in stages[i + 1][1]:
+                module.verify()
+        except VerifyException as e:  # the op's message (with its location) first, the marked IR as a note
+            message, _, ir = str(e).partition("\n")
+            error = CompileError(f"the IR after stage '{name}' ({spec}) does not verify: {message}")
+            if ir:
+                error.add_note(ir)
+            raise error from None
         results.append(StageResult(name, spec, time.perf_counter() - start))
         if after_stage is not None:
             after_stage(name, module)

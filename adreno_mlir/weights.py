@@ -170,16 +170,52 @@ def save_beside(module: ModuleOp, ir_path: Path) -> Path:
     return directory
 
 
+def content_folder(store: WeightStore, stem: str) -> Path:
+    """`<cache_root("weights")>/<stem>-<sha256 of names, dtypes, shapes, data>.weights`, written
+    once (into a temporary sibling, then renamed: a reader never sees half a folder)."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    names = set(store.arrays)
+    if store.directory is not None and store.directory.exists():
+        names |= {p.stem for p in store.directory.glob("*.npy")}
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        a = np.ascontiguousarray(store[name])
+        digest.update(f"{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        digest.update(memoryview(a).cast("B"))
+    from adreno_mlir.runtime.program_cache import cache_root
+
+    root = cache_root("weights")
+    directory = root / f"{symbol_name(stem)}-{digest.hexdigest()[:16]}.weights"
+    if directory.is_dir():
+        return directory
+    root.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=root))
+    try:
+        store.save(partial)
+        try:
+            partial.rename(directory)
+        except OSError:  # another process wrote the same folder first: same content
+            if not directory.is_dir():
+                raise
+    finally:
+        if partial.exists():
+            shutil.rmtree(partial, ignore_errors=True)
+    return directory
+
+
 def flush(module: ModuleOp, output: Path | None, stem: str = "stdin") -> None:
     """Point the module at weights that exist on disk, so its printed text reads back.
 
     Weights that live only in memory (created by passes, or an in-memory store) are
     written out, together with any the module already had on disk: beside `output`
-    as `<output>.weights/`, or for printing to stdout into a fresh
-    `<stem>.<random>.weights/` folder in the current directory. The attribute is
+    as `<output>.weights/`, or for printing to stdout into `<stem>-<content hash>.weights/`
+    under the user cache (`cache_root("weights")`): nothing is left in the working
+    directory, and printing the same module again reuses one folder. The attribute is
     relative to the output file's folder, or absolute for stdout (an unchanged disk
     store keeps its key, so printing IR without passes is textually stable)."""
-    import tempfile
 
     attr = module.attributes.get(WEIGHTS_ATTR)
     if attr is None:
@@ -196,8 +232,7 @@ def flush(module: ModuleOp, output: Path | None, stem: str = "stdin") -> None:
         directory = output.with_suffix(".weights")
         store.save(directory)
     else:
-        directory = Path(tempfile.mkdtemp(prefix=f"{stem}.", suffix=".weights", dir=Path.cwd()))
-        store.save(directory)
+        directory = content_folder(store, stem)
     if output is not None:
         key = os.path.relpath(directory.resolve(), output.resolve().parent)
     else:

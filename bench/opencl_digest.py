@@ -26,24 +26,26 @@ sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get("ADRENO_SHARED", REPO.parent / "shared"))
 
 PLANS = {
-    # name: (layout, textures, storage, target, compute)
-    "nchw-cpu": ("nchw", False, "f32", "pocl-cpu", "f32"),
-    "nchw-gpu": ("nchw", False, "f32", "adreno-740", "f32"),
-    "nchw4c-buffers": ("nchw4c", False, "f32", "adreno-740", "f32"),
-    "nchw4c-textures": ("nchw4c", True, "f32", "adreno-740", "f32"),
-    "fp16-acc32": ("nchw4c", True, "f16", "adreno-740", "f32"),
-    "fp16": ("nchw4c", True, "f16", "adreno-740", "f16"),
-    "nchw4c-nvidia": ("nchw4c", True, "f32", "nvidia-opencl", "f32"),
+    # name: (layout, textures, precision, target); the CompilePlan of each (adreno_mlir.plan)
+    "nchw-cpu": ("nchw", False, "fp32", "pocl-cpu"),
+    "nchw-gpu": ("nchw", False, "fp32", "adreno-740"),
+    "nchw4c-buffers": ("nchw4c", False, "fp32", "adreno-740"),
+    "nchw4c-textures": ("nchw4c", True, "fp32", "adreno-740"),
+    "fp16-acc32": ("nchw4c", True, "fp16-acc32", "adreno-740"),
+    "fp16": ("nchw4c", True, "fp16", "adreno-740"),
+    "nchw4c-nvidia": ("nchw4c", True, "fp32", "nvidia-opencl"),
 }
 
 
 def digest(path: Path, plan: str) -> tuple[str, str, float]:
     from adreno_mlir.api import lower
     from adreno_mlir.frontend.onnx_importer import import_onnx
+    from adreno_mlir.plan import make_plan
 
-    layout, textures, storage, target, compute = PLANS[plan]
+    layout, textures, precision, target = PLANS[plan]
     start = time.perf_counter()
-    _, source = lower(import_onnx(str(path)), layout, textures, storage, target, (), compute=compute)
+    compile_plan = make_plan(target, textures=textures, precision=precision, layout=layout)  # touches no device
+    _, source = lower(import_onnx(str(path)), compile_plan)
     return hashlib.sha256(source.encode()).hexdigest(), source, time.perf_counter() - start
 
 

@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -192,9 +192,24 @@ class GraphOp(IRDLOperation):
             if desc is None:
                 raise
             raise VerifyException(f'{e} (at loc("{desc.data}"))') from None
+        if "kernel_config" in self.attributes:
+            verify_kernel_config(self)  # its messages name the op and its location
 
     def verify_shapes(self) -> None:
         """Check the result shape implied by operands and attributes."""
+
+
+def verify_kernel_config(op: Operation) -> None:
+    """The `kernel_config` attribute of a kernel (a `graph.fused` region, or an op not in
+    one yet) against the schema of its kernel family: unknown keys, values out of range
+    and configs the family cannot run are verification errors naming the op. The schema
+    lives with each family (`adreno_mlir.lowering.families`, one file per family: its keys,
+    choices and rules), which the verifier asks; printed and parsed as a dictionary."""
+    from adreno_mlir.lowering.families import verify_config
+
+    error = verify_config(op)
+    if error is not None:
+        raise VerifyException(error)
 
 
 # --------------------------------------------------------------------------- traits
@@ -1314,7 +1329,7 @@ class ReduceOp(GraphOp):
     The subclasses differ only in `KIND` (`op.kind`): what the kernel accumulates
     (`ReduceSpec` in lowering/kernels/pool.py), so one kernel generator, one fusion rule
     (a reduction takes a fused element-wise tail when it keeps its dims) and one
-    select-kernel-config rule (`reduce_items`) serve them all."""
+    select-kernel-config rule (the row family's work-items per output) serves them all."""
 
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
@@ -2022,9 +2037,10 @@ class FusedOp(IRDLOperation):
 
     The region is not isolated from above: the ops inside read outside values (weights,
     residual inputs) directly, as IREE's `flow.dispatch.region` does. Values defined
-    inside are private to the kernel; only the yielded value is materialised. The
-    `kernel_config` attribute (from `select-kernel-config`) sits on this op when the
-    group was fused, else on the op itself.
+    inside are private to the kernel; only the yielded value is materialised. Every
+    kernel is one (a lone op gets a region of one op), and its `kernel_config` (from
+    `select-kernel-config`, checked by the verifier against its kernel family) and
+    plan-memory's `storage` sit on this op.
 
     A second result, `partials`, is the region's `graph.pool_partials` of the value it
     computes (`fuse-pool-partials`): the kernel that writes the value also writes its
@@ -2047,6 +2063,32 @@ class FusedOp(IRDLOperation):
     def __init__(self, result_type: Attribute, body: Region, partials_type: Attribute | None = None):
         super().__init__(result_types=[result_type, [] if partials_type is None else [partials_type]],
                          regions=[body])
+
+    @staticmethod
+    def wrap(chain: Sequence[Operation], rewriter) -> FusedOp:
+        """Move `chain` (a head and its element-wise tail, in program order, one block) into
+        a new region placed where its last op stood, which takes over the last op's value,
+        location and name; a `kernel_config` written on the head and a `storage` on the last
+        op (plan-memory's) move to the region: they describe its kernel. graph-fuse forms every kernel's region with this, and the
+        passes that make a new kernel after it (split-k's partial sums) too."""
+        from xdsl.rewriter import InsertPoint
+
+        last = chain[-1]
+        block = Block()
+        fused = FusedOp(last.results[0].type, Region(block))
+        fused.location = last.location
+        rewriter.insert(fused, InsertPoint.after(last))
+        last.results[0].replace_all_uses_with(fused.result)
+        for o in chain:
+            o.detach()
+            block.add_op(o)
+        block.add_op(YieldOp(last.results[0]))
+        fused.result.name_hint = last.results[0].name_hint
+        for kernel_attr, op in (("kernel_config", chain[0]), ("storage", last)):
+            value = op.attributes.pop(kernel_attr, None)
+            if value is not None:
+                fused.attributes[kernel_attr] = value
+        return fused
 
     @property
     def ops(self) -> list[Operation]:
@@ -2146,6 +2188,8 @@ class FusedOp(IRDLOperation):
                         raise VerifyException(
                             f"'graph.fused': the result of '{o.name}' is used outside the region; "
                             "only the yielded value may leave it")
+        if "kernel_config" in self.attributes:
+            verify_kernel_config(self)
 
 
 def is_depthwise_load(op: Operation | None) -> bool:
@@ -2212,7 +2256,7 @@ def is_kernel(op: Operation) -> bool:
 
 
 def kernel_reads(op: Operation) -> list[SSAValue]:
-    """The values the kernel of `op` (a fused region or a lone op) reads, each once in
+    """The values the kernel of `op` (its region, or an op not in one yet) reads, each once in
     first-use order. Values without a kernel of their own are read through: the kernel
     loads their operands (a fused region's outside values) instead."""
     reads = op.outside_reads() if isinstance(op, FusedOp) else list(op.operands)
@@ -2327,7 +2371,7 @@ class Conv2dSplitKOp(GraphOp):
     cut into `parts` ranges, each summed by its own work-items into
     `result[part * N + n]` (no bias). `graph.split_k_sum` adds the parts. The `split-k`
     pass creates this pair from a convolution whose `kernel_config` asks for
-    `split_k > 1`: late 7x7 layers otherwise launch too few work-items to fill a GPU."""
+    asks for split-K: late 7x7 layers otherwise launch too few work-items to fill a GPU."""
 
     name = "graph.conv2d_split_k"
     input = operand_def(AnyTensor)

@@ -1,8 +1,8 @@
 """The `storage` attribute of plan-memory: where a value lives when it shares an allocation.
 
-    %22 = graph.split_k_sum %21 {parts = 2 : i64, storage = {alloc = 0 : i64, c4_offset = 16 : i64}} : ...
+    %22 = graph.fused {storage = {alloc = 0 : i64, c4_offset = 16 : i64}} -> ... { graph.split_k_sum ... }
 
-says the op's result lives in shared allocation 0 from channel block 16 on (passes/plan_memory.py
+says the region's result lives in shared allocation 0 from channel block 16 on (passes/plan_memory.py
 explains the plan). This module is the attribute's schema, what the pass writes and the lowering
 reads (`read_storage` checks hand-edited IR for what the lowering relies on).
 """
@@ -36,14 +36,32 @@ def packed_type(value: SSAValue) -> texture.TextureTensorType | None:
     return None
 
 
+def concat_head(op: Operation) -> graph.ConcatOp | None:
+    """The `graph.concat` that `op` (its region, or the op itself) is, or None."""
+    head = op.head if isinstance(op, graph.FusedOp) else op
+    return head if isinstance(head, graph.ConcatOp) else None
+
+
+def concat_of(value: SSAValue) -> graph.ConcatOp | None:
+    """The `graph.concat` whose stored value `value` is (its region's result), or None."""
+    if not isinstance(value, OpResult) or value.index != 0:
+        return None
+    return concat_head(value.owner)
+
+
+def stored_value(op: Operation) -> SSAValue:
+    """The value the kernel of `op` stores: its region's result (or its own, outside one)."""
+    return graph.kernel_op(op).results[0]
+
+
 def writer_of(value: SSAValue) -> Operation | None:
     """The op whose kernel writes `value` and can write it at a channel offset (a
-    `graph.fused` region or a lone op), a `graph.concat`, or None."""
+    `graph.fused` region, a `graph.concat`'s included, or a lone op), or None."""
     if not isinstance(value, OpResult) or graph.loaded_by_reader(value.owner):
         return None  # no kernel writes an on_load region's value
     op = value.owner
     head = op.head if isinstance(op, graph.FusedOp) else op
-    if isinstance(op, graph.ConcatOp) or isinstance(head, OFFSET_WRITERS) or graph.is_elementwise(head):
+    if isinstance(head, (graph.ConcatOp, *OFFSET_WRITERS)) or graph.is_elementwise(head):
         return op
     return None
 
@@ -127,20 +145,21 @@ def read_storage(block: Block) -> Storage:
         st.names[g] = max(ms, key=lambda m: m[1].type.shape[1])[1].name_hint
         st.types[g] = texture.TextureTensorType.make((1, c4, *first.shape[2:4], 4), first.element, "nchw4c",
                                                      first.scope_name)
-        leaves = sorted(((s, s + v.type.shape[1], op) for op, v, s in ms if not isinstance(op, graph.ConcatOp)),
+        leaves = sorted(((s, s + v.type.shape[1], op) for op, v, s in ms if concat_head(op) is None),
                         key=lambda leaf: leaf[:2])
         for (_, hi, _), (lo, _, op) in pairwise(leaves):
             if lo < hi:
                 raise _storage_error(op, f"its channel blocks overlap another value's in alloc {g}")
     for g, ms in members.items():
         for op, v, s in ms:
-            if isinstance(op, graph.ConcatOp):
-                copied = [u for u, c in input_slots(op, s) if st.slots.get(u) != (g, c)]
+            concat = concat_head(op)
+            if concat is not None:
+                copied = [u for u, c in input_slots(concat, s) if st.slots.get(u) != (g, c)]
                 bad = [u for u in copied if st.slots.get(u, (None,))[0] == g]
                 if bad:
                     raise _storage_error(op, f"it would copy a value of alloc {g} into alloc {g}")
-                for u, c in input_slots(op, s):
-                    if u in copied and any(not isinstance(o2, graph.ConcatOp) and w is not u
+                for u, c in input_slots(concat, s):
+                    if u in copied and any(concat_head(o2) is None and w is not u
                                            and c2 < c + u.type.shape[1] and c < c2 + w.type.shape[1]
                                            for o2, w, c2 in ms):
                         raise _storage_error(op, f"its copy of an input would overwrite a value of alloc {g}")

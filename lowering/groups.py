@@ -1,7 +1,7 @@
 """Kernels as the lowering sees them: a head op plus the element-wise ops fused after it.
 
-A `graph.fused` region (formed by `graph-fuse`) is one group; every other compute op is
-a group of its own. The lowering never decides fusion: it only reads the regions.
+Each `graph.fused` region (graph-fuse forms one per kernel) is one group. The lowering
+never decides fusion: it only reads the regions.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ def is_elementwise(op: Operation) -> bool:
 @dataclass
 class Group:
     """Graph ops computed by one kernel: `ops[0]` is the head, the rest its fused
-    element-wise tail; `fused` is the `graph.fused` region they came from, if any."""
+    element-wise tail; `fused` is the `graph.fused` region they came from."""
 
     ops: list[Operation]
-    fused: graph.FusedOp | None = None
+    fused: graph.FusedOp
 
     @property
     def head(self) -> Operation:
@@ -47,7 +47,7 @@ class Group:
     @property
     def kernel_op(self) -> Operation:
         """The op that carries the `kernel_config`."""
-        return self.fused if self.fused is not None else self.head
+        return self.fused
 
     @property
     def location(self):
@@ -62,7 +62,7 @@ class Group:
     @property
     def pool_partials(self) -> graph.PoolPartialsOp | None:
         """The `graph.pool_partials` the kernel also writes (fuse-pool-partials), if any."""
-        return self.fused.pool_partials if self.fused is not None else None
+        return self.fused.pool_partials
 
     @property
     def has_epilogue(self) -> bool:
@@ -70,21 +70,20 @@ class Group:
 
 
 def groups_of(block: Block) -> list[Group]:
-    """The kernels of a function body, in program order."""
+    """The kernels of a function body, in program order: its `graph.fused` regions
+    (`graph.is_kernel` says which ops are kernels; graph-fuse gives each its region)."""
     groups: list[Group] = []
     for op in block.ops:
-        if isinstance(op, (graph.ConstantOp, graph.ReshapeOp, func.ReturnOp)) or graph.loaded_by_reader(op):
-            continue  # no kernel: views, and ops that their reader computes as it loads
-        if isinstance(op, texture.PackOp) and isinstance(op.input.owner, graph.ConstantOp):
-            continue  # packed at compile time
-        if isinstance(op, graph.FusedOp):
-            groups.append(Group(op.ops, op))
-            continue
         if isinstance(op, graph.BatchNormOp):
             raise LoweringError(f"{where(op)}: batch norm has no kernel; run fold-batchnorm before the lowering")
-        if not op.name.startswith(("graph.", "texture.")):
-            raise LoweringError(f"{where(op)}: cannot lower this op to OpenCL")
-        groups.append(Group([op]))
+        if isinstance(op, func.ReturnOp) or not graph.is_kernel(op):
+            continue  # no kernel: views, constants, ops that their reader computes as it loads
+        if not isinstance(op, graph.FusedOp):
+            if not op.name.startswith(("graph.", "texture.")):
+                raise LoweringError(f"{where(op)}: cannot lower this op to OpenCL")
+            raise LoweringError(f"{where(op)}: '{op.name}' is not in a graph.fused region; run graph-fuse before "
+                                "convert-graph-to-opencl (it gives every kernel its region)")
+        groups.append(Group(op.ops, op))
     return groups
 
 

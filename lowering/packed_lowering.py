@@ -1,5 +1,5 @@
 """Conversion patterns for the NCHW4c (texture) level: graph ops on `!texture.tensor`
-values and `texture.pack`/`unpack` become the kernels of `lowering/kernels/packed.py`.
+values and `texture.pack`/`unpack` become the kernels of `lowering/kernels/packed*.py`.
 
 The memory a value was given by annotate-texture-scope (global buffer or image, its
 mapping, f32/f16 storage) becomes its kernels' `Packed` accessor, so one generator
@@ -16,17 +16,12 @@ from xdsl.ir import SSAValue
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.lowering.expr import In
 from adreno_mlir.lowering.groups import Group, KernelPattern, group_expression, is_elementwise
-from adreno_mlir.lowering.kernels.packed import (
-    Packed,
-    PackedEpilogue,
-    PackedMapSpec,
-    PackedPoolSpec,
-    PackedResizeSpec,
-    PackedSplitSumSpec,
-    PackSpec,
-    UnpackSpec,
-    packed_of,
-)
+from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue, packed_of
+from adreno_mlir.lowering.kernels.packed_conv import PackedSplitSumSpec
+from adreno_mlir.lowering.kernels.packed_layout import PackSpec, UnpackSpec
+from adreno_mlir.lowering.kernels.packed_map import PackedMapSpec
+from adreno_mlir.lowering.kernels.packed_pool import PackedPoolSpec
+from adreno_mlir.lowering.kernels.packed_resize import PackedResizeSpec
 from adreno_mlir.lowering.winograd_lowering import (
     lower_winograd_input,
     lower_winograd_output,

@@ -75,7 +75,7 @@ class AnnotateTextureScope(CheckedPass):
     rows in neighbouring image rows, `texture-nhwc` a channel block in one row)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        profile = target_profile(self)
+        profile = target_profile(self, op)
         if not self.images:
             return
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:

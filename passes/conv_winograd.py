@@ -201,7 +201,7 @@ class ConvWinograd(CheckedPass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tile = str(self.tile)
-        profile = target_profile(self)
+        profile = target_profile(self, op)
         PatternRewriteWalker(GreedyRewritePatternApplier([WinogradConv(tile, profile)]),
                              apply_recursively=False).rewrite_module(op)
         # The direct convolutions' packed weights are dead now.

@@ -203,7 +203,7 @@ class FuseAttentionPass(CheckedPass):
     """False: never fuse (to compare, or to keep the three kernels)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        profile = target_profile(self)
+        profile = target_profile(self, op)
         if not self.enabled or not profile.is_gpu:
             return
         PatternRewriteWalker(FuseAttention(), apply_recursively=False).rewrite_module(op)

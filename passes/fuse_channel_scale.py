@@ -12,8 +12,8 @@ device time on the H200, for a multiply). This pass replaces such a `graph.mul` 
 when the multiply's only reader is a groups-1 NCHW4c convolution (direct or split-K
 later); the convolution loads the scale of each input channel block once and multiplies
 the pixels it reads by it (zero padding stays zero). Other multiplies are untouched.
-Run after graph-fuse (which leaves this multiply unfused: its result has the block
-input's shape, not the scale's).
+Run after graph-fuse (which leaves this multiply in a region of its own: its result has
+the block input's shape, not the scale's); the region goes with the multiply.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from adreno_mlir.dialects import graph, texture
+from adreno_mlir.lowering.families import CONFIG_ATTR
 
 
 def channel_scale_operands(op: graph.MulOp):
@@ -48,18 +49,24 @@ def channel_scale_operands(op: graph.MulOp):
 class ScaleInConv(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.MulOp, rewriter: PatternRewriter, /):
-        if isinstance(op.parent_op(), graph.FusedOp):
-            return
+        kernel = op.parent_op()  # the multiply's own region (graph-fuse), or the op itself
+        if isinstance(kernel, graph.FusedOp):
+            if kernel.ops != [op] or kernel.partials is not None or CONFIG_ATTR in kernel.attributes:
+                return  # fused into a bigger kernel, or a config asks for its kernel
+        else:
+            kernel = op
         operands = channel_scale_operands(op)
-        users = [u.operation for u in op.result.uses]
+        users = [u.operation for u in kernel.results[0].uses]
         if operands is None or len(users) != 1:
             return
         conv = users[0]
-        if not isinstance(conv, graph.Conv2dOp) or conv.input is not op.result or conv.groups.value.data != 1:
+        if (not isinstance(conv, graph.Conv2dOp) or conv.input is not kernel.results[0]
+                or conv.groups.value.data != 1):
             return
         scaled = graph.ScaleChannelsOp.create(operands=list(operands), result_types=[op.result.type])
         scaled.location = op.location
-        rewriter.replace_op(op, scaled)
+        scaled.result.name_hint = kernel.results[0].name_hint
+        rewriter.replace_op(kernel, scaled)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ way the depthwise launch and the round trip of its output are gone.
 It applies where
 
 - the depthwise conv (groups = channels, one output channel per input) heads a
-  `graph.fused` region whose tail reads nothing from outside it (its activation), or stands
-  alone, on NCHW4c tensors, with no pool partials, and
+  `graph.fused` region (graph-fuse gives every kernel one) whose tail, if any, reads
+  nothing from outside it (its activation), on NCHW4c tensors, with no pool partials, and
 - its value has one reader: a groups-1 1x1 convolution with stride 1 and no padding
   (the projection), reading it as its input,
 
@@ -59,14 +59,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Operation
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR
@@ -93,27 +92,13 @@ class DepthwiseOnLoad(RewritePattern):
         if not graph.is_depthwise_load(op):
             return
         region = op.parent_op()
-        if isinstance(region, graph.FusedOp):
-            if (region.head is not op or region.on_load is not None or region.partials is not None
-                    or CONFIG_ATTR in region.attributes or not region.tail_reads_only_region()):
-                return
-            if _only_reader(region) is None:
-                return
-            region.attributes["on_load"] = UnitAttr()
-            rewriter.has_done_action = True
+        if (not isinstance(region, graph.FusedOp) or region.head is not op or region.on_load is not None
+                or region.partials is not None or CONFIG_ATTR in region.attributes
+                or not region.tail_reads_only_region()):
             return
-        if CONFIG_ATTR in op.attributes or _only_reader(op) is None:
+        if _only_reader(region) is None:
             return
-        # A lone depthwise conv: a region of its own, then on_load.
-        new = graph.FusedOp(op.result.type, Region(Block()))
-        new.attributes["on_load"] = UnitAttr()
-        new.location = op.location
-        rewriter.insert_op(new, InsertPoint.before(op))
-        op.result.replace_all_uses_with(new.result)
-        new.result.name_hint = op.result.name_hint
-        op.detach()
-        new.body.block.add_op(op)
-        new.body.block.add_op(graph.YieldOp(op.result))
+        region.attributes["on_load"] = UnitAttr()
         rewriter.has_done_action = True
 
 
@@ -125,7 +110,7 @@ class FuseDepthwiseLoad(CheckedPass):
     """Target profile: the pass applies to GPU targets only."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        profile = target_profile(self)
+        profile = target_profile(self, op)
         if not profile.is_gpu:
             return
         PatternRewriteWalker(DepthwiseOnLoad(), apply_recursively=False).rewrite_module(op)

@@ -26,8 +26,10 @@ It applies where
 
 - the pool is a `graph.global_avg_pool` of an NCHW4c tensor whose only reader is a
   groups-1 1x1 convolution (with stride 1 and no padding: a squeeze-excite FC), and
-- the tensor is computed by a depthwise convolution's `graph.fused` region (its
-  activation fused: the usual squeeze-excite input) that has no partials yet,
+- the tensor is computed by a depthwise convolution's `graph.fused` region with its
+  activation fused (the usual squeeze-excite input; a depthwise conv without one, a
+  region of one op, keeps its pool kernel: that case was never measured) that has no
+  partials yet,
 
 and only for GPU targets: CPUs run the serial pool and a separate kernel as fast
 (select-kernel-config's reduce rule). `tiles` (the op attribute) is chosen so that the
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -55,6 +57,7 @@ from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
+from adreno_mlir.lowering.families import CONFIG_ATTR
 from adreno_mlir.lowering.families.conv4c import pool_items
 
 TARGET_ITEMS = 65536
@@ -78,21 +81,33 @@ def pool_tiles(n: int, c4: int, pixels: int, target_items: int = TARGET_ITEMS,
     return max(1, min(math.ceil(pixels / (pixels_per_item * items)), math.ceil(target_items / (items * n * c4))))
 
 
-def _se_fc(pool: graph.GlobalAvgPoolOp) -> graph.Conv2dOp | None:
+def _pool_kernel(pool: graph.GlobalAvgPoolOp) -> Operation | None:
+    """The pool's kernel: its region of its own (graph-fuse), or the pool itself when it is
+    in none; None when the pool is fused with a tail or a config asks for its kernel."""
+    kernel = pool.parent_op()
+    if not isinstance(kernel, graph.FusedOp):
+        return pool
+    if kernel.ops != [pool] or CONFIG_ATTR in kernel.attributes:
+        return None
+    return kernel
+
+
+def _se_fc(kernel: Operation) -> graph.Conv2dOp | None:
     """The pool's only reader when it is a squeeze-excite FC (a groups-1 1x1 conv)."""
-    users = {u.operation for u in pool.result.uses}
+    value = kernel.results[0]
+    users = {u.operation for u in value.uses}
     if len(users) != 1:
         return None
     fc = users.pop()
-    if not isinstance(fc, graph.Conv2dOp) or fc.input is not pool.result or not graph.SumPartialsOp.readable_by(fc):
+    if not isinstance(fc, graph.Conv2dOp) or fc.input is not value or not graph.SumPartialsOp.readable_by(fc):
         return None
     return fc
 
 
 def _depthwise_region(value) -> graph.FusedOp | None:
     owner = value.owner
-    if not isinstance(owner, graph.FusedOp) or owner.partials is not None:
-        return None
+    if not isinstance(owner, graph.FusedOp) or owner.partials is not None or len(owner.ops) < 2:
+        return None  # no region, partials already, or no activation (a region of one op: not measured)
     head = owner.head
     if not isinstance(head, graph.Conv2dOp) or head.groups.value.data <= 1:
         return None
@@ -112,7 +127,8 @@ class PoolInProducer(RewritePattern):
         if not isinstance(t, texture.TextureTensorType) or len(t.shape) != 5:
             return
         region = _depthwise_region(op.input)
-        if region is None or _se_fc(op) is None:
+        kernel = _pool_kernel(op)
+        if region is None or kernel is None or _se_fc(kernel) is None:
             return
         n, c4, h, w, _ = t.shape
         tiles = pool_tiles(n, c4, h * w, self.target_items, self.pixels_per_item)
@@ -142,7 +158,8 @@ class PoolInProducer(RewritePattern):
 
         total = graph.SumPartialsOp.create(operands=[new.partials], result_types=[op.result.type])
         total.location = op.location
-        rewriter.replace_op(op, total)
+        total.result.name_hint = kernel.results[0].name_hint
+        rewriter.replace_op(kernel, total)
 
 
 @dataclass(frozen=True)
@@ -157,7 +174,7 @@ class FusePoolPartials(CheckedPass):
     """The fewest output pixels per work-item that the tiling leaves."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        profile = target_profile(self)
+        profile = target_profile(self, op)
         if not profile.is_gpu:
             return
         PatternRewriteWalker(PoolInProducer(self.target_items, self.pixels_per_item),

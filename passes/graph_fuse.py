@@ -20,11 +20,13 @@ and reads it from a register twice.
 So conv + bias + ReLU + residual add, an SE block's conv + hard-sigmoid, hard-swish and
 SiLU chains each become one region, and the lowering one kernel. (The SE block's final
 `x * scale` stays a kernel of its own: its result has the block input's shape, not
-the 1x1 scale's, so it cannot be the scale conv's epilogue.) A group of one op stays a
-plain op. The region is placed where the group's last op stood, so every
-outside value it reads is defined by then.
-
-Leave this pass out of a pipeline and every op gets a kernel of its own.
+the 1x1 scale's, so it cannot be the scale conv's epilogue.) Every other kernel, a
+group of one op, gets a region too, as IREE forms a dispatch region per kernel: the
+passes after this one and the lowering see kernels as regions only (`graph.is_kernel`),
+and convert-graph-to-opencl refuses a compute op outside one. Not wrapped: constants,
+views (reshape), ops their reader computes on load, and the packing of a constant. The
+region is placed where the group's last op stood, so every outside value it reads is
+defined by then.
 """
 
 from __future__ import annotations
@@ -33,17 +35,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region
-from xdsl.passes import ModulePass
+from xdsl.ir import Operation
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
 )
-from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
-from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR
+from adreno_mlir.pass_options import CheckedPass, option
 
 
 
@@ -125,36 +125,30 @@ def absorbed_upstream(op: Operation) -> bool:
     return False
 
 
+@dataclass
 class FormFusedGroup(RewritePattern):
-    """Wrap a head and its element-wise followers into a `graph.fused` region."""
+    """Wrap each kernel (a head and its element-wise followers, or a lone op) into a
+    `graph.fused` region."""
+
+    epilogues: bool = True
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if isinstance(op.parent_op(), graph.FusedOp) or len(op.results) != 1:
+        if isinstance(op, graph.FusedOp) or isinstance(op.parent_op(), graph.FusedOp) or len(op.results) != 1:
             return
-        if not can_take_epilogue(op) or absorbed_upstream(op):
+        if not graph.is_kernel(op) or (self.epilogues and absorbed_upstream(op)):
             return
-        chain = fusion_chain(op)
-        if len(chain) == 1:
-            return
-        last = chain[-1]
-        block = Block()
-        fused = graph.FusedOp(last.results[0].type, Region(block))
-        fused.location = last.location
-        rewriter.insert(fused, InsertPoint.after(last))
-        last.results[0].replace_all_uses_with(fused.result)
-        for o in chain:
-            o.detach()
-            block.add_op(o)
-        block.add_op(graph.YieldOp(last.results[0]))
-        fused.result.name_hint = last.results[0].name_hint
-        if CONFIG_ATTR in op.attributes:  # a config written on the head now configures the region
-            fused.attributes[CONFIG_ATTR] = op.attributes.pop(CONFIG_ATTR)
-        rewriter.notify_op_modified(fused)
+        chain = fusion_chain(op) if self.epilogues and can_take_epilogue(op) else [op]
+        graph.FusedOp.wrap(chain, rewriter)
+        rewriter.has_done_action = True
 
 
 @dataclass(frozen=True)
-class GraphFuse(ModulePass):
+class GraphFuse(CheckedPass):
     name = "graph-fuse"
 
+    epilogues: bool = option(True)
+    """False: no element-wise op joins its producer's kernel; every kernel op gets a region
+    of one op (a kernel of its own, as the unfused baseline of a measurement)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FormFusedGroup(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(FormFusedGroup(self.epilogues), apply_recursively=False).rewrite_module(op)

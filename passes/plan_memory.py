@@ -10,11 +10,11 @@ f_k-1) and the block's last concat holds all of them, so one allocation of the l
 concat holds every f_j and every concat_k is a prefix of it (before this pass the
 copies were 55% of DenseNet-121's device time on the H200).
 
-The decision is an attribute on the op that writes each value placed in shared
-storage (a `graph.fused` region, a kernel op, or a `graph.concat`):
+The decision is an attribute on the kernel that writes each value placed in shared
+storage (its `graph.fused` region; a concat's region too):
 
-    %22 = graph.split_k_sum %21 {parts = 2 : i64, storage = {alloc = 0 : i64, c4_offset = 16 : i64}} : ...
-    %23 = graph.concat %6, %22 {axis = 1 : i64, storage = {alloc = 0 : i64, c4_offset = 0 : i64}} : ...
+    %22 = graph.fused {storage = {alloc = 0 : i64, c4_offset = 16 : i64}} -> ... { graph.split_k_sum ... }
+    %23 = graph.fused {storage = {alloc = 0 : i64, c4_offset = 0 : i64}} -> ... { graph.concat %6, %22 ... }
 
 "The result lives in shared allocation 0 from channel block 16 on." The allocation is
 as large as its largest member (max of c4_offset + the member's channel blocks); all
@@ -64,7 +64,8 @@ from xdsl.rewriter import Rewriter
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.dialects.storage import (  # noqa: F401 - the attribute's schema, re-exported for passes
-    OFFSET_WRITERS, STORAGE_ATTR, Storage, input_slots, kernel_reads, packed_type, read_storage, writer_of)
+    OFFSET_WRITERS, STORAGE_ATTR, Storage, concat_head, concat_of, input_slots, kernel_reads, packed_type, read_storage,
+    stored_value, writer_of)
 from adreno_mlir.passes.annotate_texture_scope import reads_images
 
 
@@ -110,9 +111,10 @@ class _Planner:
         its slot there already, or its slot is free (and `op` will not copy a value
         of `g` into `g`)."""
         a = self.allocs[g]
-        if base < 0 or base + op.result.type.shape[1] > a.c4 or not self.movable(op.result, a):
+        out = stored_value(op)
+        if base < 0 or base + out.type.shape[1] > a.c4 or not self.movable(out, a):
             return False
-        if base > 0 and any(not isinstance(u.operation, graph.ConcatOp) for u in op.result.uses):
+        if base > 0 and any(not isinstance(u.operation, graph.ConcatOp) for u in out.uses):
             return False  # its other readers read from channel block 0
         for v, s in input_slots(op, base):
             where = self.slot.get(v)
@@ -120,7 +122,7 @@ class _Planner:
                 continue
             if (where is not None and where[0] == g) or not self.free(a, s, s + v.type.shape[1], v):
                 return False
-        return not self.read_by_members(op.result, g, base)
+        return not self.read_by_members(out, g, base)
 
     def movable(self, v: SSAValue, a: _Alloc) -> bool:
         """`v` can take the allocation's memory: every kernel reads buffers, images only
@@ -139,11 +141,11 @@ class _Planner:
         it may, at other channel blocks)."""
         image = self.allocs[g].scope != "global"
         for m in self.allocs[g].members:
-            op = m.owner
-            if isinstance(op, graph.ConcatOp):
-                if any(u is v and t != s for u, t in input_slots(op, self.slot[m][1])):
+            concat = concat_of(m)
+            if concat is not None:
+                if any(u is v and t != s for u, t in input_slots(concat, self.slot[m][1])):
                     return True
-            elif image and v in kernel_reads(op):
+            elif image and v in kernel_reads(m.owner):
                 return True
         return False
 
@@ -159,8 +161,9 @@ class _Planner:
             return False
         if not self.free(a, s, s + t.shape[1], v) or not self.movable(v, a):
             return False
-        if isinstance(op, graph.ConcatOp):
-            return op not in self.done and concat_ok(op) and self.view_ok(op, g, s)
+        concat = concat_of(v)
+        if concat is not None:
+            return concat not in self.done and concat_ok(concat) and self.view_ok(concat, g, s)
         if a.scope != "global" and any(self.slot.get(r, (None,))[0] == g for r in kernel_reads(op)):
             return False  # it would read and write one image
         return not self.read_by_members(v, g, s)
@@ -172,7 +175,7 @@ class _Planner:
         self.slot[v] = (g, s)
         a.members.append(v)
         claim = (s, s + v.type.shape[1], v)
-        if not isinstance(v.owner, graph.ConcatOp) and claim not in a.claims:
+        if concat_of(v) is None and claim not in a.claims:
             a.claims.append(claim)
 
     def place_inputs(self, op: graph.ConcatOp, g: int, base: int) -> None:
@@ -183,8 +186,8 @@ class _Planner:
                 continue
             if self.can_place(v, g, s, op):
                 self.place(v, g, s)
-                if isinstance(v.owner, graph.ConcatOp):
-                    self.place_inputs(v.owner, g, s)
+                if concat_of(v) is not None:
+                    self.place_inputs(concat_of(v), g, s)
             elif (s, s + v.type.shape[1], v) not in a.claims:
                 a.claims.append((s, s + v.type.shape[1], v))  # the concat's copy writes there
 
@@ -199,15 +202,15 @@ class _Planner:
         return None
 
     def run(self) -> None:
-        for op in reversed([o for o in self.block.ops if isinstance(o, graph.ConcatOp)]):
+        for op in reversed([c for c in map(concat_head, self.block.ops) if c is not None]):
             if op in self.done or not concat_ok(op):
                 continue
             where = self.view_of(op)
             if where is None:
                 t = op.result.type
-                self.allocs.append(_Alloc(op.result, t.scope_name, t.shape[1]))
+                self.allocs.append(_Alloc(stored_value(op), t.scope_name, t.shape[1]))
                 where = (len(self.allocs) - 1, 0)
-            self.place(op.result, *where)
+            self.place(stored_value(op), *where)
             self.place_inputs(op, *where)
 
     def write(self) -> None:

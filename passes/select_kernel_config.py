@@ -136,7 +136,7 @@ class SelectKernelConfig(CheckedPass):
     """Arithmetic of every NCHW4c kernel: f32, or f16 (half; precision="fp16", needs cl_khr_fp16)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        profile = target_profile(self)  # the other options are checked when the pass is made
+        profile = target_profile(self, op)  # the other options are checked when the pass is made
         rules = Rules(profile.is_gpu, self.conv_co_block, self.conv_x_block, self.vectorize,
                       self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group),
                       self.compute)

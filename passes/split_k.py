@@ -5,8 +5,9 @@ An NCHW4c convolution with `split_k = S > 1` becomes
     %p = graph.conv2d_split_k %x, %w {parts = S, ...}   // S partial sums, f32 buffer
     %y = graph.split_k_sum %p, %bias {parts = S}        // + bias + the fused epilogue
 
-When the convolution heads a `graph.fused` region, the sum takes its place there, so
-the epilogue stays fused into the summing kernel. The partial-sum kernel keeps the
+When the convolution heads a `graph.fused` region (graph-fuse gives every kernel one),
+the sum takes its place there, so the epilogue stays fused into the summing kernel, and
+the partial sums get a region of their own before it. The partial-sum kernel keeps the
 convolution's blocking keys (and `compute`); the sum keeps `work_group` and `compute`.
 """
 
@@ -52,9 +53,10 @@ class SplitConvolution(RewritePattern):
                         "dilations": op.dilations})
         partial.location = op.location
         rewriter.insert(partial, InsertPoint.before(kop))
-        set_config(partial, CONV4C.split_head_config(cfg))
+        partials = graph.FusedOp.wrap([partial], rewriter)  # a kernel of its own: its region
+        set_config(partials, CONV4C.split_head_config(cfg))
         total = graph.SplitKSumOp.create(
-            operands=[partial.result, *([] if op.bias is None else [op.bias])], result_types=[t],
+            operands=[partials.result, *([] if op.bias is None else [op.bias])], result_types=[t],
             properties={"parts": IntegerAttr(parts, 64)})
         total.location = op.location
         rewriter.replace(op, total)

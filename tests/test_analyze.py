@@ -21,6 +21,7 @@ from adreno_mlir.analyze import (
     occupancy_target,
     work_items,
 )
+from adreno_mlir.dialects import graph
 from adreno_mlir.errors import CompileError
 from adreno_mlir.target import get_profile
 
@@ -74,7 +75,7 @@ def test_winograd_product_flops():
     n, ci, co, h, w = 1, 256, 256, 14, 14  # conv-winograd takes it on GPU targets (F(2,3) at 14x14)
     a = analyze_model(_conv_model(n, ci, co, h, w), "adreno-740", plan="buffer4c")
     mm = _only(a.costs, "winograd_matmul")
-    op = next(o for o in kernel_ops(a.module) if o.name == "texture.winograd_matmul")
+    op = next(graph.head_of(o) for o in kernel_ops(a.module) if graph.head_of(o).name == "texture.winograd_matmul")
     a2, c4, _, p, _ = op.input.type.shape
     assert mm.flops == 2 * a2 * co * (4 * c4) * p
     wino = sum(c.flops for c in a.costs if c.kind.startswith(("winograd", "texture.winograd")))

@@ -14,14 +14,14 @@ import onnx.numpy_helper as nh
 import onnxruntime as ort
 import pytest
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 import adreno_mlir
 from adreno_mlir.dialects import graph
 from adreno_mlir.dialects.texture import TextureTensorType
 from adreno_mlir.frontend import import_onnx
 from adreno_mlir.passes.annotate_texture_scope import reads_images
-from adreno_mlir.dialects.storage import STORAGE_ATTR, read_storage
+from adreno_mlir.dialects.storage import STORAGE_ATTR, read_storage, stored_value
+from adreno_mlir.passes.plan_memory import retype
 
 PLANS = {
     "buffer4c": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
@@ -273,9 +273,10 @@ class ConcatsToImages(ModulePass):
     def apply(self, ctx, op) -> None:
         concats = [o for o in op.walk()
                    if isinstance(o, graph.ConcatOp) and isinstance(o.result.type, TextureTensorType)]
-        for o in concats:
-            if all(reads_images(u.operation, o.result) for u in o.result.uses):
-                Rewriter.replace_value_with_new_type(o.result, o.result.type.with_memory(self.mapping))
+        for o in concats:  # the concat's region's value (graph-fuse), read by the kernels after it
+            value = stored_value(o)
+            if all(reads_images(u.operation, value) for u in value.uses):
+                retype(value, value.type.with_memory(self.mapping))
 
 
 @pytest.mark.parametrize("mapping", ["texture", "texture-nhwc"])

@@ -288,8 +288,8 @@ def test_matches_onnxruntime(case, plan):
     assert _launch(cm, name).local_size == (tile * groups, 1, 1)
     assert cm.stage_ir["depthwise-load"].count(ON_LOAD) == 1
     assert "on_load" not in cm.stage_ir["channel-scale"]
-    if not args.get("expand", True):  # the pass made the region: the depthwise conv was a lone op
-        assert not isinstance(_depthwise(cm, "channel-scale").parent_op(), graph.FusedOp)
+    if not args.get("expand", True):  # a lone depthwise conv (no activation): a region of its own
+        assert len(_depthwise(cm, "channel-scale").parent_op().ops) == 1
     region = _depthwise(cm, "depthwise-load").parent_op()
     assert isinstance(region, graph.FusedOp) and region.on_load is not None
     _check(cm, model, _tolerance(PLANS[plan]))
@@ -538,9 +538,9 @@ class ConfigureDepthwise(ModulePass):
 
 @pytest.mark.parametrize("act", ["Relu6", None])
 def test_hand_written_config_keeps_the_kernel(act):
-    """A config on the depthwise region (Relu6) or on a lone depthwise conv (no
-    activation) before fuse-depthwise-load: the pass leaves it a kernel, which keeps
-    the hand-written x_block."""
+    """A config on the depthwise region, with an activation (Relu6) or without (a region
+    of one op), before fuse-depthwise-load: the pass leaves it a kernel, which keeps the
+    hand-written x_block."""
     model = block_model(16, 32, 9, act=act)
 
     def pipeline(p):
@@ -554,7 +554,7 @@ def test_hand_written_config_keeps_the_kernel(act):
     module = Parser(make_context(), cm.stage_ir["select-kernel-config"]).parse_module()  # stages named by pass
     dw = [op for op in module.walk() if is_kernel(op) and graph.is_depthwise_load(head_of(op))]
     assert len(dw) == 1 and config_of(dw[0])["x_block"] == 2
-    assert isinstance(dw[0], graph.FusedOp) == (act is not None)
+    assert isinstance(dw[0], graph.FusedOp) and len(dw[0].ops) == (2 if act is not None else 1)
     _check(cm, model, TOLERANCE)
 
 
@@ -629,7 +629,7 @@ def test_on_load_region_with_a_bad_reader(case, tmp_path):
     ok = subprocess.run(["adreno-opt", str(path)], capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr  # the IR itself is valid
     proc = subprocess.run(["adreno-opt", str(path), "-p",
-                           "select-kernel-config{target=adreno-740},split-k,plan-memory,convert-graph-to-opencl",
+                           "graph-fuse,select-kernel-config{target=adreno-740},split-k,plan-memory,convert-graph-to-opencl",
                            "-t", "opencl"], capture_output=True, text=True, check=False)
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr and "internal compiler error" not in proc.stderr, proc.stderr

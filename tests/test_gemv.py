@@ -161,9 +161,9 @@ def test_config_in_ir_and_override_to_one(tmp_path):
     model = gemm_model(1, 1280, 1000)
     plan = PLANS["nchw4c-buffers"]
     cm = adreno_mlir.compile(model, keep_ir=True, **plan)
-    assert re.search(r"graph\.gemm .*\{kernel_config = \{k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64\}, "
-                     r"trans_b = 1 : i64\}",
-                     cm.stage_ir["config"])
+    assert re.search(r"graph\.fused \{kernel_config = \{k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64\}\} "
+                     r"-> [^{]*\{\n\s*%\S+ = graph\.gemm .*\{trans_b = 1 : i64\}",
+                     cm.stage_ir["config"]), cm.stage_ir["config"]  # on the gemm's region
     assert "barrier(CLK_LOCAL_MEM_FENCE)" in cm.source and "__local float partial[64];" in cm.source
     assert "vload4(" in cm.source and "get_group_id(0)" in cm.source
     launch = next(op for op in cm.stage_ir["opencl"].splitlines() if "opencl.launch @gemm" in op)
@@ -194,3 +194,27 @@ def test_large_outputs_are_not_split():
     output, as before."""
     cm = adreno_mlir.compile(gemm_model(32, 1280, 1000), target="adreno-740", textures=False, keep_ir=True)
     assert "k_split = 1 : i64" in cm.stage_ir["config"] and "barrier" not in cm.source
+
+
+@pytest.mark.parametrize("case", ["gemv-split", "gemm-unsplit", "matmul-tiled"])
+def test_k_unroll_pragma_on_the_reduction_loop(case, tmp_path):
+    """kernel_config k_unroll = N (the gemm family's key; 0, the default, prints no pragma):
+    `#pragma unroll N` before the K loop of the split-K, plain and register-tiled kernels,
+    a kernel name of its own (_uN), the same numbers."""
+    model, override = {
+        "gemv-split": (gemm_model(1, 1280, 1000), {"k_unroll": 4}),
+        "gemm-unsplit": (gemm_model(1, 40, 20), {"k_split": 1, "k_unroll": 2}),
+        "matmul-tiled": (matmul_model((8, 64), (64, 16)), {"k_split": 1, "tile_m": 2, "tile_n": 4, "k_unroll": 8}),
+    }[case]
+    plan = PLANS["nchw4c-buffers"]
+    plain = adreno_mlir.compile(model, **plan)
+    assert "#pragma unroll" not in plain.source
+    path = tmp_path / "overrides.json"
+    node = model.graph.node[0].name
+    path.write_text(json.dumps({f"loc:{node}": override}))
+    cm = adreno_mlir.compile(model, keep_ir=True, overrides=str(path), **plan)
+    n = override["k_unroll"]
+    assert f"k_unroll = {n} : i64" in cm.stage_ir["config"]
+    assert f"#pragma unroll {n}\n" in cm.source, cm.source
+    assert re.search(rf"__kernel void (gemm|matmul)\w*_u{n}\w*\(", cm.source), cm.source
+    _check(cm, model)

@@ -289,11 +289,13 @@ class StringSplitK(ModulePass):
 
 
 def test_split_k_given_as_a_string_is_a_clear_error():
-    """split-k (passes/split_k.py:48) compares the config value with `parts <= 1`
-    before validating it: a string split_k is a TypeError, reported as an internal
-    compiler error, instead of the CompileError naming the conv and the allowed values."""
+    """A string split_k (written by a pass of the user's) once reached split-k, whose
+    `parts <= 1` raised a TypeError reported as an internal compiler error. The IR
+    verifier (kernel_config against its family) now refuses it after the stage that
+    wrote it: a CompileError naming the stage, the conv and the allowed values."""
     model = two_conv_model()
-    with pytest.raises(CompileError, match="split_k"):
+    with pytest.raises(CompileError, match=r"^the IR after stage 'string-split-k' \(string-split-k\) does not verify: "
+                                           r"'graph.conv2d' at loc\(\"conv1\"\): kernel_config split_k = '2' is not one "):
         adreno_mlir.compile(model, target="adreno-740", layout="nchw4c", textures=False, passes=[StringSplitK],
                             pipeline=lambda p: p.replace(",split-k", ",string-split-k,split-k"))
 

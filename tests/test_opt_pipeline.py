@@ -160,11 +160,11 @@ def test_compile_reports_a_bad_option_of_its_pipeline_before_running_it(monkeypa
         adreno_mlir.compile(model, pipeline="graph-canonicalize,graph-fuse,fuse-pool-partials{pixels-per-item=0},"
                                             "convert-graph-to-opencl")
     assert applied == []
-    with pytest.raises(CompileError, match=r"^graph-fuse: unknown option 'nope'; graph-fuse has no options$"):
+    with pytest.raises(CompileError, match=r"^graph-fuse: unknown option 'nope'; its options: epilogues \(true or false\)$"):
         adreno_mlir.compile(model, pipeline=lambda default: default.replace("graph-fuse", "graph-fuse{nope=1}"))
     with pytest.raises(CompileError, match=r"unknown pass 'graph-fuze' \(did you mean graph-fuse\?\)"):
         adreno_mlir.compile(model, pipeline="graph-fuze,convert-graph-to-opencl")
-    cm = adreno_mlir.compile(model, pipeline="graph-canonicalize,select-kernel-config{conv-co-block=4},"
+    cm = adreno_mlir.compile(model, pipeline="graph-canonicalize,graph-fuse,select-kernel-config{conv-co-block=4},"
                                              "convert-graph-to-opencl")
     x = np.array([[-1, 2, -3, 4]], np.float32)
     assert np.array_equal(cm.run({"x": x})["y"], np.maximum(x, 0))

@@ -2,7 +2,7 @@
 
 On GPU targets select-kernel-config gives each mean `reduce_items` work-items per output
 (`Rules.reduce`: the most of 16-256 that leave each work-item two elements, 1 under 32
-elements); the kernels (lowering/kernels/packed.py PackedMeanSpec for NCHW4c tensors,
+elements); the kernels (lowering/kernels/packed_pool.py PackedMeanSpec for NCHW4c tensors,
 lowering/kernels/pool.py ReduceSpec for plain ones) then sum strided shares of the
 reduced extent per work-item and add the partial sums as a tree in local memory. CPU
 targets keep one work-item per output looping over the whole extent.

@@ -121,12 +121,12 @@ def test_live_profile_name_resolves_from_device():
 def test_auto_target_replays_with_adreno_opt(tiny_path, tmp_path):
     """The name `target="auto"` resolves to goes into the pipeline strings; adreno-opt (a fresh
     process: nothing registered, empty cache) replays the scope stage with it."""
-    from adreno_mlir.api import plan_options
-    from adreno_mlir.pipeline import stages_for
+    from adreno_mlir.plan import make_plan
 
-    layout, textures, storage, name = plan_options("auto", None, True, "fp32", None)
-    assert name.startswith("device-")
-    stages = dict(stages_for(layout, textures, storage, name))
+    plan = make_plan("auto", textures=True)
+    name = plan.target
+    assert name.startswith("device-") and plan.profile.name == name
+    stages = dict(plan.stages())
     assert f"target={name}" in stages["scope"]
     ir = tmp_path / "tiny.mlir"
     r = subprocess.run([sys.executable, "-m", "adreno_mlir.cli", "import", str(tiny_path), "-o", str(ir)],
@@ -137,3 +137,39 @@ def test_auto_target_replays_with_adreno_opt(tiny_path, tmp_path):
                          capture_output=True, text=True, cwd=tmp_path)
     assert opt.returncode == 0, opt.stderr
     assert "#texture.image<texture" in opt.stdout  # the live profile's limits applied
+
+
+def test_a_new_target_profile_is_one_registration(tmp_path):
+    """Adding a target profile touches adreno_mlir/target.py only: `register_profile` with
+    its facts, and every pass, family rule and the plan read them from there. A GPU with
+    no images and a 64-item work-group limit: the plan keeps buffers, no kernel asks for
+    more than 64 work-items, and the numbers match onnxruntime."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from adreno_mlir.target import _PROFILES, register_profile
+
+    profile = dataclasses.replace(get_profile("adreno-740"), name="test-gpu-64", supports_images=False,
+                                  max_work_group_size=64, preferred_work_group_size=(8, 8, 1))
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((1000, 1280)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "w"], ["y"], transB=1, name="fc")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1280])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1000])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    register_profile(profile)
+    try:
+        assert "test-gpu-64" in list_profiles()
+        cm = adreno_mlir.compile(model, target="test-gpu-64", keep_ir=True)
+        assert "select-kernel-config{target=test-gpu-64" in cm.pipeline
+        assert "#texture.image" not in cm.stage_ir["opencl"]
+        local = [tuple(int(d) for d in m.split(", ")) for m in
+                 __import__("re").findall(r"local \[([0-9, ]+)\]", cm.stage_ir["opencl"])]
+        assert local and all(np.prod(sizes) <= 64 for sizes in local), local
+        x = rng.standard_normal((1, 1280)).astype(np.float32)
+        ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        got = cm.run({"x": x})["y"]
+        assert np.abs(got - ref[0]).max() <= 1e-4 * np.abs(ref[0]).max()
+    finally:
+        _PROFILES.pop("test-gpu-64", None)

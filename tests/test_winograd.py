@@ -54,7 +54,7 @@ from adreno_mlir.weights import WeightStore, store_of
 
 def lower_winograd_matmul(hb, m, cfg, loc):
     """The Winograd product's lowering, with `cfg` completed as select-kernel-config does."""
-    WinogradMatmulPattern().lower(hb, Group([m]), validate_config(m, cfg), loc)
+    WinogradMatmulPattern().lower(hb, Group([m], None), validate_config(m, cfg), loc)  # the op alone, no region
 
 cl = pytest.importorskip("pyopencl")
 

@@ -230,22 +230,42 @@ def write_intel_icd(folder: str | Path) -> Path | None:
 
 def use_intel_cpu_runtime() -> Path | None:
     """Make Intel's CPU OpenCL runtime (if installed from PyPI) visible to this process
-    and its children: unless OCL_ICD_VENDORS is set already, write its `.icd` into a new
-    temporary folder and set OCL_ICD_VENDORS to it. Call it before the first OpenCL
+    and its children: unless OCL_ICD_VENDORS is set already, write its `.icd` (and copies
+    of the system's) into `cache_root("icd")/<hash of them>` once and set
+    OCL_ICD_VENDORS to it. Call it before the first OpenCL
     platform query (the ICD loader reads the variable once). Returns the folder, or None
     when nothing was done."""
-    if "OCL_ICD_VENDORS" in os.environ or intel_cpu_library() is None:
+    lib = intel_cpu_library()
+    if "OCL_ICD_VENDORS" in os.environ or lib is None:
         return None
+    import hashlib
     import shutil
     import tempfile
 
-    folder = write_intel_icd(tempfile.mkdtemp(prefix="adreno-mlir-icd-"))
-    if folder is None:
-        return None
-    # OCL_ICD_VENDORS replaces the system's vendor folder: keep its drivers listed.
+    from adreno_mlir.runtime.program_cache import cache_root
+
+    # OCL_ICD_VENDORS replaces the system's vendor folder: keep its drivers listed. The
+    # folder is named by what it holds, so every process shares one (none left in /tmp).
     system = Path("/etc/OpenCL/vendors")
-    for icd in sorted(system.glob("*.icd")) if system.is_dir() else []:
-        if not (folder / icd.name).exists():
-            shutil.copyfile(icd, folder / icd.name)
+    icds = sorted(system.glob("*.icd")) if system.is_dir() else []
+    key = hashlib.sha256("\0".join([str(lib), *(f"{i.name}={i.read_text(errors='replace')}" for i in icds)])
+                         .encode()).hexdigest()[:16]
+    root = cache_root("icd")
+    folder = root / key
+    if not (folder / "intel.icd").is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+        try:
+            write_intel_icd(partial)
+            for icd in icds:
+                if not (partial / icd.name).exists():
+                    shutil.copyfile(icd, partial / icd.name)
+            try:
+                partial.rename(folder)
+            except OSError:  # another process made it first: the same files
+                if not (folder / "intel.icd").is_file():
+                    raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     os.environ["OCL_ICD_VENDORS"] = str(folder)
     return folder

@@ -227,8 +227,8 @@ class Executable:
                     # reqd_work_group_size: the kernel computes right with this work-group only
                     raise RuntimeError(
                         f"kernel {launch.kernel} needs work-groups of {list(local)} work-items, but this device "
-                        f"runs at most {limit} for it; give it a smaller work-group in its kernel_config (reduce_items, "
-                        "dw_tile, k_split, ...: the keys that set this kernel's work-group)")
+                        f"runs at most {limit} for it; give it a smaller work-group in its kernel_config (the keys of its "
+                        "kernel family that set the work-group: docs/passes.md lists each family's keys)")
                 if int(np.prod(local)) > limit:
                     local = None  # this kernel cannot take the planned size here: driver's choice
             launches.append(Launch(kernel, launch.global_size, local, launch.kernel))

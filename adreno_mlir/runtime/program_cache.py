@@ -131,6 +131,19 @@ def _warn_dir_once(directory: Path, message: str) -> None:
     _warn(message)
 
 
+def cache_root(kind: str) -> Path:
+    """The folder of the other files adreno-mlir keeps between runs (`kind`: "weights" of
+    IR printed to stdout, "icd" folders registering Intel's CPU runtime): beside the
+    programs, `$ADRENO_MLIR_CACHE_DIR/<kind>` when that is set, else the user cache
+    folder's `<kind>` (platformdirs). Never a temporary folder: these are reused."""
+    env_dir = os.environ.get(_ENV_DIR, "")
+    if env_dir:
+        return Path(env_dir).expanduser() / kind
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("adreno-mlir")) / kind
+
+
 def cache_dir(cache: CacheArg = None) -> Path | None:
     """The cache folder that ``cache`` selects, or ``None`` when caching is off.
 

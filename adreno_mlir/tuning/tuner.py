@@ -211,6 +211,10 @@ class Progress:
             self.bar.close()
 
 
+TUNE_OPTIONS = ("target", "textures", "precision", "layout", "work_group")
+"""The plan options (adreno_mlir.plan.make_plan's) a tuning run's `compile_options` may set."""
+
+
 def tune(
     model: str,
     db_path: str,
@@ -237,6 +241,8 @@ def tune(
              default `[device] * workers`, or with a local Ray and one worker, every
              local device with the same platform and name as `device`.
     ray / ray_address: run the workers as Ray actors (a local Ray, or join a cluster).
+    compile_options: the plan options (`TUNE_OPTIONS`, as `compile()` takes them); each
+             worker makes its `CompilePlan` of them once, on its own device.
     """
     from pathlib import Path
 
@@ -247,6 +253,10 @@ def tune(
     say = log or (lambda s: None)
     start = time.perf_counter()
     opts = dict(compile_options or {})
+    unknown = sorted(set(opts) - set(TUNE_OPTIONS))
+    if unknown:
+        raise CompileError(f"tune: unknown compile option(s) {', '.join(unknown)}; compile_options takes "
+                           f"{', '.join(TUNE_OPTIONS)} (each worker makes its plan of them on its device)")
     storage_f16 = opts.get("precision", "fp32") != "fp32"
     if devices is None and (ray or ray_address) and workers == 1 and not ray_address:
         # A local Ray without a device list: one worker per local device like --device.

@@ -40,7 +40,8 @@ class Job:
     device: str | None = None
     """The OpenCL device (as `compile(device=...)`)."""
     compile_options: dict = field(default_factory=dict)
-    """target, textures, precision, layout (as `compile`)."""
+    """target, textures, precision, layout, work_group (as `compile`): the worker makes
+    its `CompilePlan` of them once (adreno_mlir.plan.make_plan, on its own device)."""
     repeat: int = 10
     warmup: int = 2
     rtol: float = 1e-4
@@ -97,8 +98,8 @@ class _Measurer:
     """The child's state: the imported model, its reference outputs, its kernels."""
 
     def __init__(self, job: Job, scratch: str):
-        from adreno_mlir.api import plan_options
         from adreno_mlir.frontend import import_onnx
+        from adreno_mlir.plan import make_plan
         from adreno_mlir.runtime import default_context
         from adreno_mlir.tuning.db import device_key
 
@@ -111,10 +112,8 @@ class _Measurer:
         self.graph = import_onnx(path)
         self.device = default_context(job.device).devices[0]
         self.key = device_key(self.device)
-        opts = job.compile_options
-        self.layout, self.textures, self.storage, self.target = plan_options(
-            opts.get("target", "auto"), job.device, opts.get("textures"), opts.get("precision", "fp32"),
-            opts.get("layout"))
+        self.plan = make_plan(device=job.device, **job.compile_options)
+        """The plan every measurement compiles (with that measurement's overrides)."""
         self.hook = _load_hook(job.fault_hook)
         self.spaces, self.loc_to_sig = self._kernels()
         self.reference: list[np.ndarray] | None = None
@@ -125,26 +124,17 @@ class _Measurer:
     def _kernels(self):
         """The tunable kernels (after select-kernel-config) and, per ONNX node, the
         signature its launches count towards."""
-        from adreno_mlir.api import work_group_sizes
         from adreno_mlir.context import make_context
         from adreno_mlir.dialects import graph
-        from adreno_mlir.options import check_precision
         from adreno_mlir.lowering.families import CONFIG_ATTR, is_kernel
-        from adreno_mlir.pipeline import run_stages, stages_for
-        from adreno_mlir.target import get_profile
+        from adreno_mlir.pipeline import run_stages
         from adreno_mlir.tuning.space import space_of
-
-        opts = self.job.compile_options
-        compute = check_precision(opts.get("precision", "fp32")).compute
-        wg = work_group_sizes("driver", self.target)
-        stages = stages_for(self.layout, self.textures, self.storage, self.target, wg, compute)
-        upto = [s for s in stages[: [n for n, _ in stages].index("config") + 1]]
-        module = self.graph.clone()
         from adreno_mlir.weights import attach, store_of
 
+        module = self.graph.clone()
         attach(module, store_of(self.graph).overlay())
-        run_stages(make_context(), module, upto)
-        profile = get_profile(self.target)
+        run_stages(make_context(), module, self.plan.stages(until="config"))
+        profile = self.plan.profile
         gpu = profile.is_gpu
         spaces: dict[str, Any] = {}
         loc_to_sig: dict[str, str] = {}
@@ -185,8 +175,8 @@ class _Measurer:
         if fault == "crash":
             os._exit(134)
         try:
-            cm = adreno_mlir.compile(self.graph, device=self.job.device, runtime="pyopencl", calibration=False,
-                                     overrides=overrides or None, **self.job.compile_options)
+            plan = self.plan.with_overrides(overrides) if overrides else self.plan
+            cm = adreno_mlir.compile(self.graph, plan=plan, runtime="pyopencl", calibration=False)
             if fault == "build":
                 raise RuntimeError_("the OpenCL compiler rejected the generated program:\n(fault hook) build failure")
         except RuntimeError_ as e:

@@ -1,7 +1,7 @@
 // RUN: adreno-opt %s --split-input-file | adreno-opt --split-input-file | filecheck %s
 // RUN: adreno-opt %s --split-input-file -p graph-canonicalize | filecheck %s --check-prefix=CANON
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=adreno-740},convert-graph-to-opencl,cse' | filecheck %s --check-prefix=GPU
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=pocl-cpu},convert-graph-to-opencl,cse' | filecheck %s --check-prefix=CPU
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{target=adreno-740},convert-graph-to-opencl,cse' | filecheck %s --check-prefix=GPU
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{target=pocl-cpu},convert-graph-to-opencl,cse' | filecheck %s --check-prefix=CPU
 
 // graph.layer_norm over the trailing axes: two reductions (the mean, then the mean square
 // of x - mean: no cancellation), then (x - mean) / sqrt(var + eps) * scale + bias. A row

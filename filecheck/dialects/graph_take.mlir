@@ -1,5 +1,5 @@
 // RUN: adreno-opt %s | adreno-opt | filecheck %s
-// RUN: adreno-opt %s --split-input-file --verify-diagnostics -p convert-graph-to-opencl 2>&1 | filecheck %s --check-prefix=LOWER
+// RUN: adreno-opt %s --split-input-file --verify-diagnostics -p graph-fuse{epilogues=false},convert-graph-to-opencl 2>&1 | filecheck %s --check-prefix=LOWER
 
 // graph.take: a gather with run-time i32 ids (an embedding lookup). Round trip, and the
 // lowering: the model input is an i32 buffer, the kernel reads `int` ids, wraps negative

@@ -1,4 +1,4 @@
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
 
 // graph.attention: one kernel, one work-group per (batch entry, query row). The row's
 // scores live in a __local array of L floats (declared first, at kernel scope):

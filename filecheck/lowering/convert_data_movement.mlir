@@ -1,4 +1,4 @@
-// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl,cse' | filecheck %s
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},convert-graph-to-opencl,cse' | filecheck %s
 
 // graph.pad is one kernel, one work-item per output element: each axis maps its output
 // coordinate to a source coordinate. Constant mode checks only the bounds an axis can

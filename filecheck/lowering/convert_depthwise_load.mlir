@@ -1,6 +1,6 @@
 // RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=adreno-740}' | filecheck %s --check-prefix=CONFIG
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=adreno-740},split-k,plan-memory,convert-graph-to-opencl' | filecheck %s --check-prefix=HOST
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=adreno-740},split-k,plan-memory,convert-graph-to-opencl' -t opencl -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{target=adreno-740},split-k,plan-memory,convert-graph-to-opencl' | filecheck %s --check-prefix=HOST
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{target=adreno-740},split-k,plan-memory,convert-graph-to-opencl' -t opencl -o %t && filecheck %s < %t
 
 // A depthwise conv's `graph.fused {on_load}` region (fuse-depthwise-load), lowered. The
 // region has no kernel, no config and no storage: the 1x1 conv that reads it takes the

@@ -1,5 +1,5 @@
 // RUN: adreno-opt %s --split-input-file -p 'graph-fuse,convert-graph-to-opencl,cse' -o %t && filecheck %s < %t
-// RUN: adreno-opt %s --split-input-file -p 'convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=NOFUSE < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=NOFUSE < %t
 
 // add -> mul -> sigmoid with single-use intermediates: one kernel, one work-item per
 // element. Broadcast operands are read through zero strides: the 1-element constant

@@ -1,6 +1,6 @@
 // RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' | filecheck %s --check-prefix=LAUNCH
 // RUN: adreno-opt %s --split-input-file -p 'graph-fuse,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -t opencl -o %t && filecheck %s < %t
-// RUN: not adreno-opt %S/Inputs/matmul_strided_tile_n.mlir -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: not adreno-opt %S/Inputs/matmul_strided_tile_n.mlir -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=ERR
 
 // A graph.matmul with lhs_perm / rhs_perm reads its stored operand through permuted
 // strides: no transpose kernel. Kernels reading a non-contiguous operand are named

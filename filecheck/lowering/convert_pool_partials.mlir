@@ -1,5 +1,5 @@
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=adreno-740},convert-graph-to-opencl' | filecheck %s --check-prefix=HOST
-// RUN: adreno-opt %s --split-input-file -p 'select-kernel-config{target=adreno-740},convert-graph-to-opencl' -t opencl -o %t && filecheck %s < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{target=adreno-740},convert-graph-to-opencl' | filecheck %s --check-prefix=HOST
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},select-kernel-config{target=adreno-740},convert-graph-to-opencl' -t opencl -o %t && filecheck %s < %t
 
 // A squeeze-excite block after fuse-pool-partials, lowered. The depthwise region that
 // writes `graph.pool_partials` is one kernel (PackedDwPoolSpec, `_pool<tiles>`):

@@ -18,13 +18,23 @@
 // last step. CPU targets keep serial loops (reduce_items = 1) except where the config
 // was written by hand.
 
-// CONFIG:      graph.fused {kernel_config = {reduce_items = 16 : i64}} -> tensor<2x3x1xf32> {
+// Every reduction is a graph.fused region (ReduceMax with its relu; the others alone)
+// carrying its config; the hand-written one on ReduceProd moves to its region.
+// CONFIG:      %a = graph.fused {kernel_config = {reduce_items = 16 : i64}} -> tensor<2x3x1xf32> {
 // CONFIG-NEXT:   graph.reduce_max %x {axes = array<i64: 2>}
 // CONFIG-NEXT:   graph.relu
-// CONFIG:      graph.reduce_min %x {kernel_config = {reduce_items = 1 : i64}, axes = array<i64: 1>, keepdims = 0 : i64}
-// CONFIG:      graph.reduce_log_sum_exp %z {kernel_config = {reduce_items = 32 : i64}, axes = array<i64: 1>, keepdims = 0 : i64}
-// CONFIG:      graph.reduce_prod %y {kernel_config = {reduce_items = 16 : i64}, axes = array<i64: 1>}
-// CONFIG:      graph.reduce_sum_square %y {kernel_config = {reduce_items = 1 : i64}, axes = array<i64>}
+// CONFIG:      %b = graph.fused {kernel_config = {reduce_items = 1 : i64}} -> tensor<2x40xf32> {
+// CONFIG-NEXT:   graph.reduce_min %x {axes = array<i64: 1>, keepdims = 0 : i64}
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %e = graph.fused {kernel_config = {reduce_items = 32 : i64}} -> tensor<3xf32> {
+// CONFIG-NEXT:   graph.reduce_log_sum_exp %z {axes = array<i64: 1>, keepdims = 0 : i64}
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %f = graph.fused {kernel_config = {reduce_items = 16 : i64}} -> tensor<4x1x5xf32> {
+// CONFIG-NEXT:   graph.reduce_prod %y {axes = array<i64: 1>}
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %g = graph.fused {kernel_config = {reduce_items = 1 : i64}} -> tensor<4x6x5xf32> {
+// CONFIG-NEXT:   graph.reduce_sum_square %y {axes = array<i64>}
+// CONFIG-NEXT:   graph.yield
 
 // HOST-LABEL: func.func @main
 // HOST:       opencl.launch @reduce_max_wg16_relu(%x, %a) global [16, 6] local [16, 1]

@@ -1,8 +1,8 @@
-// RUN: adreno-opt %s -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl{fma=split}' -t opencl | filecheck %s --check-prefix=SPLIT
-// RUN: adreno-opt %s -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl{fma=split}' | filecheck %s --check-prefix=ATTR
-// RUN: adreno-opt %s -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl' -t opencl | filecheck %s --check-prefix=CALL
-// RUN: adreno-opt %s -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl' -t 'opencl{fma=split}' | filecheck %s --check-prefix=SPLIT
-// RUN: not adreno-opt %s -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl{fma=fused}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: adreno-opt %s -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl{fma=split}' -t opencl | filecheck %s --check-prefix=SPLIT
+// RUN: adreno-opt %s -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl{fma=split}' | filecheck %s --check-prefix=ATTR
+// RUN: adreno-opt %s -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl' -t opencl | filecheck %s --check-prefix=CALL
+// RUN: adreno-opt %s -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl' -t 'opencl{fma=split}' | filecheck %s --check-prefix=SPLIT
+// RUN: not adreno-opt %s -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl{fma=fused}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // How multiply-adds print. GPUs: fma(a, b, c), one instruction. PoCL (compile() lowers
 // with fma=split for profiles with split_fma): a * b + c, which PoCL's

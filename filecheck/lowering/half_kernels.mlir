@@ -10,10 +10,19 @@
 // the same program as texture_kernels.mlir (conv + relu on images, a max pool into an f16
 // buffer, unpack).
 
-// CONFIG:      texture.pack {{.*}} {kernel_config = {compute = "f16"}}
-// CONFIG:      graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64, compute = "f16"}}
-// CONFIG:      graph.max_pool %r {kernel_config = {compute = "f16"}, kernel_shape
-// CONFIG:      texture.unpack {{.*}} {kernel_config = {compute = "f16"}}
+// Every kernel is a graph.fused region (the pack, the pool and the unpack one-op
+// regions) and carries the config on the region.
+// CONFIG:      %p = graph.fused {kernel_config = {compute = "f16"}} -> !texture.tensor<1x1x8x8x4xf32, nchw4c, #texture.image<texture, h = 8, w = 8>> {
+// CONFIG-NEXT:   texture.pack %x : tensor<1x4x8x8xf32> ->
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %r = graph.fused {kernel_config = {x_block = 1 : i64, co_blocks = 1 : i64, split_k = 1 : i64, dw_rows = 1 : i64, reduce_items = 1 : i64, dw_tile = 0 : i64, compute = "f16"}}
+// CONFIG-NEXT:   graph.conv2d %p, %w, %b
+// CONFIG:      %m = graph.fused {kernel_config = {compute = "f16"}} -> !texture.tensor<1x1x4x4x4xf16, nchw4c, global> {
+// CONFIG-NEXT:   graph.max_pool %r {kernel_shape
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %y = graph.fused {kernel_config = {compute = "f16"}} -> tensor<1x4x4x4xf32> {
+// CONFIG-NEXT:   texture.unpack %m :
+// CONFIG-NEXT:   graph.yield
 
 // HOST-LABEL: func.func @main
 // HOST:       %b = opencl.weight @b_f16 : !opencl.buffer<4xf16>

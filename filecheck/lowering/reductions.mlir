@@ -16,11 +16,23 @@
 // buffers as one run of H*W pixels. A hand-written kernel_config is kept (16 work-items
 // for 9 elements: 7 of them add nothing). CPU targets keep the serial loop.
 
-// CONFIG:      graph.fused {kernel_config = {reduce_items = 256 : i64}}
-// CONFIG:      graph.global_avg_pool %zp {kernel_config = {reduce_items = 32 : i64}}
-// CONFIG:      graph.reduce_mean %y {kernel_config = {reduce_items = 32 : i64}, axes = array<i64: 2, 3>, keepdims = 0 : i64}
-// CONFIG:      graph.global_avg_pool %t {kernel_config = {reduce_items = 16 : i64}}
-// CONFIG:      graph.global_avg_pool %up {kernel_config = {reduce_items = 1 : i64}}
+// Each mean is a graph.fused region (the pool + relu one, the others alone in theirs)
+// with the config on the region; the hand-written one moves from the op to its region.
+// CONFIG:      %xr = graph.fused {kernel_config = {reduce_items = 256 : i64}}
+// CONFIG-NEXT:   graph.global_avg_pool %xp :
+// CONFIG-NEXT:   graph.relu
+// CONFIG:      %zg = graph.fused {kernel_config = {reduce_items = 32 : i64}}
+// CONFIG-NEXT:   graph.global_avg_pool %zp :
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %c = graph.fused {kernel_config = {reduce_items = 32 : i64}}
+// CONFIG-NEXT:   graph.reduce_mean %y {axes = array<i64: 2, 3>, keepdims = 0 : i64}
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %d = graph.fused {kernel_config = {reduce_items = 16 : i64}}
+// CONFIG-NEXT:   graph.global_avg_pool %t :
+// CONFIG-NEXT:   graph.yield
+// CONFIG:      %ug = graph.fused {kernel_config = {reduce_items = 1 : i64}}
+// CONFIG-NEXT:   graph.global_avg_pool %up :
+// CONFIG-NEXT:   graph.yield
 
 // HOST-LABEL: func.func @main
 // HOST:       opencl.launch @global_avgpool_4c_wg256_relu(%xp, %xr) global [256, 1, 2] local [256, 1, 1]

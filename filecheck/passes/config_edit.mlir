@@ -1,9 +1,9 @@
-// RUN: adreno-opt %s --split-input-file -p 'split-k,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s < %t.cl
-// RUN: adreno-opt %s --split-input-file -p 'split-k,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=HOST < %t
-// RUN: not adreno-opt %S/Inputs/config_edit_bad_x_block.mlir -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=ERR
-// RUN: not adreno-opt %S/Inputs/config_edit_bad_key.mlir -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=KEY
-// RUN: not adreno-opt %S/Inputs/config_edit_no_split.mlir -p 'select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=NOSPLIT
-// RUN: not adreno-opt %S/Inputs/config_edit_split_k.mlir -p 'split-k,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=DW
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},split-k,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -t opencl -o %t.cl && filecheck %s < %t.cl
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},split-k,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t && filecheck %s --check-prefix=HOST < %t
+// RUN: not adreno-opt %S/Inputs/config_edit_bad_x_block.mlir -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: not adreno-opt %S/Inputs/config_edit_bad_key.mlir -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=KEY
+// RUN: not adreno-opt %S/Inputs/config_edit_no_split.mlir -p 'graph-fuse{epilogues=false},select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=NOSPLIT
+// RUN: not adreno-opt %S/Inputs/config_edit_split_k.mlir -p 'graph-fuse{epilogues=false},split-k,select-kernel-config{split-k-items=0},convert-graph-to-opencl,cse' -o %t.err 2>&1 | filecheck %s --check-prefix=DW
 
 // Editing a schedule = editing one op's `kernel_config` in the IR; the lowering decides
 // nothing itself, so the kernel changes accordingly. (split-k does nothing to the

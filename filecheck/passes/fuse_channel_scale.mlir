@@ -1,5 +1,5 @@
 // RUN: adreno-opt %s --split-input-file -p fuse-channel-scale | filecheck %s
-// RUN: adreno-opt %s --split-input-file -p 'fuse-channel-scale,select-kernel-config{target=adreno-740},convert-graph-to-opencl' -t opencl -o %t && filecheck %s --check-prefix=CL < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false},fuse-channel-scale,select-kernel-config{target=adreno-740},convert-graph-to-opencl' -t opencl -o %t && filecheck %s --check-prefix=CL < %t
 
 // fuse-channel-scale: `x * s`, s one scale per channel (N or 1, C, 1, 1) broadcast over
 // an NCHW4c x, whose only reader is a groups-1 convolution, becomes graph.scale_channels

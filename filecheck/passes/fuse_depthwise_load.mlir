@@ -7,10 +7,11 @@
 // depthwise conv whose value has one reader, a groups-1 1x1 conv with stride 1 and no
 // padding that reads it as its input (a lone conv or the head of a graph.fused region),
 // is computed by that conv as it loads it: its graph.fused region gets the unit
-// attribute `on_load` (a lone depthwise conv is first wrapped in a region of its own).
+// attribute `on_load` (graph-fuse gives every kernel a region, so a depthwise conv
+// without an activation has a one-op region; a conv outside any region is left alone).
 // Nothing else changes. GPU targets only: on pocl-cpu the module is unchanged. The
-// second RUN line applies the pass twice: the result is the same (no region is wrapped
-// twice).
+// second RUN line applies the pass twice: the result is the same (a marked region is left
+// as it is).
 
 // ERR: fuse-depthwise-load: option target must be a target profile: {{.*}}; got 'no-such-gpu'
 
@@ -59,10 +60,10 @@ func.func @inverted_residual(%x: !texture.tensor<1x4x8x8x4xf32, nchw4c, global>)
 
 // -----
 
-// A lone depthwise conv (no activation, so graph-fuse made no region), without bias, read
-// by a lone 1x1 conv: the pass wraps it in a region of its own, `on_load`, that yields it,
-// keeps its location on the region and its result name on the region's result, and the
-// projection reads the region.
+// A depthwise conv without activation or bias: graph-fuse gave it a region of its own,
+// which becomes `on_load` as it is (the conv, its location and the region's result
+// name unchanged); the projection, a one-op region too, still reads the region. A
+// depthwise conv outside any region (not graph-fuse's output) is left alone.
 
 // CHECK-LABEL: func.func @lone_depthwise(
 // CHECK:         %d = graph.fused {on_load} -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
@@ -70,18 +71,31 @@ func.func @inverted_residual(%x: !texture.tensor<1x4x8x8x4xf32, nchw4c, global>)
 // CHECK-NEXT:      graph.yield %[[C]] : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
 // CHECK-NEXT:    } loc("dw")
 // CHECK-NEXT:    %wp = graph.constant
-// CHECK-NEXT:    %p = graph.conv2d %d, %wp :
-// CHECK-NOT:     graph.fused
+// CHECK-NEXT:    %p = graph.fused -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global> {
+// CHECK-NEXT:      %[[P:.+]] = graph.conv2d %d, %wp :
+// CHECK-NEXT:      graph.yield %[[P]]
+// CHECK-NEXT:    } loc("project")
+// CHECK-NEXT:    %o = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64}
+// CHECK-NEXT:    %q = graph.conv2d %o, %wp :
+// CHECK-NOT:     on_load
 // CPU-LABEL: func.func @lone_depthwise(
-// CPU-NOT:     graph.fused
-// CPU:         %d = graph.conv2d %x, %wd
-// CPU-NOT:     graph.fused
-func.func @lone_depthwise(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global> {
+// CPU-NOT:     on_load
+// CPU:         %d = graph.fused -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
+// CPU-NOT:     on_load
+func.func @lone_depthwise(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> (!texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>) {
   %wd = graph.constant dense<0.25> : tensor<4x1x3x3x4xf32>
-  %d = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> loc("dw")
+  %d = graph.fused -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
+    %c = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> loc("dw")
+    graph.yield %c : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+  } loc("dw")
   %wp = graph.constant dense<0.125> : tensor<2x16x1x1x4xf32>
-  %p = graph.conv2d %d, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global> loc("project")
-  func.return %p : !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
+  %p = graph.fused -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global> {
+    %pc = graph.conv2d %d, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global> loc("project")
+    graph.yield %pc : !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
+  } loc("project")
+  %o = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+  %q = graph.conv2d %o, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
+  func.return %p, %q : !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
 }
 
 // -----
@@ -112,15 +126,16 @@ func.func @image_stride2(%x: !texture.tensor<2x2x10x10x4xf16, nchw4c, #texture.i
 // -----
 
 // Not fired: the depthwise value has two readers: the projection and the function's
-// result; two 1x1 projections; and for a lone depthwise conv, a relu and then a 1x1
-// projection.
+// result; two 1x1 projections; and for a depthwise conv in a region of its own (no
+// activation), a relu and then a 1x1 projection.
 
 // CHECK-LABEL: func.func @two_readers(
 // CHECK-NOT:     on_load
 // CHECK:         %d = graph.fused -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
 // CHECK:         %e = graph.fused -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
-// CHECK:         %l = graph.conv2d %x, %wd {
-// CHECK-NOT:     graph.fused
+// CHECK:         %l = graph.fused -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
+// CHECK-NEXT:      graph.conv2d %x, %wd {
+// CHECK-NOT:     on_load
 // CHECK:         func.return
 func.func @two_readers(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> (!texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) {
   %wd = graph.constant dense<0.25> : tensor<4x1x3x3x4xf32>
@@ -138,7 +153,10 @@ func.func @two_readers(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> (!
   }
   %pe1 = graph.conv2d %e, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
   %pe2 = graph.conv2d %e, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
-  %l = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+  %l = graph.fused -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
+    %lc = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+    graph.yield %lc : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+  }
   %r = graph.relu %l : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
   %q = graph.conv2d %l, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
   func.return %p, %d, %pe1, %pe2, %q, %r : !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
@@ -213,13 +231,14 @@ func.func @read_by_tail(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> !
 
 // -----
 
-// Not fired: a kernel_config written by hand, on the depthwise region and on a lone
-// depthwise conv (it asks for that kernel).
+// Not fired: a kernel_config written by hand, on the depthwise region and on a one-op
+// depthwise region (it asks for that kernel).
 
 // CHECK-LABEL: func.func @hand_config(
 // CHECK-NOT:     on_load
 // CHECK:         %d = graph.fused {kernel_config = {x_block = 2 : i64}} -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
-// CHECK:         %l = graph.conv2d %x, %wd {kernel_config = {x_block = 2 : i64}, pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64}
+// CHECK:         %l = graph.fused {kernel_config = {x_block = 2 : i64}} -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
+// CHECK-NEXT:      graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64}
 // CHECK-NOT:     on_load
 func.func @hand_config(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> (!texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>) {
   %wd = graph.constant dense<0.25> : tensor<4x1x3x3x4xf32>
@@ -230,7 +249,10 @@ func.func @hand_config(%x: !texture.tensor<1x4x6x6x4xf32, nchw4c, global>) -> (!
   }
   %wp = graph.constant dense<0.125> : tensor<2x16x1x1x4xf32>
   %p = graph.conv2d %d, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
-  %l = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64, kernel_config = {x_block = 2 : i64}} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+  %l = graph.fused {kernel_config = {x_block = 2 : i64}} -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global> {
+    %lc = graph.conv2d %x, %wd {pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<4x1x3x3x4xf32> -> !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+    graph.yield %lc : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>
+  }
   %q = graph.conv2d %l, %wp : !texture.tensor<1x4x6x6x4xf32, nchw4c, global>, tensor<2x16x1x1x4xf32> -> !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
   func.return %p, %q : !texture.tensor<1x2x6x6x4xf32, nchw4c, global>, !texture.tensor<1x2x6x6x4xf32, nchw4c, global>
 }

@@ -1,9 +1,12 @@
 // RUN: adreno-opt %s --split-input-file -p graph-fuse | filecheck %s
 // RUN: adreno-opt %s --split-input-file -p graph-fuse,select-kernel-config,convert-graph-to-opencl,cse -o %t && filecheck %s --check-prefix=LAUNCH < %t
+// RUN: adreno-opt %s --split-input-file -p 'graph-fuse{epilogues=false}' | filecheck %s --check-prefix=NOEPI
 
 // graph-fuse wraps a head and the element-wise ops that follow it (single user, same
-// shape) into one `graph.fused` region. The LAUNCH run lowers every case: one
-// `opencl.launch` per region plus one per lone op, nothing more.
+// shape) into one `graph.fused` region, and every other kernel op into a region of its
+// own (one region per kernel, as IREE forms a dispatch region per kernel). The LAUNCH
+// run lowers every case: one `opencl.launch` per region, nothing more. The NOEPI run
+// (`graph-fuse{epilogues=false}`) fuses nothing: each kernel op gets a region alone.
 // (select-kernel-config is in the LAUNCH run because the lowering's defaults for an
 // unconfigured NCHW conv, co_block = 8, are refused for the 4-channel convs below.)
 
@@ -37,15 +40,19 @@ func.func @residual(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
 // -----
 
 // Squeeze-and-excitation: global_avg_pool -> conv -> relu -> conv -> hard_sigmoid -> mul.
-// - The pool's only user is a conv (not element-wise): the pool stays a lone op.
+// - The pool's only user is a conv (not element-wise): the pool gets a region of its
+//   own.
 // - conv + relu: one region.
 // - conv + hard_sigmoid: one region. The mul `x * s` is NOT in it: its result
 //   (1x16x8x8) is larger than the conv's (1x16x1x1), and an epilogue runs once per
-//   element of the head's output. The mul is a lone (broadcasting) element-wise op.
-// 4 kernels: pool, conv+relu, conv+hard_sigmoid, mul.
+//   element of the head's output. The mul (broadcasting) gets a region of its own.
+// 4 kernels, 4 regions: pool, conv+relu, conv+hard_sigmoid, mul.
 
 // CHECK-LABEL: func.func @se(%x: tensor<1x16x8x8xf32>)
-// CHECK:         %p = graph.global_avg_pool %x : (tensor<1x16x8x8xf32>) -> tensor<1x16x1x1xf32>
+// CHECK:         %p = graph.fused -> tensor<1x16x1x1xf32> {
+// CHECK-NEXT:      %[[P:.+]] = graph.global_avg_pool %x : (tensor<1x16x8x8xf32>) -> tensor<1x16x1x1xf32>
+// CHECK-NEXT:      graph.yield %[[P]] : tensor<1x16x1x1xf32>
+// CHECK-NEXT:    }
 // CHECK-NEXT:    %r = graph.fused -> tensor<1x4x1x1xf32> {
 // CHECK-NEXT:      %[[C1:.+]] = graph.conv2d %p, %w1, %b1
 // CHECK-NEXT:      %[[R:.+]] = graph.relu %[[C1]] : tensor<1x4x1x1xf32>
@@ -56,9 +63,11 @@ func.func @residual(%x: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
 // CHECK-NEXT:      %[[S:.+]] = graph.hard_sigmoid %[[C2]] : tensor<1x16x1x1xf32>
 // CHECK-NEXT:      graph.yield %[[S]] : tensor<1x16x1x1xf32>
 // CHECK-NEXT:    }
-// CHECK-NEXT:    %m = graph.mul %x, %s : (tensor<1x16x8x8xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x8x8xf32>
+// CHECK-NEXT:    %m = graph.fused -> tensor<1x16x8x8xf32> {
+// CHECK-NEXT:      %[[M:.+]] = graph.mul %x, %s : (tensor<1x16x8x8xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x8x8xf32>
+// CHECK-NEXT:      graph.yield %[[M]] : tensor<1x16x8x8xf32>
+// CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %m : tensor<1x16x8x8xf32>
-// CHECK-NOT:     graph.fused
 
 // LAUNCH-LABEL: func.func @se
 // LAUNCH-COUNT-4: opencl.launch
@@ -139,12 +148,18 @@ func.func @two_users(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // -----
 
 // reduce_mean with keepdims = 0 takes no epilogue (its output coordinates are not those
-// of the keepdims shape): it and the relu after it stay lone ops. A keepdims = 1 mean
-// heads a region with its sigmoid.
+// of the keepdims shape): it and the relu after it get a region each. A keepdims = 1
+// mean heads a region with its sigmoid.
 
 // CHECK-LABEL: func.func @reduce_mean_keepdims
-// CHECK:         %m = graph.reduce_mean %x {axes = array<i64: 2, 3>, keepdims = 0 : i64} : (tensor<1x8x4x4xf32>) -> tensor<1x8xf32>
-// CHECK-NEXT:    %r = graph.relu %m : tensor<1x8xf32>
+// CHECK:         %m = graph.fused -> tensor<1x8xf32> {
+// CHECK-NEXT:      %[[M:.+]] = graph.reduce_mean %x {axes = array<i64: 2, 3>, keepdims = 0 : i64} : (tensor<1x8x4x4xf32>) -> tensor<1x8xf32>
+// CHECK-NEXT:      graph.yield %[[M]] : tensor<1x8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %r = graph.fused -> tensor<1x8xf32> {
+// CHECK-NEXT:      %[[R:.+]] = graph.relu %m : tensor<1x8xf32>
+// CHECK-NEXT:      graph.yield %[[R]] : tensor<1x8xf32>
+// CHECK-NEXT:    }
 // CHECK-NEXT:    %s = graph.fused -> tensor<1x8x1x1xf32> {
 // CHECK-NEXT:      %[[K:.+]] = graph.reduce_mean %x {axes = array<i64: 2, 3>}
 // CHECK-NEXT:      %[[S:.+]] = graph.sigmoid %[[K]]
@@ -189,4 +204,76 @@ func.func @packed(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) -> !textur
   %r = graph.relu %c : !texture.tensor<1x2x8x8x4xf32, nchw4c, global>
   %a = graph.add %r, %x : (!texture.tensor<1x2x8x8x4xf32, nchw4c, global>, !texture.tensor<1x2x8x8x4xf32, nchw4c, global>) -> !texture.tensor<1x2x8x8x4xf32, nchw4c, global>
   func.return %a : !texture.tensor<1x2x8x8x4xf32, nchw4c, global>
+}
+
+// -----
+
+// graph-fuse{epilogues=false}: no element-wise op joins its producer's kernel, so the
+// relu -> exp chain (one region with the default options) becomes two one-op regions,
+// the exp's reading the relu's result.
+
+// CHECK-LABEL: func.func @relu_exp_chain(%x: tensor<1x8x4x4xf32>)
+// CHECK-NEXT:    %e = graph.fused -> tensor<1x8x4x4xf32> {
+// CHECK-NEXT:      %r = graph.relu %x : tensor<1x8x4x4xf32>
+// CHECK-NEXT:      %[[E:.+]] = graph.exp %r : tensor<1x8x4x4xf32>
+// CHECK-NEXT:      graph.yield %[[E]] : tensor<1x8x4x4xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %e
+
+// NOEPI-LABEL: func.func @relu_exp_chain(%x: tensor<1x8x4x4xf32>)
+// NOEPI-NEXT:    %r = graph.fused -> tensor<1x8x4x4xf32> {
+// NOEPI-NEXT:      %[[R:.+]] = graph.relu %x : tensor<1x8x4x4xf32>
+// NOEPI-NEXT:      graph.yield %[[R]] : tensor<1x8x4x4xf32>
+// NOEPI-NEXT:    }
+// NOEPI-NEXT:    %e = graph.fused -> tensor<1x8x4x4xf32> {
+// NOEPI-NEXT:      %[[E:.+]] = graph.exp %r : tensor<1x8x4x4xf32>
+// NOEPI-NEXT:      graph.yield %[[E]] : tensor<1x8x4x4xf32>
+// NOEPI-NEXT:    }
+// NOEPI-NEXT:    func.return %e
+
+// LAUNCH-LABEL: func.func @relu_exp_chain
+// LAUNCH-COUNT-1: opencl.launch @relu_exp(
+// LAUNCH-NOT:     opencl.launch
+func.func @relu_exp_chain(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %r = graph.relu %x : tensor<1x8x4x4xf32>
+  %e = graph.exp %r : tensor<1x8x4x4xf32>
+  func.return %e : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// What is no kernel gets no region: constants, `graph.reshape` views and the
+// `texture.pack` of a constant (packed at compile time). Only the add, which reads
+// them, is a kernel and gets a region.
+
+// CHECK-LABEL: func.func @no_kernels(%x: tensor<1x16xf32>)
+// CHECK-NEXT:    %c = graph.constant dense<1.000000e+00> : tensor<1x4x2x2xf32>
+// CHECK-NEXT:    %p = texture.pack %c : tensor<1x4x2x2xf32> -> !texture.tensor<1x1x2x2x4xf32, nchw4c, global>
+// CHECK-NEXT:    %v = graph.reshape %x : (tensor<1x16xf32>) -> tensor<1x4x2x2xf32>
+// CHECK-NEXT:    %a = graph.fused -> tensor<1x4x2x2xf32> {
+// CHECK-NEXT:      %[[A:.+]] = graph.add %v, %c : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+// CHECK-NEXT:      graph.yield %[[A]] : tensor<1x4x2x2xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %a, %p
+// CHECK-NOT:     graph.fused
+
+// NOEPI-LABEL: func.func @no_kernels(%x: tensor<1x16xf32>)
+// NOEPI-NEXT:    %c = graph.constant
+// NOEPI-NEXT:    %p = texture.pack %c
+// NOEPI-NEXT:    %v = graph.reshape %x
+// NOEPI-NEXT:    %a = graph.fused -> tensor<1x4x2x2xf32> {
+// NOEPI-NEXT:      %[[A:.+]] = graph.add %v, %c
+// NOEPI-NEXT:      graph.yield %[[A]] : tensor<1x4x2x2xf32>
+// NOEPI-NEXT:    }
+// NOEPI-NEXT:    func.return %a, %p
+
+// LAUNCH-LABEL: func.func @no_kernels
+// LAUNCH-COUNT-1: opencl.launch @add(
+// LAUNCH-NOT:     opencl.launch
+func.func @no_kernels(%x: tensor<1x16xf32>) -> (tensor<1x4x2x2xf32>, !texture.tensor<1x1x2x2x4xf32, nchw4c, global>) {
+  %c = graph.constant dense<1.0> : tensor<1x4x2x2xf32>
+  %p = texture.pack %c : tensor<1x4x2x2xf32> -> !texture.tensor<1x1x2x2x4xf32, nchw4c, global>
+  %v = graph.reshape %x : (tensor<1x16xf32>) -> tensor<1x4x2x2xf32>
+  %a = graph.add %v, %c : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  func.return %a, %p : tensor<1x4x2x2xf32>, !texture.tensor<1x1x2x2x4xf32, nchw4c, global>
 }

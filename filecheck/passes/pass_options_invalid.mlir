@@ -7,7 +7,11 @@
 // NOOPT-NOT: Traceback
 
 // RUN: not adreno-opt %s -p 'graph-fuse{nope=1}' 2>&1 | filecheck %s --check-prefix=FUSE
-// FUSE: error: graph-fuse: unknown option 'nope'; graph-fuse has no options
+// FUSE: error: graph-fuse: unknown option 'nope'; its options: epilogues (true or false)
+// FUSE-NOT: Traceback
+
+// RUN: not adreno-opt %s -p 'graph-fuse{epilogues=maybe}' 2>&1 | filecheck %s --check-prefix=EPILOGUES
+// EPILOGUES: error: graph-fuse: option epilogues must be true or false; got 'maybe'
 
 // RUN: not adreno-opt %s -p 'conv-winograd{tile=abc}' 2>&1 | filecheck %s --check-prefix=TILE
 // TILE: error: conv-winograd: option tile must be a string or an integer, one of auto, 2, 4, off; got 'abc'
@@ -60,7 +64,7 @@
 // RUN: not adreno-opt %s -p 'graph-canonicalize,fuse-depthwise-load{target=7}' 2>&1 | filecheck %s --check-prefix=TARGET-TYPE
 // TARGET-TYPE: error: fuse-depthwise-load: option target must be a target profile: {{.*}}; got 7
 
-// RUN: not adreno-opt %s -p 'convert-graph-to-opencl{fma=fused}' 2>&1 | filecheck %s --check-prefix=FMA
+// RUN: not adreno-opt %s -p 'graph-fuse{epilogues=false},convert-graph-to-opencl{fma=fused}' 2>&1 | filecheck %s --check-prefix=FMA
 // FMA: error: convert-graph-to-opencl: option fma must be a string, one of call, split; got 'fused'
 
 // RUN: not adreno-opt %s -p 'graph-fuze' 2>&1 | filecheck %s --check-prefix=PASS

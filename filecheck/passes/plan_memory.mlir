@@ -1,5 +1,5 @@
 // RUN: adreno-opt %s --split-input-file -p plan-memory | filecheck %s
-// RUN: adreno-opt %s --split-input-file -p plan-memory,select-kernel-config{split-k-items=0},convert-graph-to-opencl | filecheck %s --check-prefix=HOST
+// RUN: adreno-opt %s --split-input-file -p graph-fuse{epilogues=false},plan-memory,select-kernel-config{split-k-items=0},convert-graph-to-opencl | filecheck %s --check-prefix=HOST
 
 // plan-memory places concat inputs in their concat's storage: the op that writes a
 // placed value gets `storage = {alloc = N, c4_offset = K}` (the value starts at channel

@@ -118,7 +118,7 @@ def kernel_signature(op: Operation) -> str:
     props = ";".join(f"{k}={v}" for k, v in sorted(head.properties.items()))
     tail = ""
     if isinstance(kop, graph.FusedOp):
-        tail = "+" + "+".join(o.name.removeprefix("graph.") for o in kop.ops[1:])
+        tail = "".join("+" + o.name.removeprefix("graph.") for o in kop.ops[1:])
         if kop.pool_partials is not None:
             tail += f"+pool_partials{kop.pool_partials.tiles.value.data}"
     from adreno_mlir.lowering.families.conv4c import depthwise_load_of
@@ -158,6 +158,28 @@ def check_values(head: Operation, cfg: dict[str, Any]) -> None:
                     raise CompileError(f"{op_where(head)}: kernel_config {k} must be one of {key.shown()}, got {v!r}")
                 raise CompileError(f"{op_where(head)}: kernel_config {k} = {v!r} is not one of "
                                    f"{key.shown() if isinstance(key.choices, range) else list(key.choices)}")
+
+
+def verify_config(kop: Operation) -> str | None:
+    """What the IR verifier says of the `kernel_config` on `kop` (a region, or an op not in
+    one yet): why it is wrong, or None. Every key must be one the kernel reads, with an
+    allowed value, and the keys given must obey the family's rules (a partial config is
+    legal IR: select-kernel-config completes it)."""
+    attr = kop.attributes.get(CONFIG_ATTR)
+    if attr is None:
+        return None
+    if isinstance(kop, graph.FusedOp) and not kop.ops:
+        return None  # the region's own verifier reports an empty body
+    try:
+        cfg = config_of(kop)
+        head = head_of(kop)
+        check_values(head, cfg)
+        error = family_of(head).check(head, cfg)
+        if error is not None:
+            return f"{op_where(head)}: {error}"
+    except CompileError as e:
+        return str(e)
+    return None
 
 
 def validate_config(op: Operation, cfg: dict[str, Any]) -> dict[str, Any]:

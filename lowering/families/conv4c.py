@@ -1,6 +1,6 @@
 """The NCHW4c convolution family: `graph.conv2d` (and its split-K partial sums,
 `graph.conv2d_split_k`) on `!texture.tensor`s, lowered to `PackedConvSpec` kernels
-(lowering/kernels/packed.py): every work-item computes whole float4 pixels.
+(lowering/kernels/packed_conv.py): every work-item computes whole float4 pixels.
 
 Keys (`kernel_config`):
 
@@ -27,8 +27,11 @@ from xdsl.ir import Operation, SSAValue
 from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, where
-from adreno_mlir.lowering.kernels.packed import DepthwiseLoad, Packed, PackedConvSpec, PackedDwPoolSpec, PackedEpilogue
+from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue
 from adreno_mlir.lowering.kernels.packed import packed_of as packed
+from adreno_mlir.lowering.kernels.packed_conv import (ConvSource, Depthwise, DepthwiseLoad, Load, PackedConvSpec,
+                                                      PackedDwPoolSpec, PoolTiles, ScaledLoad, Serial, SplitK,
+                                                      TiledLoad, WorkGroup)
 from adreno_mlir.lowering.packed_lowering import EpiloguePattern
 
 MAX_DW_TILE_ITEMS = 256
@@ -139,7 +142,7 @@ class Conv4c(Family):
             if items > 1:
                 cfg.update(split_k=1, x_block=1, co_blocks=1)
             cfg["reduce_items"] = items
-        if depthwise:  # row reuse (PackedConvSpec.dw_rows): each input pixel read once per work-item
+        if depthwise:  # row reuse (Depthwise.row_reuse): each input pixel read once per work-item
             cfg["dw_rows"] = 1
         if depthwise_load_of(op) is not None:
             # The depthwise conv it computes on load: a work-group holds every output channel
@@ -271,9 +274,9 @@ CONV4C = Conv4c()
 # --------------------------------------------------------------------------- lowering
 
 
-def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
+def conv_input(hb, op) -> tuple[Packed, list[SSAValue], ConvSource]:
     """A conv's input accessor, its head input buffers before the weights... (the input, and
-    after weight and bias a scale) and the spec fields that say how to read it: a
+    after weight and bias a scale) and the source that says how to read it: a
     `graph.sum_partials` input is read as its pool partials (the conv adds the tiles), a
     `graph.scale_channels` one as its input times the scale, a `graph.fused {on_load}`
     region's as the depthwise conv it holds computed at each pixel (its input, and after
@@ -290,18 +293,18 @@ def conv_input(hb, op) -> tuple[Packed, list[SSAValue], dict]:
         groups = getattr(op, "groups", None)
         if groups is not None and groups.value.data != 1:
             raise LoweringError(f"{where(op)}: only a groups-1 convolution can read graph.scale_channels")
-        return packed(owner.input), [hb.buffer(owner.input), hb.buffer(owner.scale)], {"scale": packed(owner.scale)}
+        return packed(owner.input), [hb.buffer(owner.input), hb.buffer(owner.scale)], ScaledLoad(packed(owner.scale))
     if isinstance(owner, graph.SumPartialsOp):
         if not owner.readable_by(op):
             raise LoweringError(f"{where(op)}: only a groups-1 1x1 convolution with stride 1 and no padding can "
                                 "read graph.sum_partials")
-        return packed(owner.input), [hb.buffer(owner.input)], {"src_tiles": owner.input.type.shape[2]}
-    return packed(op.input), [hb.buffer(op.input)], {}
+        return packed(owner.input), [hb.buffer(owner.input)], PoolTiles(owner.input.type.shape[2])
+    return packed(op.input), [hb.buffer(op.input)], Load()
 
 
-def depthwise_load(hb, region: graph.FusedOp) -> tuple[Packed, list[SSAValue], dict]:
+def depthwise_load(hb, region: graph.FusedOp) -> tuple[Packed, list[SSAValue], DepthwiseLoad]:
     """conv_input's answer for an on_load region: the depthwise conv's input, its weights
-    and bias, and the `dw_load` spec field (the activation as a float4 expression)."""
+    and bias, and the `DepthwiseLoad` source (the activation as a float4 expression)."""
     dw: graph.Conv2dOp = region.head
     group = Group(region.ops, region)
     expr, extras = group_expression(group) if group.has_epilogue else (PackedEpilogue().expr, [])
@@ -312,12 +315,15 @@ def depthwise_load(hb, region: graph.FusedOp) -> tuple[Packed, list[SSAValue], d
                          pads=graph.ints(dw.pads), dilations=graph.ints(dw.dilations), has_bias=dw.bias is not None,
                          pepi=PackedEpilogue(expr), out_hw=packed(region.result).shape[2:])
     bias = [hb.weight_buffer(dw.bias)] if dw.bias is not None else []
-    return src, [hb.buffer(dw.input), hb.weight_buffer(dw.weight), *bias], {"dw_load": load}
+    return src, [hb.buffer(dw.input), hb.weight_buffer(dw.weight), *bias], load
 
 
-def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[int]]:
-    """PackedConvSpec fields shared by the direct and the split-K partial kernel, and
-    the launch scalars (input channel blocks, when they are a launch argument)."""
+def conv_geometry(op, src: Packed, source: ConvSource, out: Packed, cfg: dict,
+                  parts: int = 1) -> tuple[dict, list[int]]:
+    """PackedConvSpec fields shared by the direct and the split-K partial kernel (`parts`
+    input-channel parts), the source (`source`, or a work-group's tile of it) and reduction
+    among them, and the launch scalars (input channel blocks, when they are a launch
+    argument)."""
     k = graph.weight_shape(op.weight)[2:]
     depthwise = _depthwise(op)
     dynamic = not depthwise and src.shape[0] == 1
@@ -328,12 +334,14 @@ def conv_geometry(op, src: Packed, out: Packed, cfg: dict) -> tuple[dict, list[i
     error = CONV4C.check(op, cfg)
     if error is not None:
         raise LoweringError(f"{where(op)}: {error}")
+    if cfg["dw_tile"]:
+        source = TiledLoad(source, (cfg["dw_tile"], dw_tile_groups(op, cfg)))
+    reduction = (Depthwise(bool(cfg["dw_rows"])) if depthwise else SplitK(parts) if parts > 1
+                 else WorkGroup(cfg["reduce_items"]) if cfg["reduce_items"] > 1 else Serial())
     return dict(
         src=src, kernel=tuple(k), strides=graph.ints(op.strides), pads=graph.ints(op.pads),
-        dilations=graph.ints(op.dilations), depthwise=depthwise, pixels=min(cfg["x_block"], out.shape[3]),
-        row_reuse=depthwise and bool(cfg["dw_rows"]),
-        dynamic_ci=dynamic, channel_blocks=cfg["co_blocks"], group_items=cfg["reduce_items"],
-        load_tile=(cfg["dw_tile"], dw_tile_groups(op, cfg)) if cfg["dw_tile"] else (0, 0),
+        dilations=graph.ints(op.dilations), pixels=min(cfg["x_block"], out.shape[3]),
+        dynamic_ci=dynamic, channel_blocks=cfg["co_blocks"], source=source, reduction=reduction,
     ), scalars
 
 
@@ -350,15 +358,15 @@ class PackedConvolution(EpiloguePattern):
         if cfg["split_k"] > 1:
             raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
                                 "before convert-graph-to-opencl")
-        src, xs, reads = conv_input(hb, op)
-        geometry, scalars = conv_geometry(op, src, out, cfg)
+        src, xs, source = conv_input(hb, op)
+        geometry, scalars = conv_geometry(op, src, source, out, cfg)
         bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
         ins = [xs[0], hb.weight_buffer(op.weight), *bias, *xs[1:]]
         if pool is not None:  # fuse-pool-partials: the kernel also writes the tile means
             spec = PackedDwPoolSpec(out=out, pepi=pepi, has_bias=op.bias is not None,
-                                    tiles=pool.tiles.value.data, **geometry, **reads)
+                                    tiles=pool.tiles.value.data, items=cfg["reduce_items"], **geometry)
             return spec, [*ins, hb.alloc(pool.result)], scalars
-        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry, **reads)
+        spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry)
         return spec, ins, scalars
 
 
@@ -373,9 +381,9 @@ class SplitKPartial(KernelPattern):
         parts = op.parts.value.data
         n, c4, oh, ow, _ = op.result.type.shape
         out = Packed((n // parts, c4, oh, ow), "buf", "texture", "f32")
-        src, xs, reads = conv_input(hb, op)
-        geometry, scalars = conv_geometry(op, src, out, cfg)
-        spec = PackedConvSpec(out=out, has_bias=False, parts=parts, **geometry, **reads)
+        src, xs, source = conv_input(hb, op)
+        geometry, scalars = conv_geometry(op, src, source, out, cfg, parts)
+        spec = PackedConvSpec(out=out, has_bias=False, **geometry)
         hb.launch(spec, [xs[0], hb.weight_buffer(op.weight), *xs[1:], hb.alloc(op.result)], loc, scalars)
 
 

@@ -6,6 +6,7 @@
 | `k_split` | 1, 2, 4 ... 256 | work-items sharing one output's reduction (1: one per output) |
 | `tile_m` | 1, 2, 4, 8 | rows per work-item (register tile; with k_split 1) |
 | `tile_n` | 1, 4 | columns per work-item (4: a float4 of B, where B's rows are aligned float4s) |
+| `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the reduction loop (0: none, the OpenCL compiler decides) |
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def matmul_geometry_of(op: graph.MatMulOp) -> MatMulGeometry:
                            op.rhs_shape(), read_strides(graph.shape_of(op.rhs), op.rhs_permutation()))
 
 
-_SPEC_TERMS = {"k_parts": "k_split", "tile_rows": "tile_m", "tile_cols": "tile_n"}
+_SPEC_TERMS = {"k_parts": "k_split", "tile_rows": "tile_m", "tile_cols": "tile_n", "unroll": "k_unroll"}
 
 
 def _in_key_terms(error: Exception) -> str:
@@ -75,13 +76,14 @@ class Gemm(Family):
         Key("k_split", (1, 2, 4, 8, 16, 32, 64, 128, 256), "work-items sharing one output's reduction", off=1),
         Key("tile_m", (1, 2, 4, 8), "rows per work-item (k_split 1)", off=1),
         Key("tile_n", (1, 4), "columns per work-item (k_split 1)", off=1),
+        Key("k_unroll", (0, 2, 4, 8), "#pragma unroll N on the reduction loop (0: none)", off=0),
     )
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, (graph.GemmOp, graph.MatMulOp))
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        return self._tiles(op, rules, self._split(op, rules))
+        return {**self._tiles(op, rules, self._split(op, rules)), "k_unroll": 0}
 
     def _split(self, op: Operation, rules: Rules) -> dict[str, Any]:
         """Gemm and MatMul: `k_split` work-items share each output's reduction (1: one
@@ -152,7 +154,8 @@ class Gemm(Family):
         return {**cfg, "tile_m": 4 if m >= 4 else 1, "tile_n": 4 if columns4 else 1}
 
     def space(self, head: Operation, default: dict[str, Any]) -> list:
-        """k_split 1 ... 128 (up to K / 2), tile_m 1/2/4/8 and tile_n 1/4 when not split."""
+        """k_split 1 ... 128 (up to K / 2), tile_m 1/2/4/8 and tile_n 1/4 when not split,
+        and the reduction loop's unroll pragma (none, 4, 8)."""
         k = _gemm_k(head)
         dims: list = [("k_split", tuple(s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s == 1 or 2 * s <= k))]
         if tileable(head):
@@ -160,6 +163,7 @@ class Gemm(Family):
             dims.append(("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(m, 1))))
             if default.get("tile_n", 1) == 4 or n % 4 == 0:
                 dims.append(("tile_n", (1, 4)))
+        dims.append(("k_unroll", (0, 4, 8)))
         return dims
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
@@ -224,13 +228,13 @@ class GemmPattern(KernelPattern):
                               np.ascontiguousarray(hb.constant_array(op.b).T))
             try:
                 spec = MatMulSpec(batch=(), a_batch_strides=(), b_batch_strides=(), m=m, n=n, k=k,
-                                  tile_rows=tiles[0], tile_cols=tiles[1], epilogue=epi)
+                                  tile_rows=tiles[0], tile_cols=tiles[1], unroll=cfg["k_unroll"], epilogue=epi)
             except ValueError as e:
                 raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
             hb.launch(spec, [hb.buffer(op.a), b, *extras, hb.alloc(group.result)], loc)
             return
         spec = GemmSpec(m=m, n=n, k=k, trans_a=bool(op.trans_a.value.data), trans_b=bool(op.trans_b.value.data),
-                        alpha=op.alpha.value.data, k_parts=cfg["k_split"], epilogue=epi)
+                        alpha=op.alpha.value.data, k_parts=cfg["k_split"], unroll=cfg["k_unroll"], epilogue=epi)
         hb.launch(spec, [hb.buffer(op.a), hb.buffer(op.b), *extras, hb.alloc(group.result)], loc)
 
 
@@ -266,7 +270,7 @@ class MatMulPattern(KernelPattern):
                               b_batch_strides=geo.b_batch_strides, m=geo.m, n=geo.n, k=geo.k,
                               a_strides=geo.a_strides, b_strides=geo.b_strides,
                               k_parts=cfg["k_split"], tile_rows=cfg["tile_m"], tile_cols=cfg["tile_n"],
-                              epilogue=epi)
+                              unroll=cfg["k_unroll"], epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
         hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), *extras, hb.alloc(group.result)], loc)

@@ -27,7 +27,8 @@ from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
 from adreno_mlir.lowering.kernels.common import broadcast_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
-from adreno_mlir.lowering.kernels.packed import PackedMeanSpec, packed_of
+from adreno_mlir.lowering.kernels.packed import packed_of
+from adreno_mlir.lowering.kernels.packed_pool import PackedMeanSpec
 from adreno_mlir.lowering.kernels.pool import ReduceSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
 from adreno_mlir.lowering.nchw_lowering import _epi_args

@@ -1,7 +1,7 @@
 """Fused attention (`graph.attention`): softmax(scale * (Q @ K) + bias) @ V in one kernel.
 
 One work-group per (batch entry, query row m), `items` work-items (a power of two, the
-`reduce_items` config key; 1 is a serial row per work-item). The row's L scores live
+work-items per row: the row family's key, lowering/families/rows.py; 1 is a serial row per work-item). The row's L scores live
 in a `__local` array, so the [..., M, L] score and probability matrices of the unfused
 chain never reach global memory:
 
@@ -56,7 +56,7 @@ class AttentionSpec(KernelSpec):
 
     def __post_init__(self):
         if self.items < 1 or self.items & (self.items - 1):
-            raise ValueError(f"reduce_items must be a power of two, got {self.items}")
+            raise ValueError(f"items must be a power of two, got {self.items}")
         if self.keys > MAX_KEYS:
             raise ValueError(f"{self.keys} keys exceed the {MAX_KEYS} a row's local scores may hold")
 

@@ -170,7 +170,7 @@ def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: i
     share one array (split-K GEMV: one per column of the work-group). Local arrays live
     at kernel scope: `kb` must be the kernel body's builder. The order of the adds
     differs from a serial loop's, well within fp32 rounding; a NaN or infinity anywhere
-    reaches the total. Used by the global means (pool.py, packed.py) and the GEMV.
+    reaches the total. Used by the global means (pool.py, packed_pool.py) and the GEMV.
     `combine(k, a, b)` replaces the add (e.g. `k.fmax` for a row maximum)."""
     add = combine or (lambda k, a, b: k.fadd(a, b))
     if items < 2 or items & (items - 1):

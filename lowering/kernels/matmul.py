@@ -62,6 +62,16 @@ Terms = Sequence[tuple[SSAValue | int, int]]
 """(coordinate, stride) pairs whose sum is an operand's offset for k = 0."""
 
 
+def pragma(unroll: int) -> bool | int:
+    """`for_(unroll=...)` for an unroll count: 0 is no pragma (False), N is `#pragma unroll N`."""
+    return unroll if unroll > 0 else False
+
+
+def unroll_suffix(unroll: int) -> str:
+    """The kernel-name part that tells an unrolled kernel from the plain one."""
+    return f"_u{unroll}" if unroll > 0 else ""
+
+
 @dataclass(frozen=True)
 class SplitK:
     """The geometry of a split-K product: per-operand strides along K and how the
@@ -75,6 +85,8 @@ class SplitK:
     b_ks: int
     batch: int = 0
     """Batch extent (a third grid axis) or 0 for none."""
+    unroll: int = 0
+    """`#pragma unroll N` on the reduction loop (0: none)."""
 
     @property
     def k_contiguous(self) -> bool:
@@ -118,7 +130,7 @@ class SplitK:
             def step4(k1: KernelBuilder, j: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
                 return [k1.fma(k1.vload4(a, k1.add(a4, j)), k1.vload4(b, k1.add(b4, j)), acc[0])]
 
-            (acc4,) = kb.for_(s, self.k // 4, split, [kv.f(0.0)], step4, "j")
+            (acc4,) = kb.for_(s, self.k // 4, split, [kv.f(0.0)], step4, "j", unroll=pragma(self.unroll))
             return kb.fadd(kb.fadd(kb.lane(acc4, 0), kb.lane(acc4, 1)), kb.fadd(kb.lane(acc4, 2), kb.lane(acc4, 3)))
         a0 = kb.linear([c for c, _ in a_terms], [st for _, st in a_terms])
         b0 = kb.linear([c for c, _ in b_terms], [st for _, st in b_terms])
@@ -127,7 +139,7 @@ class SplitK:
             va = k1.load(a, k1.add(a0, k1.mul(kk, self.a_ks)))
             return [k1.fma(va, k1.load(b, k1.add(b0, k1.mul(kk, self.b_ks))), acc[0])]
 
-        (acc,) = kb.for_(s, self.k, split, [kb.f(0.0)], step, "kk")
+        (acc,) = kb.for_(s, self.k, split, [kb.f(0.0)], step, "kk", unroll=pragma(self.unroll))
         return acc
 
     def scratch(self, kb: KernelBuilder) -> SSAValue:
@@ -159,6 +171,8 @@ class GemmSpec(KernelSpec):
     trans_b: bool
     alpha: float
     k_parts: int = 1
+    unroll: int = 0
+    """`#pragma unroll N` on the K loop (0: none; the compiler decides)."""
     """Work-items sharing one output's reduction (1: one work-item per output)."""
 
     def __post_init__(self):
@@ -166,7 +180,7 @@ class GemmSpec(KernelSpec):
             raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
 
     def base_name(self) -> str:
-        return f"gemm{'_ksplit' if self.k_parts > 1 else ''}{self.epilogue.suffix()}"
+        return f"gemm{'_ksplit' if self.k_parts > 1 else ''}{unroll_suffix(self.unroll)}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
@@ -180,7 +194,7 @@ class GemmSpec(KernelSpec):
 
     def split(self) -> SplitK:
         _, a_ks, _, b_ks = self.strides()
-        return SplitK(k=self.k, split=self.k_parts, n=self.n, m=self.m, a_ks=a_ks, b_ks=b_ks)
+        return SplitK(k=self.k, split=self.k_parts, n=self.n, m=self.m, a_ks=a_ks, b_ks=b_ks, unroll=self.unroll)
 
     def global_size(self) -> tuple[int, ...]:
         return self.split().global_size() if self.k_parts > 1 else (self.n, self.m)
@@ -201,7 +215,7 @@ class GemmSpec(KernelSpec):
             ib = kb1.add(kb1.mul(col, k), kk) if self.trans_b else kb1.add(kb1.mul(kk, n), col)
             return [kb1.fma(kb1.load(a, ia), kb1.load(b, ib), acc[0])]
 
-        (acc,) = kb.for_(0, k, 1, [kb.f(0.0)], step, "kk")
+        (acc,) = kb.for_(0, k, 1, [kb.f(0.0)], step, "kk", unroll=pragma(self.unroll))
         if self.alpha != 1.0:
             acc = kb.fmul(acc, self.alpha)
         value = self.epilogue.apply(kb, acc, [row, col], extras)
@@ -259,6 +273,8 @@ class MatMulSpec(KernelSpec):
     """Work-items sharing one output's reduction (1: one work-item per output tile)."""
     tile_rows: int = 1
     tile_cols: int = 1
+    unroll: int = 0
+    """`#pragma unroll N` on the K loop (0: none; the compiler decides)."""
     a_strides: tuple[int, int] | None = None
     """(row stride, K stride) of A; None: contiguous, (K, 1)."""
     b_strides: tuple[int, int] | None = None
@@ -311,16 +327,16 @@ class MatMulSpec(KernelSpec):
 
     def base_name(self) -> str:
         if self.k_parts > 1:
-            return "matmul_ksplit" + self._layout_suffix() + self.epilogue.suffix()
+            return "matmul_ksplit" + self._layout_suffix() + unroll_suffix(self.unroll) + self.epilogue.suffix()
         tile = f"_{self.tile_rows}x{self.tile_cols}" if (self.tile_rows, self.tile_cols) != (1, 1) else ""
-        return f"matmul{tile}{self._layout_suffix()}{self.epilogue.suffix()}"
+        return f"matmul{tile}{self._layout_suffix()}{unroll_suffix(self.unroll)}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "b")
 
     def split(self) -> SplitK:
         return SplitK(k=self.k, split=self.k_parts, n=self.n, m=self.m, a_ks=self.a_strides[1],
-                      b_ks=self.b_strides[0], batch=max(1, numel(self.batch)))
+                      b_ks=self.b_strides[0], batch=max(1, numel(self.batch)), unroll=self.unroll)
 
     def global_size(self) -> tuple[int, ...]:
         if self.k_parts > 1:
@@ -364,7 +380,7 @@ class MatMulSpec(KernelSpec):
                 vb = k1.load(b, k1.add(b_col, k1.mul(kk, b_ks)))
                 return [k1.fma(k1.load(a, k1.add(ar, k1.mul(kk, a_ks))), vb, acc[r]) for r, ar in enumerate(a_rows)]
 
-            accs = kb.for_(0, k, 1, [kb.f(0.0)] * tm, step, "kk")
+            accs = kb.for_(0, k, 1, [kb.f(0.0)] * tm, step, "kk", unroll=pragma(self.unroll))
             lanes = [[acc] for acc in accs]
             cols = [cid]
         else:
@@ -387,14 +403,14 @@ class MatMulSpec(KernelSpec):
                         out_acc.append(t)
                     return out_acc
 
-                accs = kb.for_(0, k // 4, 1, [kv.f(0.0)] * tm, step4, "kq")
+                accs = kb.for_(0, k // 4, 1, [kv.f(0.0)] * tm, step4, "kq", unroll=pragma(self.unroll))
             else:
                 def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
                     vb = k1.vload4(b, k1.add(b4_col, k1.mul(kk, b4_ks)))
                     return [k1.fma(k1.vector(f32).splat(k1.load(a, k1.add(ar, k1.mul(kk, a_ks)))), vb, acc[r])
                             for r, ar in enumerate(a_rows)]
 
-                accs = kb.for_(0, k, 1, [kv.f(0.0)] * tm, step, "kk")
+                accs = kb.for_(0, k, 1, [kv.f(0.0)] * tm, step, "kk", unroll=pragma(self.unroll))
             lanes = [[kb.lane(acc, j) for j in range(4)] for acc in accs]
             col0 = kb.mul(cid, 4, "col0")
             cols = [col0] + [kb.add(col0, j) for j in range(1, 4)]

@@ -22,7 +22,7 @@ class LayerNormSpec(KernelSpec):
     sum and sum of squares: E[x^2] - E[x]^2 cancels catastrophically when |mean| >> std.
     Rows are short (256-1024 floats for transformers), so the second and third reads hit
     the cache. `items` = 1: a work-item loops over its row; a power of two >= 2 (the
-    `reduce_items` config key): a work-group per row, work-item l taking elements l,
+    the row family's work-items per row, lowering/families/rows.py): a work-group per row, work-item l taking elements l,
     l + items, ... (adjacent work-items read adjacent floats), sums by `work_group_allsum`."""
 
     rows: int

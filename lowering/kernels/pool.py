@@ -5,8 +5,8 @@
 window holding a NaN is NaN (`fmax`, arith.maximumf), padded taps are skipped.
 `ReduceSpec` (any reduction kind of `REDUCTIONS` over any set of axes: global average
 pool, ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp) does too when its
-`kernel_config` has `reduce_items` = 1; otherwise each output gets a work-group of
-`reduce_items` work-items that combine strided shares of the reduced extent and then
+configuration (lowering/families/rows.py) asks for one work-item per output; otherwise
+each output gets a work-group of `items` work-items that combine strided shares of the reduced extent and then
 their partial results in local memory (`work_group_sum`, shared with the NCHW4c mean). A
 global pool over 112x112 pixels is then 49 loads per work-item instead of 12544, which
 on a GPU is the difference between a few dozen long serial loops and a full machine.
@@ -133,7 +133,7 @@ class ReduceSpec(KernelSpec):
     is the kept axes, contiguous. Empty `axes`: each output is its one element's.
 
     `items` = 1: one work-item per output loops over the reduced extent (grid: the
-    outputs). `items` > 1 (a power of two, the `reduce_items` config key): a work-group
+    outputs). `items` > 1 (a power of two, from the row family's configuration): a work-group
     of `items` work-items per output, grid (items, outputs), work-item l combining the
     reduced elements l, l + items, ... (adjacent work-items read adjacent elements when
     the reduced axes are the trailing ones) before `work_group_sum` combines the partial

@@ -2,7 +2,7 @@
 normalised values.
 
 `items` = 1: one work-item per (outer, inner) row, three loops over it. `items` > 1 (a
-power of two, the `reduce_items` config key): a work-group per row, work-item l taking
+power of two, the row family's work-items per row, lowering/families/rows.py): a work-group per row, work-item l taking
 elements l, l + items, ...; the maximum and the sum are work-group reductions
 (`work_group_allsum`), so a transformer's attention rows (50-3136 of them, 49-3136
 long) keep a GPU busy instead of running a handful of long serial loops.
