@@ -3,6 +3,11 @@
     cm = adreno_mlir.compile("model.onnx")          # or an onnx.ModelProto
     outputs = cm.run({"input": x})                   # {output_name: np.ndarray}
     cm.input_names, cm.output_names, cm.source       # cm.source is the OpenCL C
+
+Code written for onnxruntime works with the session swapped (RunnableModel,
+adreno_mlir/runtime/model.py): `cm.run(None, {"input": x})` (a list in graph output
+order; or a list of output names), `cm.get_inputs()` / `cm.get_outputs()` (NodeArgs:
+`.name`, `.shape`, `.type`) and `cm.get_providers()`.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from adreno_mlir.weights import store_of
 
 @dataclass
 class CompiledModel(RunnableModel):
-    """A model compiled for one OpenCL device; `run` executes it, `save` writes it as an
-    artifact that `adreno_mlir.load` runs without the compiler (docs/artifact.md)."""
+    """A model compiled for one OpenCL device; `run` executes it (`run(feeds)` -> dict, or
+    onnxruntime's `run(output_names, feeds)` -> list, with `get_inputs()`/`get_outputs()`),
+    `save` writes it as an artifact that `adreno_mlir.load` runs without the compiler
+    (docs/artifact.md)."""
 
     module: ModuleOp
     source: str

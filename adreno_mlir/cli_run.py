@@ -9,13 +9,16 @@ steady-state latency.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import CompileError, InputError
 
 
 def _write_stage(module, path: Path, weights_dir: Path) -> None:
@@ -51,19 +54,79 @@ def _is_artifact(path: Path) -> bool:
 def _cmd_compile(args: argparse.Namespace) -> int:
     """Compile to an artifact (`-o X.adreno`), or to a folder of stage IR, the .cl
     program, weights, pipeline.txt and the artifact `<model>.adreno` (any other -o)."""
+    from adreno_mlir.artifact import check_save_path
+
+    final = Path(args.output)
+    artifact_only = final.suffix == ".adreno"
+    if artifact_only:
+        check_save_path(final)
+    else:
+        _check_output_dir(final, args.force)
+    compile_plan = plan_from_args(args)
+    # A folder is written into a new sibling and swapped in at the end: a failed compile
+    # leaves no folder (and an older one as it was), and two compiles never mix their files.
+    out = final if artifact_only else _staging_dir(final)
+    try:
+        return _compile_into(args, compile_plan, final, out, artifact_only)
+    finally:
+        if out is not final:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+OUTPUT_MARKER = "pipeline.txt"
+"""The file every compile output folder has: a folder with it is an earlier compile's, replaced whole."""
+
+
+def _check_output_dir(out: Path, force: bool) -> None:
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"-o {out}: it exists and is not a directory; choose another path or remove it")
+    if any(out.iterdir()) and not (out / OUTPUT_MARKER).is_file() and not force:
+        raise InputError(f"-o {out}: the directory is not empty and is not an earlier compile's output (no "
+                         f"{OUTPUT_MARKER}); pass --force to replace it, or choose another path")
+
+
+def _staging_dir(final: Path) -> Path:
+    import tempfile
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+
+
+def _swap_in(staging: Path, final: Path) -> None:
+    """Replace `final` (if any) by `staging` with two renames."""
+    import tempfile
+
+    os.chmod(staging, 0o777 & ~_umask())  # mkdtemp's 0700 would make the folder private
+    old = None
+    if final.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))
+        old.rmdir()
+        final.rename(old)
+    staging.rename(final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _compile_into(args, compile_plan, final: Path, out: Path, artifact_only: bool) -> int:
     from adreno_mlir.api import io_shapes, lower
-    from adreno_mlir.artifact import check_save_path, save_artifact
+    from adreno_mlir.artifact import save_artifact
     from adreno_mlir.frontend import import_onnx
     from adreno_mlir.runtime.plan import plan_from_module
     from adreno_mlir.weights import store_of
 
-    out = Path(args.output)
-    artifact_only = out.suffix == ".adreno"
-    artifact = check_save_path(out if artifact_only else out / (Path(args.model).stem + ".adreno"))
-    compile_plan = plan_from_args(args)
-    if not artifact_only:
-        out.mkdir(parents=True, exist_ok=True)
+    artifact = out if artifact_only else out / (Path(args.model).stem + ".adreno")
     weights_dir = out / "weights"
+
+    def shown(path: Path) -> Path:  # where a file of the staging folder will be
+        return path if artifact_only else final / path.relative_to(out)
     start = time.perf_counter()
     module = import_onnx(args.model)
     t_import = time.perf_counter() - start
@@ -84,14 +147,14 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if not artifact_only:
         cl_path.write_text(source)
         store_of(module).save(weights_dir)
-        (out / "pipeline.txt").write_text(pipeline + "\n")
+        (out / OUTPUT_MARKER).write_text(pipeline + "\n")
     print(f"import: {t_import:.2f} s")
     for r in results:
         print(f"{r.name}: {r.seconds:.2f} s  (adreno-opt -p '{r.pipeline}')")
     if artifact_only:
         print(f"pipeline:\n  {pipeline}")
     else:
-        print(f"pipeline (replay: adreno-opt {written[0]} -p \"$(cat {out / 'pipeline.txt'})\"):\n  {pipeline}")
+        print(f"pipeline (replay: adreno-opt {shown(written[0])} -p \"$(cat {final / OUTPUT_MARKER})\"):\n  {pipeline}")
     binaries = []
     if not args.no_build:
         import pyopencl as cl
@@ -104,7 +167,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         try:
             program, info = build_program(ctx, source, plan.build_options, cache=_cache(args))
         except cl.RuntimeError as e:
-            raise CompileError(f"the OpenCL compiler rejected {'the program' if artifact_only else cl_path}:\n{e}") from None
+            raise CompileError(f"the OpenCL compiler rejected the program:\n{e}") from None
         print(f"build on {describe_device(ctx.devices[0])}: {info.seconds:.2f} s (cache {info.cache})")
         binary = ProgramBinary.of(program, ctx.devices[0], plan.build_options)
         binaries = [binary] if binary else []
@@ -115,11 +178,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         print(f"{kernels} kernels, {len(plan.launches)} launches -> {artifact} "
               f"({'with' if binaries else 'without'} a program binary; run: adreno-mlir run {artifact})")
         return 0
-    print(f"{kernels} kernels -> {cl_path}")
+    _swap_in(out, final)
+    print(f"{kernels} kernels -> {shown(cl_path)}")
     for p in written:
-        print(f"  {p}")
-    print(f"  {weights_dir}/")
-    print(f"  {artifact}/  (artifact: adreno-mlir run {artifact})")
+        print(f"  {shown(p)}")
+    print(f"  {shown(weights_dir)}/")
+    print(f"  {shown(artifact)}/  (artifact: adreno-mlir run {shown(artifact)})")
     return 0
 
 
@@ -128,24 +192,37 @@ def compare_outputs(ours: np.ndarray, ref: np.ndarray, name: str, tolerance: flo
     max|ref| over the finite values), and the line that says so. NaN and infinities must
     sit at the same positions (infinities with the same sign): a NaN or an inf is never
     averaged away, and a comparison never reports NaN as an error size."""
+    detail = compare_detail(ours, ref, name, tolerance)
+    return detail["pass"], detail["message"]
+
+
+def compare_detail(ours: np.ndarray, ref: np.ndarray, name: str, tolerance: float) -> dict:
+    """`compare_outputs` as plain JSON values: `pass`, `message` (its line),
+    `max_abs_error` and `max_error` (max|ours - ref| / max|ref|; both None where the
+    shapes or the NaN/inf positions differ, or nothing is finite)."""
     ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+
+    def result(ok: bool, message: str, abs_err: float | None = None, rel: float | None = None) -> dict:
+        return {"pass": bool(ok), "message": message, "max_abs_error": abs_err, "max_error": rel}
+
     if ours.shape != ref.shape:
-        return False, f"compare {name}: shape {list(ours.shape)} differs from the reference's {list(ref.shape)}"
+        return result(False, f"compare {name}: shape {list(ours.shape)} differs from the reference's "
+                             f"{list(ref.shape)}")
     for what, mask_ours, mask_ref in (("NaN", np.isnan(ours), np.isnan(ref)),
                                       ("+inf", np.isposinf(ours), np.isposinf(ref)),
                                       ("-inf", np.isneginf(ours), np.isneginf(ref))):
         if not np.array_equal(mask_ours, mask_ref):
             first = tuple(int(i) for i in np.argwhere(mask_ours != mask_ref)[0])
-            return False, (f"compare {name}: {what} at {int(mask_ours.sum())} positions in ours, "
-                           f"{int(mask_ref.sum())} in the reference (first difference at index {list(first)})")
+            return result(False, f"compare {name}: {what} at {int(mask_ours.sum())} positions in ours, "
+                                 f"{int(mask_ref.sum())} in the reference (first difference at index {list(first)})")
     finite = np.isfinite(ref)
     if not finite.any():
-        return True, f"compare {name}: no finite values; NaN/inf positions match"
+        return result(True, f"compare {name}: no finite values; NaN/inf positions match")
     abs_err = float(np.abs(ours[finite] - ref[finite]).max())
     rel = abs_err / max(float(np.abs(ref[finite]).max()), 1e-30)
     extra = f" ({int((~finite).sum())} NaN/inf positions match)" if (~finite).any() else ""
-    return rel <= tolerance, (f"compare {name}: max abs error {abs_err:.3e}, max error / max |ref| {rel:.3e}"
-                              + extra)
+    return result(rel <= tolerance, f"compare {name}: max abs error {abs_err:.3e}, max error / max |ref| {rel:.3e}"
+                                    + extra, abs_err, rel)
 
 
 def _tolerance(text: str) -> float:
@@ -158,9 +235,102 @@ def _tolerance(text: str) -> float:
     return value
 
 
-def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray]:
+def _repeat(text: str) -> int:
+    """argparse `type=` of --repeat: a whole number >= 1 (a bad value exits 1, see cli.main)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (the number of timed runs after the first), not {text}")
+    return value
+
+
+def _json_path(text: str) -> str:
+    if text == "-":
+        raise argparse.ArgumentTypeError("takes a file path ('-' is not supported: the text report goes to stdout)")
+    return text
+
+
+def _parse_inputs(specs: list[str] | None, input_names: list[str]) -> dict[str, tuple[str, np.ndarray | None]]:
+    """{input name: (what was given, its array; None for `random`)} of the --input
+    flags, in the order given: every name known, none given twice, every file read."""
+    given: dict[str, tuple[str, np.ndarray | None]] = {}
+    for spec in specs or []:
+        name, _, value = spec.rpartition("=")
+        if not name:
+            if len(input_names) != 1:
+                raise CompileError(
+                    f"the model has inputs {input_names}; pass --input NAME=FILE.npy (or NAME=random) for each"
+                )
+            name = input_names[0]
+        if name not in input_names:
+            raise CompileError(f"unknown input '{name}'; the model's inputs are {input_names}")
+        if name in given:
+            raise CompileError(f"--input given twice for input '{name}' ({given[name][0]} and {value}); "
+                               "pass one --input per input")
+        if value == "random":
+            given[name] = (value, None)
+            continue
+        try:
+            given[name] = (value, np.load(value))
+        except (OSError, ValueError) as e:
+            raise CompileError(f"cannot read input '{name}' from {value}: {e}") from None
+    return given
+
+
+def _onnx_inputs(path: Path) -> dict[str, tuple[tuple[int, ...], str]] | None:
+    """{name: (shape, "float32" or "int")} of the ONNX model's graph inputs (initializers
+    excluded), read without its weights' external data; None where the file cannot be
+    read this way, or an input is not a float32 / integer tensor of static shape (the
+    compiler then reports it)."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception:  # noqa: BLE001 - the frontend reports an unreadable model properly
+        return None
+    init_names = {i.name for i in graph.initializer}
+    ints = {onnx.TensorProto.INT32, onnx.TensorProto.INT64}
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    for vi in graph.input:
+        if vi.name in init_names:
+            continue
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+        if not vi.type.HasField("tensor_type") or any(d <= 0 for d in dims):
+            return None
+        if tt.elem_type == onnx.TensorProto.FLOAT:
+            out[vi.name] = (tuple(dims), "float32")
+        elif tt.elem_type in ints:
+            out[vi.name] = (tuple(dims), "int")
+        else:
+            return None
+    return out
+
+
+def _check_given(given: dict[str, tuple[str, np.ndarray | None]],
+                 expected: dict[str, tuple[tuple[int, ...], str]]) -> None:
+    """Refuse an --input file whose shape or dtype is not the model input's, before
+    anything is compiled (the same checks run() makes)."""
+    for name, (source, x) in given.items():
+        if x is None:
+            continue
+        shape, kind = expected[name]
+        if kind == "float32" and x.dtype != np.float32:
+            raise CompileError(f"input '{name}' from {source} has dtype {x.dtype}; the model expects float32")
+        if kind == "int" and x.dtype.kind not in "iu":
+            raise CompileError(f"input '{name}' from {source} has dtype {x.dtype}; the model expects integer "
+                               "token ids (int32 or int64)")
+        if tuple(x.shape) != shape:
+            raise CompileError(f"input '{name}' from {source} has shape {list(x.shape)}; the model expects "
+                               f"{list(shape)}")
+
+
+def _load_inputs(cm, given: dict[str, tuple[str, np.ndarray | None]], seed: int) -> dict[str, np.ndarray]:
+    """The feeds: the arrays given, random data for `random` and every input not given
+    (any number of inputs, or none)."""
     feeds: dict[str, np.ndarray] = {}
-    specs = specs or []  # every input not given is random (any number of inputs, or none)
     rng = np.random.default_rng(seed)
     bounds = {t.name: t.bound for t in cm.launch_plan.inputs if t.dtype == "i32"}
 
@@ -171,36 +341,51 @@ def _load_inputs(cm, specs: list[str] | None, seed: int) -> dict[str, np.ndarray
             return rng.integers(0, bounds[name], cm.input_shapes[name]).astype(np.int64)
         return rng.standard_normal(cm.input_shapes[name]).astype(np.float32)
 
-    for spec in specs:
-        name, _, value = spec.rpartition("=")
-        if not name:
-            if len(cm.input_names) != 1:
-                raise CompileError(
-                    f"the model has inputs {cm.input_names}; pass --input NAME=FILE.npy (or NAME=random) for each"
-                )
-            name = cm.input_names[0]
-        if name not in cm.input_names:
-            raise CompileError(f"unknown input '{name}'; the model's inputs are {cm.input_names}")
-        if value == "random":
-            feeds[name] = random_input(name)
-        else:
-            try:
-                feeds[name] = np.load(value)
-            except (OSError, ValueError) as e:
-                raise CompileError(f"cannot read input '{name}' from {value}: {e}") from None
+    for name, (_, x) in given.items():
+        feeds[name] = random_input(name) if x is None else x
     for name in cm.input_names:
         if name not in feeds:
             feeds[name] = random_input(name)
     return feeds
 
 
+def _require_onnxruntime():
+    """The onnxruntime module, or the error that says how to install it."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise CompileError("--compare onnxruntime needs the onnxruntime package, which is not installed: "
+                           "pip install onnxruntime (or pip install 'adreno-mlir[test]')") from None
+    return onnxruntime
+
+
+def _latency_ms(times: list[float]) -> dict:
+    """min/median/mean/p90/p99 (ms) of the timed runs, and the runs."""
+    ms = np.asarray(times, np.float64) * 1000
+    return {"repeat": len(times), "min": float(ms.min()), "median": float(np.median(ms)), "mean": float(ms.mean()),
+            "p90": float(np.percentile(ms, 90)), "p99": float(np.percentile(ms, 99)),
+            "runs": [float(t) for t in ms]}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("adreno-mlir")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     """Compile (.onnx) or load (artifact) a model, run it, and print the startup figures
     (compile or load time, program build with its cache state, first run) apart from
-    the steady-state latency."""
+    the steady-state latency; `--json FILE` also writes them as one JSON record."""
     import adreno_mlir
 
+    log = logging.getLogger("adreno_mlir.cli")
     path = Path(args.model)
+    ort = _require_onnxruntime() if args.compare and not _is_artifact(path) else None
+    record: dict = {"schema": "adreno-mlir-run/1", "adreno_mlir_version": _version(), "model": str(path)}
     if _is_artifact(path):
         if args.compare:
             raise CompileError(f"--compare onnxruntime needs the ONNX model, and an artifact ({path}) does not "
@@ -210,42 +395,70 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if ignored:
             print(f"note: {', '.join(ignored)} ignored: the plan is fixed when the artifact is compiled")
         model = adreno_mlir.load(path, device=args.device, cache=_cache(args), runtime=args.runtime)
+        given = _parse_inputs(args.input, model.input_names)
+        int_inputs = {t.name for t in model.launch_plan.inputs if t.dtype == "i32"}
+        _check_given(given, {n: (tuple(model.input_shapes[n]), "int" if n in int_inputs else "float32")
+                             for n in model.input_names})
         print(f"loaded {path} in {model.load_seconds:.2f} s for {model.device_name} ({model.plan})")
         print(f"program build: {model.build_info.seconds:.2f} s ({model.program_origin})")
+        record.update(kind="artifact", compile_s=None, compile_timings=None, load_s=model.load_seconds)
+        program_origin = model.program_origin
     else:
         if not path.is_file():
             raise CompileError(f"no such model file: {path}")
+        expected = _onnx_inputs(path)
+        given = {}
+        if expected is not None:  # check the --input files before the (long) compile
+            given = _parse_inputs(args.input, list(expected))
+            _check_given(given, expected)
+            log.info("--input checked against the model's inputs %s", list(expected))
         model = adreno_mlir.compile(path, plan=plan_from_args(args), cache=_cache(args), runtime=args.runtime)
+        if expected is None:
+            given = _parse_inputs(args.input, model.input_names)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
         print(f"program build: {model.build_info.seconds:.2f} s (cache {model.build_info.cache}; "
               "part of the compile time)")
+        record.update(kind="onnx", compile_s=model.compile_seconds, compile_timings=dict(model.timings), load_s=None)
+        program_origin = f"cache {model.build_info.cache}"
+    record.update(device=model.device_name, runtime=model.runtime,
+                  plan={"description": model.plan, "options": dict(model.options)},
+                  program={"build_s": model.build_info.seconds, "cache": model.build_info.cache,
+                           "origin": program_origin})
     print(f"runtime: {model.runtime}" + ("" if model.runtime == "native" or args.runtime == "pyopencl" else
                                          " (build the native runtime for lower launch overhead: "
                                          "adreno-mlir build-native)"))
-    feeds = _load_inputs(model, args.input, args.seed)
+    feeds = _load_inputs(model, given, args.seed)
+    record["inputs"] = {name: {"shape": list(x.shape), "dtype": str(x.dtype),
+                               "source": given[name][0] if name in given else "random"} for name, x in feeds.items()}
     t = time.perf_counter()
     try:
         outputs = model.run(feeds)
     except ValueError as e:
         raise CompileError(str(e)) from None
-    print(f"first run: {1000 * (time.perf_counter() - t):.2f} ms")
+    first = time.perf_counter() - t
+    record["first_run_s"] = first
+    print(f"first run: {1000 * first:.2f} ms")
     times = []
     for _ in range(args.repeat):
         t = time.perf_counter()
         outputs = model.run(feeds)
         times.append(time.perf_counter() - t)
+    record["outputs"] = {}
     for name, out in outputs.items():
         flat = out.reshape(-1)
         print(f"{name}: shape {list(out.shape)} min {flat.min():.6g} max {flat.max():.6g} "
               f"mean {flat.mean():.6g} argmax {int(flat.argmax())}")
-    if times:
-        print(f"latency: median {1000 * float(np.median(times)):.2f} ms over {len(times)} runs (steady state)")
+        record["outputs"][name] = {"shape": list(out.shape), "dtype": str(out.dtype), "min": float(flat.min()),
+                                   "max": float(flat.max()), "mean": float(flat.mean()),
+                                   "argmax": int(flat.argmax())}
+    record["latency_ms"] = _latency_ms(times)
+    print(f"latency: median {1000 * float(np.median(times)):.2f} ms over {len(times)} runs (steady state)")
     if args.save:
         np.savez(args.save, **outputs)
         print(f"outputs saved to {args.save}")
+    record["compare"] = None
+    status = 0
     if args.compare:
-        import onnxruntime as ort
-
         try:
             sess = ort.InferenceSession(str(args.model), providers=["CPUExecutionProvider"])
             refs = sess.run(None, feeds)
@@ -256,15 +469,37 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ok = True
         if args.tolerance is None:
             args.tolerance = 1e-4 if model.compile_plan.precision == "fp32" else 5e-2
+        per_output = {}
         for (name, out), ref in zip(outputs.items(), refs):
-            good, line = compare_outputs(out, ref, name, args.tolerance)
-            ok &= good
-            print(line.replace(f"compare {name}", f"compare {name} with onnxruntime", 1))
+            detail = compare_detail(out, ref, name, args.tolerance)
+            ok &= detail["pass"]
+            per_output[name] = detail
+            print(detail["message"].replace(f"compare {name}", f"compare {name} with onnxruntime", 1))
+        errors = [d["max_error"] for d in per_output.values()]
+        compare = {"reference": "onnxruntime", "tolerance": args.tolerance, "pass": bool(ok),
+                   "max_error": max((e for e in errors if e is not None), default=None),
+                   "outputs": per_output}
+        if args.json:  # onnxruntime's own latency over the same number of runs (after its first)
+            ref_times = []
+            for _ in range(args.repeat):
+                t = time.perf_counter()
+                sess.run(None, feeds)
+                ref_times.append(time.perf_counter() - t)
+            compare["latency_ms"] = _latency_ms(ref_times)
+            compare["median_ms"] = compare["latency_ms"]["median"]
+        record["compare"] = compare
         if not ok:
             print(f"error: outputs differ from onnxruntime (tolerance {args.tolerance:g})", file=sys.stderr)
-            return 1
-        print(f"OK: within tolerance {args.tolerance:g}")
-    return 0
+            status = 1
+        else:
+            print(f"OK: within tolerance {args.tolerance:g}")
+    record["exit_status"] = status
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(record, indent=2) + "\n")
+        log.info("wrote the run record to %s", args.json)
+    return status
 
 
 def plan_from_args(args: argparse.Namespace):
@@ -329,6 +564,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="X.adreno: write the compiled-model artifact (docs/artifact.md); any other path: a "
                         "directory of stage IR, the .cl program, weights, pipeline.txt and <model>.adreno")
     _plan_arguments(c)
+    c.add_argument("--force", action="store_true",
+                   help="replace a non-empty -o directory that is not an earlier compile's output")
     c.add_argument("--no-build", action="store_true",
                    help="do not build the program on a device (the artifact then has no program binary)")
     _cache_arguments(c)
@@ -345,13 +582,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="max allowed |ours - ref| / max|ref| with --compare (default 1e-4 for fp32, 5e-2 for the "
                         "fp16 precisions, whose stored values keep 11 significant bits)")
     _plan_arguments(r)
-    r.add_argument("--repeat", type=int, default=5,
-                   help="time this many runs after the first for the steady-state latency (default 5)")
+    r.add_argument("--repeat", type=_repeat, default=5,
+                   help="time this many runs after the first for the steady-state latency (default 5, at least 1)")
     _cache_arguments(r)
     r.add_argument("--runtime", choices=["auto", "native", "pyopencl"], default=None,
                    help="launch path: the native C runtime (runtime/c) when built, else pyopencl "
                         "(default: auto, or $ADRENO_MLIR_RUNTIME)")
     r.add_argument("--save", help="save the outputs to this .npz file")
+    r.add_argument("--json", type=_json_path, metavar="FILE",
+                   help="also write the run as one JSON record: latency min/median/mean/p90/p99, compile or load "
+                        "and first-run seconds, program cache state, device, plan, --compare results "
+                        "(docs/startup.md)")
     r.set_defaults(func=_cmd_run)
 
     from adreno_mlir.tuning.cli import add_tune_command
@@ -372,8 +613,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def _cmd_build_native(args: argparse.Namespace) -> int:
     import os
 
-    from adreno_mlir.runtime.native import (DEFAULT_BUILD_DIR, LIBRARY_NAME, build_native, runner_opencl_env,
-                                            write_default_icd)
+    from adreno_mlir.runtime.native import (
+        DEFAULT_BUILD_DIR,
+        LIBRARY_NAME,
+        build_native,
+        runner_opencl_env,
+        write_default_icd,
+    )
 
     out = build_native(args.output, sanitize=args.sanitize)
     print(f"built {out / LIBRARY_NAME} and {out / 'adreno-run'}")

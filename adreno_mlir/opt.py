@@ -8,6 +8,7 @@ Python traceback.
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,10 +57,32 @@ class AdrenoOptMain(xDSLOptMain):
         stem = Path(self.args.input_file).stem if self.args.input_file else "stdin"
         weights.flush(prog, output, stem)
 
+    def prepare_output(self):
+        """`-o FILE` collects the output and writes it when the run succeeds (`run`): a
+        failed run leaves no empty or half-written FILE (and an existing one as it was)."""
+        if not self.args.output_file:
+            return sys.stdout
+        self._pending = _Pending()
+        return self._pending
+
     def run(self):
         if self.args.input_file:
             weights.base_directory = Path(self.args.input_file).resolve().parent
         super().run()
+        pending = getattr(self, "_pending", None)
+        if pending is not None:
+            out = Path(self.args.output_file)
+            tmp = out.with_name(f".{out.name}.tmp")
+            tmp.write_text(pending.getvalue())
+            tmp.replace(out)
+
+
+class _Pending(io.StringIO):
+    """The output of a run to `-o FILE`, kept until the run has succeeded (xDSL closes the
+    stream in a `finally`, so closing must not drop it)."""
+
+    def close(self) -> None:
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

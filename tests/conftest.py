@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,10 +31,73 @@ CACHE = Path(os.environ.get("ADRENO_TEST_CACHE", Path.home() / ".cache" / "adren
 os.environ.setdefault("ADRENO_MLIR_VERIFY", "all")
 # Built OpenCL programs are cached in a folder of the test session's own, never in the
 # user's cache (tests of the cache itself point it at their tmp_path).
+# (xdist workers inherit the variable; the process that made the folder removes it at the end.)
+_SESSION_CACHE: str | None = None
 if "ADRENO_MLIR_CACHE_DIR" not in os.environ:
-    import tempfile
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="adreno-mlir-test-programs-")
+    os.environ["ADRENO_MLIR_CACHE_DIR"] = _SESSION_CACHE
 
-    os.environ["ADRENO_MLIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="adreno-mlir-test-programs-")
+# --------------------------------------------------------------------------- no stray files
+# The suite must leave the work tree and the temporary folder as it found them (issue 27):
+# no untracked or ignored file in the checkout beyond what Python, pytest, lit and the CI's
+# venv keep, and no adreno-mlir-* / adreno-tune-* folder in the temporary folder. The
+# controller compares the two at the start and the end and fails the session on a new one.
+_EXPECTED_LEFTOVERS = ("__pycache__", ".pytest_cache", ".egg-info", "Output/", ".lit_test_times.txt", ".venv-ci/")
+_TMP_PREFIXES = ("adreno-mlir-", "adreno-tune-")
+
+
+def _leftovers() -> set[str]:
+    found: set[str] = set()
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO, capture_output=True,
+                                text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        status = ""
+    for line in status.splitlines():
+        path = line[3:]
+        if line[:2] in ("??", "!!") and not any(ok in path for ok in _EXPECTED_LEFTOVERS):
+            found.add(path)
+    tmp = Path(tempfile.gettempdir())
+    # Another session's program cache (a second pytest running beside this one) is its own
+    # to remove; this session removes its own before comparing.
+    found |= {str(p) for p in tmp.iterdir() if p.name.startswith(_TMP_PREFIXES)
+              and not p.name.startswith("adreno-mlir-test-programs-")}
+    return found
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        config.stash[_BEFORE] = _leftovers()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if hasattr(config, "workerinput") or _BEFORE not in config.stash:
+        return
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    new = sorted(_leftovers() - config.stash[_BEFORE])
+    if new:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        message = "the test session left files behind (clean them up in the test or code that made them):\n  " \
+            + "\n  ".join(new)
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        else:
+            print(message)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_BEFORE = pytest.StashKey[set]()
+
+# Hypothesis keeps its files (the example database of failing examples it replays first, a
+# cache of module constants) in the test cache, not in a .hypothesis/ folder of the checkout.
+try:
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(str(CACHE / "hypothesis"))
+except ImportError:  # hypothesis is a test extra; tests that need it import it themselves
+    pass
 
 
 def _build_native(sanitize: bool = False) -> Path:
@@ -39,7 +105,6 @@ def _build_native(sanitize: bool = False) -> Path:
     in a temporary folder; returns the build folder (libadreno_rt.so, adreno-run)."""
     import fcntl
     import hashlib
-    import tempfile
 
     from adreno_mlir.runtime.native import SOURCE_DIR, build_native
 
@@ -47,7 +112,7 @@ def _build_native(sanitize: bool = False) -> Path:
     for f in sorted(SOURCE_DIR.rglob("*")):
         if f.is_file() and "build" not in f.relative_to(SOURCE_DIR).parts:
             digest.update(str(f.relative_to(SOURCE_DIR)).encode() + f.read_bytes())
-    root = Path(tempfile.gettempdir()) / f"adreno-mlir-native-{digest.hexdigest()[:12]}{'-asan' if sanitize else ''}"
+    root = CACHE / f"native-{digest.hexdigest()[:12]}{'-asan' if sanitize else ''}"  # kept: rebuilt on change
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

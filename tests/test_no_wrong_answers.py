@@ -136,7 +136,7 @@ def test_compare_fails_on_nan_mismatch(tmp_path):
                [_f("y", [1, 1, 4, 4])], [numpy_helper.from_array(w, "w")])
     path = tmp_path / "padnan.onnx"
     onnx.save(m, str(path))
-    proc = _cli("run", path, "--compare", "onnxruntime", "--repeat", "0")
+    proc = _cli("run", path, "--compare", "onnxruntime", "--repeat", "1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "NaN at 16 positions in ours, 9 in the reference" in proc.stdout
 
@@ -147,7 +147,7 @@ def test_compare_names_a_model_onnxruntime_refuses(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="same"), helper.make_node("Relu", ["a"], ["y"], name="same")]
     path = tmp_path / "dup.onnx"
     onnx.save(_model(nodes, [_f("x", [1, 4])], [_f("y", [1, 4])]), str(path))
-    proc = _cli("run", path, "--compare", "onnxruntime", "--repeat", "0")
+    proc = _cli("run", path, "--compare", "onnxruntime", "--repeat", "1")
     assert proc.returncode == 1
     assert "onnxruntime refused" in proc.stderr and "internal compiler error" not in proc.stderr
 

@@ -138,7 +138,7 @@ def test_cli_checks_the_options_once(tiny_path, tmp_path, monkeypatch, capsys, c
     plans = _counting(monkeypatch, "make_plan", plan_module, api)
     precisions = _counting(monkeypatch, "check_precision", options)
     argv = [command, str(tiny_path), "--target", "pocl-cpu", "--precision", "fp16-acc32"]
-    argv += ["-o", str(tmp_path / "t.adreno"), "--no-build"] if command == "compile" else ["--repeat", "0"]
+    argv += ["-o", str(tmp_path / "t.adreno"), "--no-build"] if command == "compile" else ["--repeat", "1"]
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert len(plans) == 1 and len(precisions) == 1
 

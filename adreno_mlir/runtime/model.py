@@ -4,15 +4,44 @@
 (adreno_mlir.artifact, made by `load()`) both inherit this, so `run`, `profile` and the
 input checks behave identically whether the model came from the compiler or from disk.
 No xDSL here: `load()` must not import the compiler.
+
+Besides `run(feeds)` (a dict of outputs), `RunnableModel` speaks onnxruntime's
+`InferenceSession` API, so code written for onnxruntime runs with one changed line:
+`run(output_names, feeds, run_options=None)` (a list of arrays), `get_inputs()`,
+`get_outputs()` (`NodeArg` records: `.name`, `.shape`, `.type`) and `get_providers()`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from adreno_mlir.errors import InputError
+
+ORT_TYPES = {"f32": "tensor(float)", "f16": "tensor(float16)", "f64": "tensor(double)", "bool": "tensor(bool)",
+             "i8": "tensor(int8)", "i16": "tensor(int16)", "i32": "tensor(int32)", "i64": "tensor(int64)",
+             "u8": "tensor(uint8)", "u16": "tensor(uint16)", "u32": "tensor(uint32)", "u64": "tensor(uint64)"}
+"""onnxruntime's type strings (`NodeArg.type`) of the plan's element types (runtime.plan)."""
+
+PROVIDERS = ["OpenCLExecutionProvider"]
+"""What `get_providers()` answers: the one way a compiled model runs (OpenCL)."""
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """A model input or output as onnxruntime's `NodeArg` describes it: `name`, `shape`
+    (a list of ints: shapes are static) and `type` (onnxruntime's string, e.g.
+    "tensor(float)"; an integer token-id input is "tensor(int32)", and takes int32 or
+    int64 arrays)."""
+
+    name: str
+    shape: list[int]
+    type: str
+
+
+_UNSET = object()
 
 
 class RunnableModel:
@@ -88,9 +117,67 @@ class RunnableModel:
         """Device milliseconds per kernel (summed over its launches), from OpenCL events."""
         return self.executable.profile(self._check_inputs(feeds), repeat, runtime=runtime)
 
-    def run(self, feeds: Mapping[str, np.ndarray], *, runtime: str | None = None) -> dict[str, np.ndarray]:
-        """{output name: array of its ONNX shape} for {input name: float32 array}.
+    def _node_args(self, tensors, names: list[str], shapes: dict[str, tuple[int, ...]]) -> list[NodeArg]:
+        dtypes = {t.name: t.dtype for t in tensors}
+        return [NodeArg(name, [int(d) for d in shapes[name]], ORT_TYPES.get(dtypes.get(name, "f32"), "tensor(float)"))
+                for name in names]
+
+    def get_inputs(self) -> list[NodeArg]:
+        """The model inputs, in graph order, as onnxruntime's `InferenceSession.get_inputs()`."""
+        return self._node_args(self.executable.plan.inputs, self.input_names, self.input_shapes)
+
+    def get_outputs(self) -> list[NodeArg]:
+        """The model outputs, in graph order, as onnxruntime's `InferenceSession.get_outputs()`."""
+        return self._node_args(self.executable.plan.outputs, self.output_names, self.output_shapes)
+
+    def get_providers(self) -> list[str]:
+        """As onnxruntime's `get_providers()`: ["OpenCLExecutionProvider"]."""
+        return list(PROVIDERS)
+
+    def run(self, output_names=_UNSET, feeds=_UNSET, run_options=None, *, input_feed=_UNSET,
+            runtime: str | None = None):
+        """Run the model, in either of two forms:
+
+        - `run(feeds)` (or `run(feeds=...)`): {output name: array of its ONNX shape}
+          for {input name: array} (float32; int32 or int64 token ids for integer inputs).
+        - `run(output_names, feeds, run_options=None)`, as onnxruntime's
+          `InferenceSession.run`: a list of arrays, one per name of `output_names` in
+          that order, or every output in graph order when it is None. `feeds` may also
+          be given as `input_feed=` (onnxruntime's keyword); `run_options` is accepted
+          and ignored.
+
         `runtime="pyopencl"` takes the pyopencl launch path even when the native one is open."""
+        if input_feed is not _UNSET:  # onnxruntime's keyword: the list form
+            if feeds is not _UNSET:
+                raise InputError("run() got the inputs twice (as feeds and as input_feed=)")
+            feeds = input_feed
+            output_names = None if output_names is _UNSET else output_names
+        if output_names is _UNSET:  # run(feeds=...): the dict form
+            output_names, feeds = feeds, _UNSET
+        if feeds is _UNSET:  # run(feeds): the dict form
+            if output_names is _UNSET:
+                raise InputError(f"run() takes a dict of inputs {{name: array}}; expected names {self.input_names}")
+            if run_options is not None:
+                raise InputError("run(feeds, run_options): run_options goes third, as in onnxruntime's "
+                                 "run(output_names, feeds, run_options)")
+            return self._run_dict(output_names, runtime)
+        wanted = self._wanted_outputs(output_names)
+        outs = self._run_dict(feeds, runtime)
+        return [outs[name] for name in wanted]
+
+    def _wanted_outputs(self, output_names) -> list[str]:
+        if output_names is None:
+            return list(self.output_names)
+        if isinstance(output_names, str) or not isinstance(output_names, Sequence):
+            raise InputError(f"run(output_names, feeds) takes a list of output names (or None for all), got "
+                             f"{type(output_names).__name__}; the outputs are {self.output_names}")
+        unknown = [n for n in output_names if n not in self.output_names]
+        if unknown:
+            raise InputError(f"unknown output name{'s' if len(unknown) > 1 else ''} {unknown}; the model's "
+                             f"outputs are {self.output_names}")
+        return list(output_names)
+
+    def _run_dict(self, feeds: Mapping[str, np.ndarray], runtime: str | None) -> dict[str, np.ndarray]:
         if runtime is not None and runtime not in ("native", "pyopencl"):
             raise InputError(f"run(runtime=...) takes 'native' or 'pyopencl', not {runtime!r}")
         if runtime == "native" and self.executable.native is None and self.executable.plan.computed_outputs:
