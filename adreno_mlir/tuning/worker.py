@@ -83,6 +83,28 @@ class Setup:
     seconds: float
 
 
+def _scratch_dir() -> str:
+    """A new folder `cache_root("tune")/<this pid>-<random>`, after removing the folders of
+    tuner processes that no longer run (a tuner killed before its `close`)."""
+    import shutil
+
+    from adreno_mlir.runtime.program_cache import cache_root
+
+    root = cache_root("tune")
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():
+        pid = old.name.split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # that tuner is gone
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # alive, another user's
+            pass
+    return tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root)
+
+
 class WorkerFailed(Exception):
     """The worker process hung (timeout) or died (crash)."""
 
@@ -301,10 +323,11 @@ class DeviceWorker:
         self.conn = None
         self.setup: Setup | None = None
         self.restarts = 0
-        self.scratch = tempfile.mkdtemp(prefix="adreno-tune-")
-        """The child's files (the model, when it came as bytes); `close` removes it (a
-        killed child cannot). Override files go to the user cache, content-named
-        (`compile(overrides=dict)`)."""
+        self.scratch = _scratch_dir()
+        """The child's files (the model, when it came as bytes); `close` removes it. It lives
+        in the cache (`cache_root("tune")/<pid>-...`), not in the temporary folder: one a
+        killed tuner left behind is removed by the next tuner. Override files go to the user
+        cache, content-named (`compile(overrides=dict)`)."""
 
     def start(self) -> Setup:
         """Start the child (if it is not running): it imports the model, measures the
