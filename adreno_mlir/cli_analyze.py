@@ -15,23 +15,10 @@ import json
 from pathlib import Path
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
-
-
-def _short(name: str, width: int) -> str:
-    return name if len(name) <= width else "..." + name[-(width - 3):]
-
-
 def format_table(analysis, top: int | None = None) -> list[str]:
     """The table lines: kernels by estimated time (longest first), then the totals."""
     from adreno_mlir.analyze import launch_overhead_us
+    from adreno_mlir.printing import cut_name
 
     costs = sorted(analysis.costs, key=lambda c: -c.estimate_us)
     shown = costs[:top] if top else costs
@@ -40,7 +27,7 @@ def format_table(analysis, top: int | None = None) -> list[str]:
     lines = [(f"{'name':<{width}}  {'kind':<{kind_w}}  {'GFLOP':>9}  {'global MB':>9}  {'texture MB':>10}  "
               f"{'FLOP/B':>8}  {'est us':>9}  bound")]
     for c in shown:
-        lines.append(f"{_short(c.name, width):<{width}}  {_short(c.kind, kind_w):<{kind_w}}  {c.flops / 1e9:9.4f}  "
+        lines.append(f"{cut_name(c.name, width):<{width}}  {cut_name(c.kind, kind_w):<{kind_w}}  {c.flops / 1e9:9.4f}  "
                      f"{c.global_bytes / 1e6:9.3f}  {c.texture_bytes / 1e6:10.3f}  {c.intensity:8.2f}  "
                      f"{c.estimate_us:9.2f}  {c.bound}")
     if top and len(costs) > top:
@@ -76,7 +63,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 def add_command(sub: argparse._SubParsersAction) -> None:
     """Register `analyze` on the `adreno-mlir` subcommand parser (called by cli_run.add_commands)."""
     from adreno_mlir.analyze import PLANS
-    from adreno_mlir.options import Precision
+    from adreno_mlir.options import Precision, positive_int
 
     a = sub.add_parser("analyze", help="estimate every kernel's time with a roofline model (no device run)")
     a.add_argument("model", help="path of the .onnx file")
@@ -90,5 +77,5 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                    help="fp16-acc32: fp16 storage (2-byte elements), fp32 arithmetic")
     a.add_argument("--device", help="OpenCL device for --target auto (default: PYOPENCL_CTX or PoCL)")
     a.add_argument("--json", metavar="FILE", help="also write every kernel's figures to FILE")
-    a.add_argument("--top", type=_positive, default=None, metavar="N", help="show only the N longest kernels")
+    a.add_argument("--top", type=positive_int, default=None, metavar="N", help="show only the N longest kernels")
     a.set_defaults(func=_cmd_analyze)

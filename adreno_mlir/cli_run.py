@@ -144,15 +144,20 @@ def _compile_into(args, compile_plan, final: Path, out: Path, artifact_only: boo
     plan, weights = plan_from_module(module, store_of(module), input_shapes=in_shapes, output_shapes=out_shapes)
     pipeline = ",".join(r.pipeline for r in results)
     cl_path = out / (Path(args.model).stem + ".cl")
+    replay, copied = None, None  # with overrides: pipeline.txt's string, naming DIR's copy of them
     if not artifact_only:
         cl_path.write_text(source)
         store_of(module).save(weights_dir)
-        (out / OUTPUT_MARKER).write_text(pipeline + "\n")
+        replay, copied = _portable_overrides(compile_plan, pipeline, out)
+        (out / OUTPUT_MARKER).write_text((replay or pipeline) + "\n")
     print(f"import: {t_import:.2f} s")
     for r in results:
         print(f"{r.name}: {r.seconds:.2f} s  (adreno-opt -p '{r.pipeline}')")
     if artifact_only:
         print(f"pipeline:\n  {pipeline}")
+    elif replay is not None:
+        print(f"pipeline (replay: cd {final} && adreno-opt {written[0].name} -p \"$(cat {OUTPUT_MARKER})\" -t opencl; "
+              f"{copied.name} is a copy of {compile_plan.config_source_names()[1]}):\n  {replay}")
     else:
         print(f"pipeline (replay: adreno-opt {shown(written[0])} -p \"$(cat {final / OUTPUT_MARKER})\"):\n  {pipeline}")
     binaries = []
@@ -183,8 +188,24 @@ def _compile_into(args, compile_plan, final: Path, out: Path, artifact_only: boo
     for p in written:
         print(f"  {shown(p)}")
     print(f"  {shown(weights_dir)}/")
+    if replay is not None:
+        print(f"  {shown(copied)}  (the kernel configs {OUTPUT_MARKER} names)")
     print(f"  {shown(artifact)}/  (artifact: adreno-mlir run {shown(artifact)})")
     return 0
+
+
+def _portable_overrides(compile_plan, pipeline: str, out: Path) -> tuple[str | None, Path | None]:
+    """With an overrides file in the plan (--tuning-db): copy it into `out` as overrides.json
+    and return (`pipeline` naming that relative path instead of the cache's absolute one,
+    the copy). select-kernel-config reads the path relative to the working directory, so
+    pipeline.txt replays from the folder on any machine. (None, None) without one."""
+    path = compile_plan.overrides_file
+    named = f'overrides="{path}"'
+    if not path or named not in pipeline:
+        return None, None
+    copied = out / "overrides.json"
+    shutil.copyfile(path, copied)
+    return pipeline.replace(named, f'overrides="{copied.name}"'), copied
 
 
 def compare_outputs(ours: np.ndarray, ref: np.ndarray, name: str, tolerance: float) -> tuple[bool, str]:
@@ -232,17 +253,6 @@ def _tolerance(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not np.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
-    return value
-
-
-def _repeat(text: str) -> int:
-    """argparse `type=` of --repeat: a whole number >= 1 (a bad value exits 1, see cli.main)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (the number of timed runs after the first), not {text}")
     return value
 
 
@@ -330,16 +340,23 @@ def _check_given(given: dict[str, tuple[str, np.ndarray | None]],
 def _load_inputs(cm, given: dict[str, tuple[str, np.ndarray | None]], seed: int) -> dict[str, np.ndarray]:
     """The feeds: the arrays given, random data for `random` and every input not given
     (any number of inputs, or none)."""
+    from adreno_mlir.runtime.random_inputs import random_input as draw
+
     feeds: dict[str, np.ndarray] = {}
-    rng = np.random.default_rng(seed)
     bounds = {t.name: t.bound for t in cm.launch_plan.inputs if t.dtype == "i32"}
+    # Input number i of the generator is the input's position in the artifact's manifest
+    # (the launch plan's inputs), as adreno-run numbers them.
+    order = [t.name for t in cm.launch_plan.inputs]
+    order += [n for n in cm.input_names if n not in order]
 
     def random_input(name: str) -> np.ndarray:
-        """Normal floats, or for token ids (int64, as ONNX models take them) uniform ids
-        in [0, bound)."""
+        """Uniform floats in [-1, 1), or for token ids (int64, as ONNX models take them)
+        uniform ids in [0, bound): adreno_mlir.runtime.random_inputs, the generator
+        adreno-run also draws from (the same seed gives the same data)."""
+        index = order.index(name)
         if name in bounds:
-            return rng.integers(0, bounds[name], cm.input_shapes[name]).astype(np.int64)
-        return rng.standard_normal(cm.input_shapes[name]).astype(np.float32)
+            return draw(seed, index, cm.input_shapes[name], np.int64, bound=bounds[name])
+        return draw(seed, index, cm.input_shapes[name], np.float32)
 
     for name, (_, x) in given.items():
         feeds[name] = random_input(name) if x is None else x
@@ -558,6 +575,8 @@ def _cache_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    from adreno_mlir.options import positive_int
+
     c = sub.add_parser("compile", help="compile a model: IR after each stage, the .cl program, weights")
     c.add_argument("model")
     c.add_argument("-o", "--output", required=True,
@@ -574,15 +593,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="compile (.onnx) or load (.adreno artifact) and run a model on an OpenCL device")
     r.add_argument("model", help="an .onnx file, or an artifact written by `adreno-mlir compile -o X.adreno`")
     r.add_argument("--input", action="append",
-                   help="FILE.npy, NAME=FILE.npy or NAME=random (default: random normal data; token ids "
-                        "uniform over their table)")
-    r.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+                   help="FILE.npy, NAME=FILE.npy or NAME=random (default: seeded random data, uniform in "
+                        "[-1, 1); token ids uniform over their table; the same data as adreno-run's)")
+    r.add_argument("--seed", type=int, default=0,
+                   help="seed for random inputs (default 0; adreno-run --seed N draws the same data)")
     r.add_argument("--compare", choices=["onnxruntime"], help="compare the outputs with a reference")
     r.add_argument("--tolerance", type=_tolerance, default=None,
                    help="max allowed |ours - ref| / max|ref| with --compare (default 1e-4 for fp32, 5e-2 for the "
                         "fp16 precisions, whose stored values keep 11 significant bits)")
     _plan_arguments(r)
-    r.add_argument("--repeat", type=_repeat, default=5,
+    r.add_argument("--repeat", type=positive_int, default=5,
                    help="time this many runs after the first for the steady-state latency (default 5, at least 1)")
     _cache_arguments(r)
     r.add_argument("--runtime", choices=["auto", "native", "pyopencl"], default=None,
@@ -608,6 +628,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from adreno_mlir.cli_analyze import add_command as add_analyze
 
     add_analyze(sub)  # `adreno-mlir analyze`: the roofline estimate per kernel
+
+    from adreno_mlir.cli_profile import add_command as add_profile
+
+    add_profile(sub)  # `adreno-mlir profile`: device time per node, trace, plot
 
 
 def _cmd_build_native(args: argparse.Namespace) -> int:

@@ -162,3 +162,17 @@ def work_group_from_flag(flag: str) -> WorkGroup | tuple[int, ...]:
             pass
     raise CompileError(f"invalid --work-group {flag!r}; choose one of {_choices(WorkGroup)} or a local size "
                        "such as 16,4,4 (1 to 3 positive ints)")
+
+
+def positive_int(text: str) -> int:
+    """argparse `type=` of counts (--repeat, --top): a whole number >= 1; a bad value is
+    a usage error naming the flag (exit 1, see cli.main)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {text}")
+    return value

@@ -26,6 +26,15 @@ def module_to_text(module: ModuleOp, generic: bool = False, props_as_attrs: bool
     return out.getvalue().replace(" loc(unknown)", "")
 
 
+def cut_name(name: str, width: int) -> str:
+    """`name` in at most `width` characters: "..." and its tail when it is longer (node
+    names differ at their ends, `/layer1/layer1.0/conv1/Conv`). The tables of `analyze`
+    and `tune` cut node names this way."""
+    if len(name) <= width:
+        return name
+    return "..." + name[len(name) - (width - 3):] if width > 3 else name[:width]
+
+
 def parse_module(ctx: Context, text: str, name: str = "<input>") -> ModuleOp:
     return Parser(ctx, text, name).parse_module()
 

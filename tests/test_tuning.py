@@ -395,7 +395,7 @@ def test_rows_of_other_devices_and_compilers_are_ignored(small, small_spaces, th
 
 
 def test_compile_with_tuning_db_uses_the_best_entry(small, small_spaces, this_key, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("ADRENO_MLIR_CACHE_DIR", str(tmp_path / "cache"))  # the overrides file goes there
     conv = sig_of(small_spaces, "conv")
     default = small_spaces[conv].default
     assert default == {"kernel": "plane", "co_block": 8, "vec": 8, "work_group": (8, 8, 1)}, default  # CPU default

@@ -243,24 +243,36 @@ class Executable:
 
     # ------------------------------------------------------------------ running
 
-    def profile(self, inputs: list[np.ndarray], repeat: int = 5, runtime: str | None = None) -> dict[str, float]:
-        """Device time per kernel (ms, summed over its launches, each launch's median over
-        `repeat` runs), from OpenCL profiling events on a separate profiling queue."""
+    def profile(self, inputs: list[np.ndarray], repeat: int = 5, runtime: str | None = None,
+                by: str = "kernel") -> dict[str, float]:
+        """Device time (ms, each launch's median over `repeat` runs, summed) per kernel
+        name (`by="kernel"`) or per ONNX node (`by="node"`: `Launch.node`, `<kernel>` for
+        a launch without one, the rows of `adreno-mlir profile`), from OpenCL profiling
+        events on a separate profiling queue."""
+        if by not in ("kernel", "node"):
+            raise ValueError(f"profile(by=...) takes 'kernel' or 'node', not {by!r}")
         if self.native is not None and runtime != "pyopencl":
-            totals: dict[str, float] = {}
-            for launch, ms in zip(self.plan.launches, self.native.profile(inputs, repeat)[0]):
-                totals[launch.kernel] = totals.get(launch.kernel, 0.0) + ms
-            return totals
-        times = self.profile_launches(inputs, repeat)
-        totals = {}
-        for launch, ms in zip(self.plan.launches, np.median(times, axis=0)):
-            totals[launch.kernel] = totals.get(launch.kernel, 0.0) + float(ms)
+            medians = self.native.profile(inputs, repeat)[0]
+        else:
+            medians = [float(ms) for ms in np.median(self.profile_launches(inputs, repeat), axis=0)]
+        totals: dict[str, float] = {}
+        for launch, ms in zip(self.plan.launches, medians):
+            key = launch.kernel if by == "kernel" else (launch.node or f"<{launch.kernel}>")
+            totals[key] = totals.get(key, 0.0) + ms
         return totals
 
     def profile_launches(self, inputs: list[np.ndarray], repeat: int = 5, warmup: int = 1) -> np.ndarray:
         """Device milliseconds of every launch in every run: an array [repeat, launches]
         (pyopencl path, OpenCL events on a profiling queue; `warmup` runs first, untimed).
         The tuner reads the spread between runs, not only the median."""
+        starts, ends = self.profile_events(inputs, repeat, warmup)
+        return (ends - starts) * 1e-6
+
+    def profile_events(self, inputs: list[np.ndarray], repeat: int = 5,
+                       warmup: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """CL_PROFILING_COMMAND_START and _END (device nanoseconds, int64 arrays
+        [repeat, launches]) of every launch in every run, on a profiling queue after
+        `warmup` untimed runs: the timeline of each inference (adreno_mlir.profiler)."""
         arrays = self._input_arrays(inputs)
         with self._lock:  # the same memory as run(): no run of another thread in between
             if self._launches is None:
@@ -272,13 +284,15 @@ class Executable:
             q = self._profiling_queue
             for buf, arr in zip(self.inputs, arrays):
                 cl.enqueue_copy(q, buf, arr)
-            out = np.zeros((repeat, len(launches)))
+            starts = np.zeros((repeat, len(launches)), np.int64)
+            ends = np.zeros((repeat, len(launches)), np.int64)
             for r in range(-warmup, repeat):
                 events = [cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size) for l in launches]
                 q.finish()
                 if r >= 0:
-                    out[r] = [(ev.profile.end - ev.profile.start) * 1e-6 for ev in events]
-        return out
+                    starts[r] = [ev.profile.start for ev in events]
+                    ends[r] = [ev.profile.end for ev in events]
+        return starts, ends
 
     def _input_arrays(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Each input as its buffer holds it: float32, or int32 token ids (the caller,

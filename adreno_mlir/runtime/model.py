@@ -113,9 +113,13 @@ class RunnableModel:
         return arrays
 
     def profile(self, feeds: Mapping[str, np.ndarray], repeat: int = 5, *,
-                runtime: str | None = None) -> dict[str, float]:
-        """Device milliseconds per kernel (summed over its launches), from OpenCL events."""
-        return self.executable.profile(self._check_inputs(feeds), repeat, runtime=runtime)
+                runtime: str | None = None, by: str = "kernel") -> dict[str, float]:
+        """Device milliseconds per kernel name (summed over its launches), or with
+        `by="node"` per ONNX node (the key `analyze` and `tune` use; `<kernel>` for
+        layout conversions the compiler inserted), from OpenCL events. The full report
+        (shares, achieved rates, analyze's estimates, a trace) is
+        `adreno_mlir.profiler.profile_model`."""
+        return self.executable.profile(self._check_inputs(feeds), repeat, runtime=runtime, by=by)
 
     def _node_args(self, tensors, names: list[str], shapes: dict[str, tuple[int, ...]]) -> list[NodeArg]:
         dtypes = {t.name: t.dtype for t in tensors}

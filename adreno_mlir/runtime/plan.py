@@ -160,6 +160,10 @@ class Launch:
     args: tuple[Arg, ...]
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None
+    node: str = ""
+    """The ONNX node the launch computes (its kernel's location: for a fused region the
+    name `analyze` gives the kernel), "" when it has none (a layout conversion the passes
+    inserted). Informational: profilers key their rows by it, a runtime may ignore it."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,8 @@ class Plan:
                          "bytes": w.nbytes} for i, w in enumerate(self.weights)],
             "launches": [{"kernel": launch.kernel, "args": [arg(a) for a in launch.args],
                           "global": list(launch.global_size),
-                          "local": None if launch.local_size is None else list(launch.local_size)}
+                          "local": None if launch.local_size is None else list(launch.local_size),
+                          **({"node": launch.node} if launch.node else {})}
                          for launch in self.launches],
         }
 
@@ -328,7 +333,7 @@ class Plan:
                     raise PlanError(f"launches[{i}] ({launch['kernel']}) has global {gs} / local {ls}")
                 launches.append(Launch(str(launch["kernel"]),
                                        tuple(arg(a, f"launches[{i}].args[{k}]") for k, a in enumerate(launch["args"])),
-                                       gs, ls))
+                                       gs, ls, str(launch.get("node", ""))))
             return Plan(
                 allocations=tuple(allocations), weights=tuple(weights),
                 inputs=tuple(tensor(t, f"inputs[{i}]") for i, t in enumerate(data["inputs"])),
@@ -516,8 +521,9 @@ def plan_from_module(
             pool = free.get(pool_key(value.type))
             refs[value] = Arg("allocation", pool.pop() if pool and value not in pinned else new_alloc(value.type))
         elif isinstance(op, opencl.LaunchOp):
+            desc = getattr(op.location, "desc", None)
             launches.append(Launch(op.kernel.root_reference.data, tuple(refs[v] for v in op.args),
-                                   tuple(op.global_sizes), op.local_sizes))
+                                   tuple(op.global_sizes), op.local_sizes, desc.data if desc is not None else ""))
         elif isinstance(op, arith.ConstantOp):
             attr = op.value
             if isinstance(attr, IntegerAttr) and op.result.type == i32:

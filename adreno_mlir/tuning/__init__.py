@@ -27,8 +27,10 @@ from adreno_mlir.errors import CompileError
 def overrides_file_for(device, tuning_db=None, overrides=None) -> str:
     """The JSON file select-kernel-config reads for a compile: the tuning database's best
     entries for `device` (this driver, this compiler) merged with `overrides` (a file
-    or a dict; its entries win). Written once per content into the user cache folder,
-    so the pipeline string that names it replays."""
+    or a dict; its entries win). Written once per content into `cache_root("overrides")`
+    ($ADRENO_MLIR_CACHE_DIR/overrides when that is set, else the user cache folder's),
+    so the pipeline string that names it replays on this machine (`compile -o DIR` copies
+    it into DIR as overrides.json for elsewhere)."""
     merged: dict[str, Any] = {}
     if tuning_db is not None:
         from adreno_mlir.tuning.db import TuningDB, device_key
@@ -53,9 +55,9 @@ def overrides_file_for(device, tuning_db=None, overrides=None) -> str:
             merged.update(load_overrides(str(overrides)))
     text = json.dumps({k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}
                        for k, v in sorted(merged.items())}, indent=1)
-    import platformdirs
+    from adreno_mlir.runtime.program_cache import cache_root
 
-    folder = Path(platformdirs.user_cache_dir("adreno-mlir")) / "overrides"
+    folder = cache_root("overrides").absolute()  # the pipeline string names it from any folder
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.is_file():
@@ -63,5 +65,6 @@ def overrides_file_for(device, tuning_db=None, overrides=None) -> str:
         tmp.write_text(text)
         tmp.replace(path)
     if '"' in str(path):
-        raise CompileError(f"the cache folder {folder} has a double quote in its path; set XDG_CACHE_HOME elsewhere")
+        raise CompileError(f"the cache folder {folder} has a double quote in its path; set ADRENO_MLIR_CACHE_DIR "
+                           "(or XDG_CACHE_HOME) elsewhere")
     return str(path)

@@ -19,7 +19,9 @@ how `tune` resumes.
 After the search, the best configuration of each signature (if it beats the default by
 more than the noise) is checked in the whole model against the default, alternating
 the two; a tuned model that is not faster drops its least useful entries until it is
-(they are marked `slower_in_model`): tuned is never slower than untuned.
+(they are marked `slower_in_model`): tuned is never slower than untuned. The report's
+model figures are that check's final measurement, the one pair measured together; its
+rows say per signature why a faster candidate was not kept.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from adreno_mlir.errors import CompileError
+from adreno_mlir.printing import cut_name
 from adreno_mlir.tuning.db import DeviceKey, Row, TuningDB, canonical
 from adreno_mlir.tuning.space import Space
 from adreno_mlir.tuning.worker import DeviceWorker, Job, Result
@@ -159,6 +162,11 @@ class SignatureReport:
     config: dict[str, Any] | None
     measured: int
     failed: int
+    kept_ms: float | None = None
+    """The kept configuration's time in the search (the default's when the default is kept)."""
+    kept_reason: str = ""
+    """Why the default is kept although a candidate measured faster ("" otherwise): its gain
+    was within the noise (`_choose`), or the model check dropped it (`_confirm`)."""
 
 
 @dataclass
@@ -166,6 +174,8 @@ class TuneReport:
     device: DeviceKey
     signatures: list[SignatureReport]
     untuned_ms: float
+    """The model's device time with the default configurations, and (tuned_ms) with the kept
+    entries: the final measurement of the model-level check, the two run alternately."""
     tuned_ms: float
     seconds: float
     rounds: int
@@ -186,29 +196,101 @@ class TuneReport:
 
 
 class Progress:
-    """A tqdm bar: candidates measured, the best estimated speed-up, the time left."""
+    """A tqdm bar in three phases: "setup" (the workers compile the model with its default
+    configurations and measure it: the time so far), "search" (candidates measured, the
+    kernels done, the speed-up the kernels' own times estimate, the budget left) and "model
+    check" (the tuned model against the default: each whole-model measurement is a step).
+    Disabled (`--no-progress`), it prints nothing; `write` then just logs."""
 
-    def __init__(self, total: int, enabled: bool, budget_s: float | None):
+    SETUP_FORMAT = "{desc}: compiling the model with its default configurations and measuring it ({elapsed})"
+
+    def __init__(self, enabled: bool, budget_s: float | None):
         self.bar = None
         self.budget_s = budget_s
         self.start = time.perf_counter()
+        self.phase = "setup"
+        self.post: dict[str, str] = {}
         if enabled:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, unit="cand", desc="tuning", dynamic_ncols=True)
+            self.bar = tqdm(total=None, unit="cand", desc="setup", dynamic_ncols=True, bar_format=self.SETUP_FORMAT)
+
+    def search(self, total: int) -> None:
+        """The search phase: `total` candidates to measure."""
+        self.phase = "search"
+        if self.bar is not None:
+            self.bar.bar_format = None
+            self.bar.set_description("search", refresh=False)
+            self.bar.reset(total=total)
 
     def update(self, n: int, speedup: float, signatures_done: int, signatures: int) -> None:
         if self.bar is None:
             return
-        post = {"kernels done": f"{signatures_done}/{signatures}", "best": f"x{speedup:.3f}"}
-        if self.budget_s:
-            post["budget left"] = f"{max(0.0, self.budget_s - (time.perf_counter() - self.start)):.0f}s"
-        self.bar.set_postfix(post, refresh=False)
+        self.post = {"kernels done": f"{signatures_done}/{signatures}", "kernel est.": f"x{speedup:.3f}"}
+        self._budget()
+        self.bar.set_postfix(self.post, refresh=False)
         self.bar.update(n)
+
+    def check(self, steps: int) -> None:
+        """Enter the model check with `steps` whole-model measurements to come, or (in it
+        already) add `steps` more."""
+        if self.bar is None:
+            return
+        if self.phase != "model check":
+            self.phase = "model check"
+            self.bar.set_description("model check", refresh=False)
+            self.bar.unit = "run"
+            self.post = {}
+            self.bar.set_postfix_str("", refresh=False)
+            self.bar.reset(total=steps)
+        else:
+            self.bar.total += steps
+        self.bar.refresh()
+
+    def step(self, note: str = "") -> None:
+        """One measurement of the model check done."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(note, refresh=False)
+            self.bar.update(1)
+
+    def tick(self) -> None:
+        """Redraw (the time so far, the budget left) while waiting for a measurement."""
+        if self.bar is not None:
+            if self.phase == "search" and self._budget():
+                self.bar.set_postfix(self.post, refresh=False)
+            self.bar.refresh()
+
+    def _budget(self) -> bool:
+        if not self.budget_s:
+            return False
+        self.post["budget left"] = f"{max(0.0, self.budget_s - (time.perf_counter() - self.start)):.0f}s"
+        return True
+
+    def wait_for(self, fn: Callable, *args):
+        """fn(*args), redrawing the bar every half second until it returns."""
+        if self.bar is None:
+            return fn(*args)
+        ex = ThreadPoolExecutor(1)
+        try:
+            f = ex.submit(fn, *args)
+            while not wait([f], timeout=0.5).done:
+                self.tick()
+            return f.result()
+        finally:  # after Ctrl-C, not waiting for the measurement (closing the worker ends it)
+            ex.shutdown(wait=False)
+
+    def write(self, say: Callable[[str], None], message: str) -> None:
+        """`say(message)` above the bar (a log line printed over it would break it)."""
+        if self.bar is None:
+            say(message)
+            return
+        with self.bar.external_write_mode():
+            say(message)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
 
 TUNE_OPTIONS = ("target", "textures", "precision", "layout", "work_group")
@@ -274,9 +356,17 @@ def tune(
         pool = [DeviceWorker(j, f"worker{i}") for i, j in enumerate(jobs)]
     db = TuningDB(db_path)
     interrupted = False
+    bar = Progress(progress, budget_s)
+
+    def note(message: str) -> None:  # a log line above the bar
+        bar.write(say, message)
+
     try:
         with ThreadPoolExecutor(len(pool)) as ex:
-            setups = list(ex.map(lambda w: w.start(), pool))
+            starting = [ex.submit(w.start) for w in pool]
+            while wait(starting, timeout=0.5).not_done:
+                bar.tick()
+            setups = [f.result() for f in starting]
         key = setups[0].device_key
         for s, w in zip(setups[1:], pool[1:]):
             if s.device_key != key:
@@ -284,8 +374,8 @@ def tune(
                                    f"{s.device_key.short()}); tune one kind of device per run")
         spaces = setups[0].spaces
         model_name = Path(model).stem
-        say(f"device {key.short()}; {len(spaces)} tunable kernel signatures; {len(pool)} worker(s); "
-            f"setup {setups[0].seconds:.1f} s")
+        note(f"device {key.short()}; {len(spaces)} tunable kernel signatures; {len(pool)} worker(s); "
+             f"setup {setups[0].seconds:.1f} s")
         # The default of every signature, from every worker's baseline run.
         base: dict[str, list[float]] = {}
         for s in setups:
@@ -307,7 +397,7 @@ def tune(
             elif k != canonical(s.space.default):
                 s.known[k] = (r.status, r.median_ms)
         total = sum(max(0, min(s.trials, s.space.size()) - len(s.known)) for s in searches.values())
-        bar = Progress(total, progress, budget_s)
+        bar.search(total)
         rounds = 0
         queue: deque[dict[str, dict]] = deque()
         free = deque(pool)
@@ -363,7 +453,12 @@ def tune(
                         inflight[ex.submit(w.measure, r, timeout_s)] = (w, r)
                     if not inflight:
                         break
-                    finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                    while True:  # redrawing the bar (the time, the budget left) while waiting
+                        finished, _ = wait(list(inflight), timeout=0.5 if bar.bar is not None else None,
+                                           return_when=FIRST_COMPLETED)
+                        if finished:
+                            break
+                        bar.tick()
                     for f in finished:
                         w, r = inflight.pop(f)
                         free.append(w)
@@ -373,19 +468,20 @@ def tune(
                             half = len(items) // 2
                             queue.appendleft(dict(items[half:]))
                             queue.appendleft(dict(items[:half]))
-                            say(f"round of {len(r)} kernels failed ({res.status}): bisecting")
+                            note(f"round of {len(r)} kernels failed ({res.status}): bisecting")
                         else:
                             finish(r, res)
             except KeyboardInterrupt:
                 interrupted = True
+                bar.close()
                 for w in pool:
                     w.close()
                 raise
-            finally:
-                bar.close()
         # The model-level check: the chosen configurations against the default.
-        chosen = _choose(searches, base)
-        untuned, tuned, chosen = _confirm(pool[0], chosen, searches, timeout_s, db, key, say)
+        chosen, reasons = _choose(searches, base)
+        untuned, tuned, chosen, dropped = _confirm(pool[0], chosen, timeout_s, db, key, note, bar)
+        reasons.update(dropped)
+        bar.close()
         db.decide(key, {sig: chosen.get(sig) for sig in searches}, model_name)
         reports = []
         failures: dict[str, int] = {}
@@ -394,23 +490,28 @@ def tune(
                 if st != "ok":
                     failures[st] = failures.get(st, 0) + 1
             dm, bm = s.best()
+            kept = s.known.get(canonical(chosen[sig]), (None, None))[1] if sig in chosen else dm
             reports.append(SignatureReport(sig, s.space.kind, s.space.name, dm, bm, chosen.get(sig),
                                            sum(1 for st, _ in s.known.values() if st == "ok"),
-                                           sum(1 for st, _ in s.known.values() if st != "ok")))
+                                           sum(1 for st, _ in s.known.values() if st != "ok"),
+                                           kept, reasons.get(sig, "")))
         return TuneReport(key, reports, untuned, tuned, time.perf_counter() - start, rounds, failures, chosen,
                           len(pool), interrupted, sum(len(s.space.pruned) for s in searches.values()),
                           _agreement(searches))
     finally:
+        bar.close()
         if not interrupted:
             for w in pool:
                 w.close()
         db.close()
 
 
-def _choose(searches: dict[str, Search], base: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+def _choose(searches: dict[str, Search], base: dict[str, list[float]]
+            ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Per signature, the fastest configuration if it beats the default by more than the
-    default's noise."""
-    chosen = {}
+    default's noise. Returns (chosen, {signature: why the default stays although a candidate
+    measured faster}) for the report."""
+    chosen, reasons = {}, {}
     for sig, s in searches.items():
         default = float(np.median(base[sig]))
         margin = noise_margin(base[sig])
@@ -422,21 +523,42 @@ def _choose(searches: dict[str, Search], base: dict[str, list[float]]) -> dict[s
             import json
 
             chosen[sig] = {kk: tuple(vv) if isinstance(vv, list) else vv for kk, vv in json.loads(best_key).items()}
-    return chosen
+        elif best_ms is not None and best_ms < default:
+            reasons[sig] = f"gain {100 * (1 - best_ms / default):.1f}% within noise {100 * margin:.1f}%"
+    return chosen, reasons
 
 
-def _confirm(w, chosen: dict[str, dict], searches: dict[str, Search], timeout_s: float, db: TuningDB,
-             key: DeviceKey, say) -> tuple[float, float, dict[str, dict]]:
-    """Measure the whole model tuned against untuned (the worker alternates the two runs,
-    twice); while tuned is not faster, drop the half of the chosen entries with the
-    smallest gains (marking them `slower_in_model` in the database). Returns (untuned ms,
-    tuned ms, kept entries)."""
-    untuned: list[float] = []
+DROPPED = "best dropped, the model was not faster with it"
+DROPPED_FAILED = "best dropped, the model check failed with it"
+
+
+def _ms(x: float) -> str:
+    return f"{x:.2f}" if abs(x) >= 1 else f"{x:.4f}"
+
+
+def _confirm(w, chosen: dict[str, dict], timeout_s: float, db: TuningDB, key: DeviceKey, say,
+             bar: Progress | None = None) -> tuple[float, float, dict[str, dict], dict[str, str]]:
+    """The model-level check: measure the whole model tuned against untuned (the worker
+    alternates the two runs, twice); while tuned is not faster, drop the entries whose gain
+    did not hold, else the half with the smallest gains (marking them `slower_in_model` in
+    the database), and measure again. Each step is a line to `say` and, per measurement, a
+    step of `bar`.
+
+    Returns (untuned ms, tuned ms, kept entries, {signature: why its entry was dropped}).
+    The two times are one measurement's, the final one: the accepted pair, or with nothing
+    kept the default's time in the last measurement (tuned = untuned)."""
+    dropped: dict[str, str] = {}
+    untuned: float | None = None
+    check = 0
+    if bar is not None:
+        bar.check(2 if chosen else 1)
     while chosen:
+        check += 1
         tuned, base = [], []
         ratios: dict[str, list[float]] = {}
-        for _ in range(2):
-            res = w.measure(chosen, timeout_s)
+        failed = ""
+        for run in range(2):
+            res = bar.wait_for(w.measure, chosen, timeout_s) if bar is not None else w.measure(chosen, timeout_s)
             if res.status == "ok" and res.total:
                 tuned.append(float(np.median(res.total)))
                 base.append(float(np.median(res.default_total)))
@@ -444,30 +566,47 @@ def _confirm(w, chosen: dict[str, dict], searches: dict[str, Search], timeout_s:
                     t, dt = res.times.get(sig), res.default_times.get(sig)
                     if t and dt:
                         ratios.setdefault(sig, []).append(float(np.median(t)) / max(float(np.median(dt)), 1e-9))
-        untuned += base
+            else:
+                failed = failed or f"{res.status}{': ' + res.error.splitlines()[0] if res.error.strip() else ''}"
+            if bar is not None:
+                bar.step(f"check {check}, run {run + 1} of 2")
+        if base:
+            untuned = float(np.median(base))
         # Both: a median ratio below 1 alone can come with median(tuned) > median(base)
         # (tuned 1, 10.5 vs base 2, 9), and the report would say tuned is slower.
         if (tuned and float(np.median(np.asarray(tuned) / np.asarray(base))) < 1.0
                 and float(np.median(tuned)) < float(np.median(base))):
-            return float(np.median(base)), float(np.median(tuned)), chosen
+            return float(np.median(base)), float(np.median(tuned)), chosen, dropped
         # The search kept the best of several noisy measurements (an optimistic pick):
         # drop what is not faster measured again, else the half with the smallest gains.
         again = {sig: float(np.median(r)) for sig, r in ratios.items()}
         drop = [sig for sig in chosen if again.get(sig, 2.0) >= 1.0]
+        which = "whose gain did not hold in the model"
         if not drop:
             gains = sorted(chosen, key=lambda sig: again.get(sig, 2.0), reverse=True)
             drop = gains[: max(1, len(gains) // 2)]
-        say(f"tuned model not faster ({np.median(tuned) if tuned else float('nan'):.4f} vs "
-            f"{np.median(base) if base else float('nan'):.4f} ms): dropping {len(drop)} "
-            f"entr{'y' if len(drop) == 1 else 'ies'}")
+            which = "with the smallest gains"
+        if tuned:
+            what = f"tuned {_ms(float(np.median(tuned)))} ms vs untuned {_ms(float(np.median(base)))} ms"
+        else:
+            what = f"the tuned model did not run ({failed})"
         db.record(key, [Row(sig, chosen[sig], False, "slower_in_model", None, error="the model was not faster with it")
                         for sig in drop])
         chosen = {k: v for k, v in chosen.items() if k not in drop}
-    if not untuned:
-        res = w.measure({}, timeout_s)
-        untuned = [float(np.median(res.total))] if res.status == "ok" and res.total else [float("nan")]
-    u = float(np.median(untuned))
-    return u, u, {}
+        entries = f"{len(drop)} entr{'y' if len(drop) == 1 else 'ies'}"
+        say(f"model check {check}: {what}: dropping {entries} {which}; "
+            + ("measuring again" if chosen else "none left"))
+        dropped.update({sig: DROPPED if tuned else DROPPED_FAILED for sig in drop})
+        if bar is not None and chosen:
+            bar.check(2)
+    if untuned is None:
+        if bar is not None:
+            res = bar.wait_for(w.measure, {}, timeout_s)
+            bar.step("the default")
+        else:
+            res = w.measure({}, timeout_s)
+        untuned = float(np.median(res.total)) if res.status == "ok" and res.total else float("nan")
+    return untuned, untuned, {}, dropped
 
 
 def _agreement(searches: dict[str, Search]) -> float | None:
@@ -490,6 +629,9 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def format_report(rep: TuneReport, top: int = 20) -> str:
+    """The report: the run, then per signature (longest default first) its default, best
+    and kept times and the kept config (or why the default stays), then, as the last line,
+    the one model figure: the model-level check's final measurement."""
     lines = [f"device: {rep.device.short()}",
              f"tuned {len(rep.chosen)} of {len(rep.signatures)} kernel signatures in {rep.seconds:.0f} s "
              f"({rep.rounds} rounds, {rep.workers} worker{'s' if rep.workers != 1 else ''})"]
@@ -501,11 +643,25 @@ def format_report(rep: TuneReport, top: int = 20) -> str:
     if rep.model_agreement is not None:
         lines.append(f"roofline model vs measured, rank correlation within a kernel's candidates: "
                      f"{rep.model_agreement:+.2f} (mean Spearman)")
-    lines.append(f"model device time: untuned {rep.untuned_ms:.4f} ms, tuned {rep.tuned_ms:.4f} ms "
-                 f"(x{rep.speedup:.3f})")
     rows = sorted(rep.signatures, key=lambda r: -(r.default_ms or 0))[:top]
-    lines.append(f"{'node':40s} {'kind':16s} {'default ms':>10s} {'best ms':>9s}  config")
+    lines.append(f"{'node':40s} {'kind':16s} {'default ms':>10s} {'best ms':>9s} {'kept ms':>9s}  config")
     for r in rows:
-        cfg = ", ".join(f"{k}={v}" for k, v in sorted(r.config.items())) if r.config else "(default)"
-        lines.append(f"{r.node[:40]:40s} {r.kind:16s} {r.default_ms or 0:10.4f} {r.best_ms or 0:9.4f}  {cfg}")
+        if r.config:
+            cfg = ", ".join(f"{k}={v}" for k, v in sorted(r.config.items()))
+        else:
+            cfg = f"(default: {r.kept_reason})" if r.kept_reason else "(default)"
+        kept = r.kept_ms if r.kept_ms is not None else r.default_ms
+        lines.append(f"{cut_name(r.node, 40):40s} {cut_name(r.kind, 16):16s} {r.default_ms or 0:10.4f} "
+                     f"{r.best_ms or 0:9.4f} {kept or 0:9.4f}  {cfg}")
+    if len(rep.signatures) > top:
+        lines.append(f"... {len(rep.signatures) - top} more kernel signatures")
+    if rep.chosen:
+        lines.append(f"model device time: untuned {_ms(rep.untuned_ms)} ms, tuned {_ms(rep.tuned_ms)} ms "
+                     f"(x{rep.speedup:.3f}), measured alternately in the whole model")
+    elif any(r.kept_reason.startswith("best dropped") for r in rep.signatures):
+        lines.append(f"no tuned entry made the model faster: the model keeps its defaults (model device time "
+                     f"{_ms(rep.untuned_ms)} ms)")
+    else:
+        lines.append(f"no candidate beat its default by more than the noise: the model keeps its defaults (model "
+                     f"device time {_ms(rep.untuned_ms)} ms)")
     return "\n".join(lines)

@@ -326,8 +326,8 @@ class DeviceWorker:
         self.scratch = _scratch_dir()
         """The child's files (the model, when it came as bytes); `close` removes it. It lives
         in the cache (`cache_root("tune")/<pid>-...`), not in the temporary folder: one a
-        killed tuner left behind is removed by the next tuner. Override files go to the user
-        cache, content-named (`compile(overrides=dict)`)."""
+        killed tuner left behind is removed by the next tuner. Override files go to
+        `cache_root("overrides")`, content-named (`compile(overrides=dict)`)."""
 
     def start(self) -> Setup:
         """Start the child (if it is not running): it imports the model, measures the

@@ -168,7 +168,12 @@ ADRENO_API adreno_status adreno_measure_launches(adreno_model *model, int n, dou
 ADRENO_API adreno_status adreno_transfer(adreno_model *model, const float *const *inputs, float *const *outputs);
 
 ADRENO_API int adreno_num_launches(const adreno_model *model);
+/* Launch `index` (0 .. adreno_num_launches, in the order adreno_run enqueues them, the order of
+ * adreno_profile's launch_ms): the __kernel function it runs (NULL when out of range), and the
+ * ONNX node it computes (the manifest's optional "node", docs/artifact.md; "" when the launch has
+ * none, e.g. a layout conversion the compiler inserted, or when out of range). */
 ADRENO_API const char *adreno_launch_kernel(const adreno_model *model, int index);
+ADRENO_API const char *adreno_launch_node(const adreno_model *model, int index);
 /* "NVIDIA CUDA / NVIDIA H200 (OpenCL 3.0 CUDA)" */
 ADRENO_API const char *adreno_device_name(const adreno_model *model);
 /* Where the program came from: "artifact binary", "built from source", "given". */

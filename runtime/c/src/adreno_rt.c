@@ -80,6 +80,7 @@ typedef struct {
 
 typedef struct {
     char *kernel;
+    char *node; /* the ONNX node the launch computes (informational), "" when the manifest has none */
     int num_args;
     arg_desc *args;
     cl_uint dims;
@@ -373,6 +374,11 @@ static adreno_status read_launch(reader *r, const json_value *l, size_t i, launc
     adreno_status st;
     if (l->type != JSON_OBJECT) return bad(r, where, "must be an object");
     if ((st = need_string(r, l, "kernel", where, &d->kernel))) return st;
+    const json_value *node = json_get(l, "node");
+    if (node && node->type != JSON_STRING && node->type != JSON_NULL)
+        return bad(r, where, "'node' must be a string");
+    d->node = dup_string(node && node->type == JSON_STRING ? node->string : "");
+    if (!d->node) return fail(r->m, ADRENO_ERR_MEMORY, "out of host memory reading %s", r->file);
     if ((st = need(r, l, "args", JSON_ARRAY, where, &args))) return st;
     if (args->length > 256) return bad(r, where, "%zu arguments (at most 256)", args->length);
     d->num_args = (int)args->length;
@@ -1115,6 +1121,7 @@ static void free_plan(adreno_model *m) {
     for (int i = 0; i < m->num_launches; i++)
         if (m->launches) {
             free(m->launches[i].kernel);
+            free(m->launches[i].node);
             free(m->launches[i].args);
         }
     for (int i = 0; i < m->num_binaries; i++)
@@ -1621,6 +1628,9 @@ size_t adreno_output_count(const adreno_model *m, int i) {
 }
 const char *adreno_launch_kernel(const adreno_model *m, int i) {
     return m && i >= 0 && i < m->num_launches ? m->launches[i].kernel : NULL;
+}
+const char *adreno_launch_node(const adreno_model *m, int i) {
+    return m && i >= 0 && i < m->num_launches && m->launches[i].node ? m->launches[i].node : "";
 }
 const char *adreno_device_name(const adreno_model *m) { return m ? m->device_name : ""; }
 const char *adreno_program_origin(const adreno_model *m) { return m && m->origin ? m->origin : ""; }

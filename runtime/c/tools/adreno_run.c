@@ -1,15 +1,18 @@
 /* adreno-run: run an adreno-mlir artifact from the command line.
  *
  *   adreno-run model.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...
- *              [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--io auto|pinned|direct]
- *              [--no-verify] [--info] [--opencl-library PATH]
+ *              [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--top N] [--io auto|pinned|direct]
+ *              [--seed N] [--no-verify] [--info] [--opencl-library PATH]
  *
  * Inputs are float32 .npy files of the model's input shapes (C order); without --input,
- * every input gets seeded uniform data in [-1, 1) and the runner says so. Outputs are
- * written as float32 .npy files. It prints the device, where the program came from, the
- * load time and the wall latency of one inference (upload + launches + download;
- * median and minimum over --repeat runs after --warmup runs); --profile adds the device
- * time from OpenCL events. --opencl-library names the OpenCL library to load (default:
+ * every input gets seeded uniform data in [-1, 1) and the runner says so: the generator of
+ * adreno_mlir/runtime/random_inputs.py (random_input), so `adreno-mlir run X.adreno --seed N`
+ * draws the same data. Outputs are written as float32 .npy files. It prints the device,
+ * where the program came from, the load time and the wall latency of one inference (upload +
+ * launches + download; median and minimum over --repeat runs after --warmup runs); --profile
+ * adds the device time from OpenCL events, per ONNX node (the manifest's launch "node"s) and in
+ * total. --info prints the model's inputs, outputs and launches and exits without running.
+ * --opencl-library names the OpenCL library to load (default:
  * $ADRENO_RT_OPENCL_LIBRARY, else the ICD loader libOpenCL.so.1, else the vendor's; see
  * adreno_options.opencl_library). Exit status: 0 success, 1 error (message on stderr),
  * 2 usage. */
@@ -25,8 +28,16 @@
 
 static const char *usage =
     "usage: adreno-run MODEL.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...\n"
-    "                  [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--io auto|pinned|direct]\n"
-    "                  [--no-verify] [--info] [--opencl-library PATH]\n"
+    "                  [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--top N] [--io auto|pinned|direct]\n"
+    "                  [--seed N] [--no-verify] [--info] [--opencl-library PATH]\n"
+    "  --input [NAME=]x.npy   a float32 .npy of an input's shape (default: seeded random data, uniform in\n"
+    "                         [-1, 1): the same as `adreno-mlir run X.adreno --seed N` draws)\n"
+    "  --seed N               the seed of the random inputs (default 0, as adreno-mlir run's)\n"
+    "  --profile              device time from OpenCL events: a table per ONNX node (launches without a\n"
+    "                         node under <kernel>), longest first, then the total and the launch overhead\n"
+    "  --top N                with --profile, show only the N longest rows (default: all)\n"
+    "  --info                 print the model, device, inputs, outputs and launches, and exit without\n"
+    "                         running (--input, --output, --seed, --repeat and --profile are then ignored)\n"
     "  --opencl-library PATH  the OpenCL library to load (default: $ADRENO_RT_OPENCL_LIBRARY, else\n"
     "                         libOpenCL.so.1, libOpenCL.so, then on Android /vendor/lib64/libOpenCL.so)\n";
 
@@ -193,6 +204,174 @@ static void split(const char *arg, named_path *out) {
     }
 }
 
+/* The random inputs (adreno_mlir/runtime/random_inputs.py has the same formula and says
+ * why): element j of input i for `seed` is splitmix64(seed * GOLDEN + (i << 40) + j) >> 40,
+ * a 24-bit draw u, and the value 2 * u / 2^24 - 1, uniform in [-1, 1) and exact in float32. */
+#define GOLDEN 0x9E3779B97F4A7C15ull
+
+static uint64_t splitmix64(uint64_t z) {
+    z += GOLDEN;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void random_input(uint64_t seed, int index, float *data, size_t count) {
+    uint64_t base = seed * GOLDEN + ((uint64_t)index << 40);
+    for (size_t j = 0; j < count; j++)
+        data[j] = (float)((double)(splitmix64(base + (uint64_t)j) >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+/* A decimal integer, possibly negative (taken modulo 2^64, as Python's seed is). */
+static int parse_seed(const char *text, uint64_t *seed) {
+    char *end;
+    if (!*text) return 0;
+    if (text[0] == '-') {
+        long long v = strtoll(text, &end, 10);
+        if (*end || end == text) return 0;
+        *seed = (uint64_t)v;
+    } else {
+        if (text[0] == '+' || text[0] == ' ') return 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (*end || end == text) return 0;
+        *seed = (uint64_t)v;
+    }
+    return 1;
+}
+
+/* --------------------------------------------------------- the profile table */
+
+static const adreno_model *sort_model; /* for the comparators (C99 has no qsort_r) */
+static char **sort_keys;
+
+/* A launch's row: its ONNX node, or <kernel> for a launch without one. */
+static char *row_key(const adreno_model *m, int i) {
+    const char *node = adreno_launch_node(m, i), *kernel = adreno_launch_kernel(m, i);
+    size_t n = *node ? strlen(node) : strlen(kernel) + 2;
+    char *key = (char *)malloc(n + 1);
+    if (!key) return NULL;
+    if (*node) memcpy(key, node, n + 1);
+    else snprintf(key, n + 1, "<%s>", kernel);
+    return key;
+}
+
+/* By row, then kernel, then launch index. */
+static int compare_launch(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(sort_keys[x], sort_keys[y]);
+    if (!c) c = strcmp(adreno_launch_kernel(sort_model, x), adreno_launch_kernel(sort_model, y));
+    return c ? c : (x > y) - (x < y);
+}
+
+typedef struct {
+    const char *key;
+    int first;    /* its first launch (the kernel shown) */
+    int kernels;  /* distinct kernels */
+    int launches;
+    double ms;
+} profile_row;
+
+static int compare_row(const void *a, const void *b) {
+    const profile_row *x = (const profile_row *)a, *y = (const profile_row *)b;
+    if (x->ms != y->ms) return x->ms < y->ms ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* `name` cut to `width` characters the way `adreno-mlir analyze` cuts: "..." + its end. */
+static void print_cut(const char *name, int width) {
+    size_t n = strlen(name);
+    if ((int)n <= width) printf("%-*s", width, name);
+    else printf("...%s", name + n - (size_t)(width - 3));
+}
+
+/* The launches grouped by row, longest first (at most `top` rows when top > 0). 0: out of memory. */
+static int print_profile_table(const adreno_model *m, const double *launch_ms, int top) {
+    int nl = adreno_num_launches(m), nr = 0, ok = 0;
+    char **keys = (char **)calloc(nl ? (size_t)nl : 1, sizeof *keys);
+    int *order = (int *)malloc((nl ? (size_t)nl : 1) * sizeof *order);
+    profile_row *rows = (profile_row *)calloc(nl ? (size_t)nl : 1, sizeof *rows);
+    if (!keys || !order || !rows) goto done;
+    for (int i = 0; i < nl; i++) {
+        if (!(keys[i] = row_key(m, i))) goto done;
+        order[i] = i;
+    }
+    sort_model = m;
+    sort_keys = keys;
+    qsort(order, (size_t)nl, sizeof *order, compare_launch);
+    double total = 0;
+    for (int k = 0; k < nl; k++) {
+        int i = order[k];
+        total += launch_ms[i];
+        if (!nr || strcmp(rows[nr - 1].key, keys[i]) != 0) {
+            rows[nr].key = keys[i];
+            rows[nr].first = i;
+            rows[nr].kernels = 1;
+            nr++;
+        } else if (strcmp(adreno_launch_kernel(m, order[k - 1]), adreno_launch_kernel(m, i)) != 0) {
+            rows[nr - 1].kernels++;
+        }
+        profile_row *r = &rows[nr - 1];
+        if (i < r->first) r->first = i;
+        r->launches++;
+        r->ms += launch_ms[i];
+    }
+    qsort(rows, (size_t)nr, sizeof *rows, compare_row);
+    int shown = top > 0 && top < nr ? top : nr, width = 4, kwidth = 6;
+    char label[96];
+    for (int k = 0; k < shown; k++) {
+        int n = (int)strlen(rows[k].key);
+        if (n > width) width = n;
+        snprintf(label, sizeof label, "%.80s", adreno_launch_kernel(m, rows[k].first));
+        n = (int)strlen(label);
+        if (rows[k].kernels > 1) n += snprintf(NULL, 0, " +%d", rows[k].kernels - 1);
+        if (n > kwidth) kwidth = n;
+    }
+    if (width > 44) width = 44;
+    if (kwidth > 40) kwidth = 40;
+    printf("%-*s  %-*s  %8s  %9s  %6s\n", width, "node", kwidth, "kernel", "launches", "device ms", "share");
+    for (int k = 0; k < shown; k++) {
+        const profile_row *r = &rows[k];
+        char kernel[128];
+        if (r->kernels > 1)
+            snprintf(kernel, sizeof kernel, "%.80s +%d", adreno_launch_kernel(m, r->first), r->kernels - 1);
+        else
+            snprintf(kernel, sizeof kernel, "%.80s", adreno_launch_kernel(m, r->first));
+        print_cut(r->key, width);
+        printf("  ");
+        print_cut(kernel, kwidth);
+        printf("  %8d  %9.4f  %5.1f%%\n", r->launches, r->ms, total > 0 ? 100 * r->ms / total : 0.0);
+    }
+    if (shown < nr) {
+        double rest = 0;
+        for (int k = shown; k < nr; k++) rest += rows[k].ms;
+        printf("... %d more rows (--top %d): %.4f ms, %.1f%%\n", nr - shown, top, rest,
+               total > 0 ? 100 * rest / total : 0.0);
+    }
+    ok = 1;
+done:
+    for (int i = 0; keys && i < nl; i++) free(keys[i]);
+    free(keys);
+    free(order);
+    free(rows);
+    return ok;
+}
+
+static int compare_string(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The number of distinct kernels the launches run (-1: out of memory). */
+static int distinct_kernels(const adreno_model *m) {
+    int nl = adreno_num_launches(m), n = 0;
+    const char **names = (const char **)malloc((nl ? (size_t)nl : 1) * sizeof *names);
+    if (!names) return -1;
+    for (int i = 0; i < nl; i++) names[i] = adreno_launch_kernel(m, i);
+    qsort(names, (size_t)nl, sizeof *names, compare_string);
+    for (int i = 0; i < nl; i++) n += !i || strcmp(names[i - 1], names[i]) != 0;
+    free(names);
+    return n;
+}
+
 static void print_shape(FILE *f, const int64_t *shape, int rank) {
     fputc('[', f);
     for (int i = 0; i < rank; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)shape[i]);
@@ -202,7 +381,9 @@ static void print_shape(FILE *f, const int64_t *shape, int rank) {
 int main(int argc, char **argv) {
     const char *path = NULL;
     named_path inputs[64], outputs[64];
-    int num_in = 0, num_out = 0, repeat = 10, warmup = 2, profile = 0, info = 0, status = 1;
+    int num_in = 0, num_out = 0, repeat = 10, warmup = 2, profile = 0, info = 0, top = 0, status = 1;
+    uint64_t seed = 0;
+    const char *seed_text = "0";
     adreno_options options;
     adreno_options_init(&options);
     for (int i = 1; i < argc; i++) {
@@ -221,6 +402,20 @@ int main(int argc, char **argv) {
             repeat = atoi(argv[++i]);
         } else if (!strcmp(a, "--warmup") && more) {
             warmup = atoi(argv[++i]);
+        } else if (!strcmp(a, "--top") && more) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 1 || v > 1000000000L) {
+                fprintf(stderr, "adreno-run: --top takes a positive integer, not '%s'\n%s", argv[i], usage);
+                return 2;
+            }
+            top = (int)v;
+        } else if (!strcmp(a, "--seed") && more) {
+            seed_text = argv[++i];
+            if (!parse_seed(seed_text, &seed)) {
+                fprintf(stderr, "adreno-run: --seed takes an integer, not '%s'\n%s", argv[i], usage);
+                return 2;
+            }
         } else if (!strcmp(a, "--io") && more) {
             const char *v = argv[++i];
             if (!strcmp(v, "auto")) options.io_mode = ADRENO_IO_AUTO;
@@ -276,18 +471,26 @@ int main(int argc, char **argv) {
     int ni = adreno_num_inputs(m), no = adreno_num_outputs(m);
     printf("model:   %s\nopencl:  %s\ndevice:  %s\nprogram: %s\nio:      %s\nload:    %.1f ms\n", path,
            adreno_opencl_library(), adreno_device_name(m), adreno_program_origin(m), adreno_io_mode_name(m), load_ms);
-    if (info) {
+    if (info) { /* what the model is, and no run: no inputs read or drawn */
+        /* The C runtime opens only models whose inputs and outputs are all float32. */
         for (int i = 0; i < ni; i++) {
             printf("input %d: %s ", i, adreno_input_name(m, i));
             print_shape(stdout, adreno_input_shape(m, i), adreno_input_rank(m, i));
-            printf("\n");
+            printf(" float32\n");
         }
         for (int i = 0; i < no; i++) {
             printf("output %d: %s ", i, adreno_output_name(m, i));
             print_shape(stdout, adreno_output_shape(m, i), adreno_output_rank(m, i));
-            printf("\n");
+            printf(" float32\n");
         }
-        printf("launches: %d\n", adreno_num_launches(m));
+        int kernels = distinct_kernels(m);
+        if (kernels < 0) {
+            fprintf(stderr, "adreno-run: error: out of memory\n");
+            goto out;
+        }
+        printf("launches: %d (%d distinct kernels)\n", adreno_num_launches(m), kernels);
+        status = 0;
+        goto out;
     }
     in_data = (float **)calloc((size_t)ni, sizeof *in_data);
     out_data = (float **)calloc((size_t)no, sizeof *out_data);
@@ -327,7 +530,6 @@ int main(int argc, char **argv) {
             goto out;
         }
     }
-    uint64_t seed = 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < ni; i++) {
         if (in_data[i]) continue;
         size_t count = adreno_input_count(m, i);
@@ -336,11 +538,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "adreno-run: error: out of memory\n");
             goto out;
         }
-        for (size_t j = 0; j < count; j++) {
-            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-            in_data[i][j] = (float)((double)(seed >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
-        }
-        printf("input '%s': random uniform [-1, 1) (no --input given)\n", adreno_input_name(m, i));
+        random_input(seed, i, in_data[i], count);
+        printf("input '%s': random uniform [-1, 1), seed %s (no --input given)\n", adreno_input_name(m, i),
+               seed_text);
     }
     for (int i = 0; i < no; i++) {
         out_data[i] = (float *)malloc(adreno_output_count(m, i) * 4);
@@ -374,6 +574,10 @@ int main(int argc, char **argv) {
         for (int i = 0; i < ni; i++) adreno_set_input(m, i, in_data[i], adreno_input_count(m, i));
         if (adreno_profile(m, repeat, launch_ms, &span) != ADRENO_OK) {
             fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
+            goto out;
+        }
+        if (!print_profile_table(m, launch_ms, top)) {
+            fprintf(stderr, "adreno-run: error: out of memory\n");
             goto out;
         }
         double total = 0;
