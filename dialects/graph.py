@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -1005,6 +1005,197 @@ class PReluOp(BinaryOp):
                 f"'graph.prelu' slope of shape {list(slope)} does not broadcast to the input's shape {list(x)}"
             )
 
+
+
+# --------------------------------------------------------------------------- booleans
+#
+# A boolean tensor is a float tensor of 0s and 1s (compute tensors are float; 0 and 1 are
+# exact in half too). Comparisons and logical ops write such masks, `graph.where` selects
+# by them, and a float tensor read as a boolean is "not 0" (ONNX Cast to bool).
+
+
+@irdl_op_definition
+class IsNaNOp(UnaryOp):
+    """ONNX IsNaN: 1 where x is NaN, else 0."""
+
+    name = "graph.is_nan"
+    KIND: ClassVar[str] = "is_nan"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.mask("uno", x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.isnan(x).astype(np.asarray(x).dtype)
+
+
+@irdl_op_definition
+class IsInfOp(UnaryOp):
+    """ONNX IsInf: 1 where x is +inf (`detect_positive`) or -inf (`detect_negative`), else
+    0; NaN is neither."""
+
+    name = "graph.is_inf"
+    KIND: ClassVar[str] = "is_inf"
+    detect_positive = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
+    detect_negative = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
+
+    def expr_params(self) -> tuple[float, ...]:
+        return (float(self.detect_positive.value.data), float(self.detect_negative.value.data))
+
+    @classmethod
+    def emit(cls, kb, x, params=(1.0, 1.0)):
+        pos, neg = params
+        inf = float("inf")
+        if pos and neg:
+            return kb.mask("oeq", kb.absf(x), inf)
+        if pos:
+            return kb.mask("oeq", x, inf)
+        if neg:
+            return kb.mask("oeq", x, -inf)
+        return kb.mask("false", x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=(1.0, 1.0)):
+        pos, neg = params
+        x = np.asarray(x)
+        return (((x == np.inf) & bool(pos)) | ((x == -np.inf) & bool(neg))).astype(x.dtype)
+
+
+@irdl_op_definition
+class NotOp(UnaryOp):
+    """ONNX Not on a mask: 1 where x is 0, else 0 (any non-zero value counts as true)."""
+
+    name = "graph.not"
+    KIND: ClassVar[str] = "not"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.mask("oeq", x, 0.0)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return (np.asarray(x) == 0).astype(np.asarray(x).dtype)
+
+
+@irdl_op_definition
+class ToBoolOp(UnaryOp):
+    """ONNX Cast of a float tensor to bool: 1 where x is not 0 (NaN included, as in
+    numpy and onnxruntime), else 0."""
+
+    name = "graph.to_bool"
+    KIND: ClassVar[str] = "to_bool"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.mask("une", x, 0.0)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return (np.asarray(x) != 0).astype(np.asarray(x).dtype)
+
+
+class CompareOp(BinaryOp):
+    """A comparison writing a mask: 1 where `lhs PRED rhs`, else 0. Every predicate but
+    not-equal is ordered (false when either side is NaN), as IEEE 754, numpy and
+    onnxruntime compare."""
+
+    PREDICATE: ClassVar[str]
+    """arith.cmpf's predicate."""
+    NUMPY: ClassVar[Any]
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.mask(cls.PREDICATE, a, b)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        a = np.asarray(a)
+        return cls.NUMPY(a, b).astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    name = "graph.equal"
+    KIND: ClassVar[str] = "equal"
+    PREDICATE: ClassVar[str] = "oeq"
+    NUMPY: ClassVar[Any] = np.equal
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    name = "graph.less"
+    KIND: ClassVar[str] = "less"
+    PREDICATE: ClassVar[str] = "olt"
+    NUMPY: ClassVar[Any] = np.less
+
+
+@irdl_op_definition
+class LessOrEqualOp(CompareOp):
+    name = "graph.less_equal"
+    KIND: ClassVar[str] = "less_equal"
+    PREDICATE: ClassVar[str] = "ole"
+    NUMPY: ClassVar[Any] = np.less_equal
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    name = "graph.greater"
+    KIND: ClassVar[str] = "greater"
+    PREDICATE: ClassVar[str] = "ogt"
+    NUMPY: ClassVar[Any] = np.greater
+
+
+@irdl_op_definition
+class GreaterOrEqualOp(CompareOp):
+    name = "graph.greater_equal"
+    KIND: ClassVar[str] = "greater_equal"
+    PREDICATE: ClassVar[str] = "oge"
+    NUMPY: ClassVar[Any] = np.greater_equal
+
+
+class LogicalOp(BinaryOp):
+    """A logical op on masks (a non-zero operand is true), writing a mask."""
+
+    NUMPY: ClassVar[Any]
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        a = np.asarray(a)
+        return cls.NUMPY(a != 0, np.asarray(b) != 0).astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+@irdl_op_definition
+class AndOp(LogicalOp):
+    name = "graph.and"
+    KIND: ClassVar[str] = "and"
+    NUMPY: ClassVar[Any] = np.logical_and
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.select_nonzero(a, kb.mask("une", b, 0.0), kb.mask("false", b, 0.0))
+
+
+@irdl_op_definition
+class OrOp(LogicalOp):
+    name = "graph.or"
+    KIND: ClassVar[str] = "or"
+    NUMPY: ClassVar[Any] = np.logical_or
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.select_nonzero(a, kb.mask("true", b, 0.0), kb.mask("une", b, 0.0))
+
+
+@irdl_op_definition
+class XorOp(LogicalOp):
+    name = "graph.xor"
+    KIND: ClassVar[str] = "xor"
+    NUMPY: ClassVar[Any] = np.logical_xor
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        return kb.select_nonzero(a, kb.mask("oeq", b, 0.0), kb.mask("une", b, 0.0))
 
 class TernaryOp(GraphOp):
     """Element-wise op with numpy broadcasting among its three operands.
@@ -2422,9 +2613,10 @@ class SplitKSumOp(GraphOp):
 
 UNARY_OPS = (
     ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, ErfOp, HardSwishOp, HardSigmoidOp,
-    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp, EluOp,
+    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp, EluOp, IsNaNOp, IsInfOp, NotOp, ToBoolOp,
 )
-BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowTensorOp, PReluOp)
+BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowTensorOp, PReluOp, EqualOp, LessOp, LessOrEqualOp,
+              GreaterOp, GreaterOrEqualOp, AndOp, OrOp, XorOp)
 TERNARY_OPS = (WhereOp,)
 
 ELEMENTWISE_BY_KIND: dict[str, type[UnaryOp] | type[BinaryOp] | type[TernaryOp]] = {

@@ -402,6 +402,20 @@ class KernelBuilder:
         nonzero = self._op(arith.CmpfOp, cond, self.const_like(0.0, t), attrs=("une",))
         return self.select(nonzero, a, b)
 
+    def mask(self, pred: str, a, b=None) -> SSAValue:
+        """1.0 where the float comparison `pred` (arith.cmpf's: "olt", "oeq", "uno",
+        ...) of `a` and `b` holds, else 0.0, in `a`'s type: how boolean tensors are held
+        (graph.is_nan, graph.less, ...). Ordered predicates are false when either side
+        is NaN (IEEE 754, numpy, onnxruntime). A vector compares lane by lane through
+        scalars (the IR's i1 vectors have no OpenCL type). `b` None compares `a` with itself."""
+        b = a if b is None else b
+        a, b = self._floats(a, b)
+        t = a.type
+        if isinstance(t, VectorType):
+            return self.vec([self.mask(pred, self.lane(a, k), self.lane(b, k)) for k in range(t.get_shape()[0])])
+        holds = self._op(arith.CmpfOp, a, b, attrs=(pred,))
+        return self.select(holds, self.const_like(1.0, t), self.const_like(0.0, t))
+
     def sqrt(self, a) -> SSAValue:
         return self._op(math.SqrtOp, self.f(a))
 

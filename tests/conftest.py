@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ADRENO_SHARED", REPO.parent / "shared"))
 GRAPHS = SHARED / "models" / "graphs"
 NEXT = SHARED / "models" / "next"
+HF = SHARED / "models" / "hf"
 """Transformers and newer CNNs (issue 12); tests list the ones that run by name."""
 MODEL_NAMES = sorted(p.stem for p in GRAPHS.glob("*.onnx"))
 

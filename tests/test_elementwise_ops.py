@@ -3,8 +3,8 @@
 NCHW4c images), including NaN and inf: max/min propagate NaN, where selects without
 letting the value it does not choose leak, log(0) and 1/0 stay infinite. Also the
 specialised constant exponents, fusion into a convolution's epilogue, the NCHW4c
-padding channels that log would make -inf before a convolution, half arithmetic, and
-the importer's rejection of a Where condition computed at run time."""
+padding channels that log would make -inf before a convolution and half arithmetic
+(a Where on a condition computed at run time: tests/test_bool_ops.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 import adreno_mlir
 from adreno_mlir.dialects import graph
-from adreno_mlir.frontend.onnx_importer import IMPORTERS, FrontendError, OnnxImporter, _Node
 
 RNG = np.random.default_rng(11)
 SHAPE = [1, 8, 5, 6]
@@ -237,16 +236,6 @@ def test_half_arithmetic(half_device):
     cm = adreno_mlir.compile(model, device=half_device, precision="fp16", textures=True, target="adreno-740")
     assert "half4" in cm.source
     _check(cm.run(feeds)["y"], _ort(model, feeds), tol=2e-2)
-
-
-def test_where_condition_computed_at_run_time_is_rejected():
-    """Booleans are not computed at run time (compute tensors are float32): a Where whose
-    condition is not a constant is rejected, naming the node and the condition."""
-    node = helper.make_node("Where", ["cond", "x", "z"], ["y"], name="mask_where")
-    imp = OnnxImporter(_model([node], inputs=("x", "z")))
-    with pytest.raises(FrontendError, match=r"node 'mask_where' \(Where\): the condition 'cond' is computed at "
-                                            r"run time; only a constant condition is supported"):
-        IMPORTERS["Where"](_Node(node, imp))
 
 
 def test_gelu_approximation_is_checked():

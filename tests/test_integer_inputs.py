@@ -79,6 +79,31 @@ def test_int32_ids_and_saved_artifact(tmp_path):
         assert float(np.abs(got - ref).max() / np.abs(ref).max()) <= 1e-5
 
 
+@pytest.mark.parametrize("plan", ["nchw", "textures"])
+def test_ids_reshaped_before_the_gather(plan):
+    """GPT-2's dynamo export views `input_ids` as [-1, L] before the embedding Gather
+    (and may flatten or unsqueeze them): the lookup reads the ids as given and the rows
+    are reshaped instead; the bound is still checked on the input."""
+    table = numpy_helper.from_array(RNG.standard_normal((V, E)).astype(np.float32), "table")
+    shape = numpy_helper.from_array(np.array([-1, L], np.int64), "shape")
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    nodes = [helper.make_node("Reshape", ["ids", "shape"], ["v"], name="view"),
+             helper.make_node("Unsqueeze", ["v", "axes"], ["u"], name="unsqueeze"),
+             helper.make_node("Gather", ["table", "u"], ["e"], name="embed", axis=0),
+             helper.make_node("Relu", ["e"], ["y"])]
+    g = helper.make_graph(nodes, "view_embed", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 1, L])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, L, E])], [table, shape, axes])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    ids = RNG.integers(-V, V, (1, 1, L)).astype(np.int64)
+    cm = adreno_mlir.compile(model, **PLANS[plan])
+    got = cm.run({"ids": ids})["y"]
+    np.testing.assert_allclose(got, _reference(model, {"ids": ids}), rtol=0, atol=0)
+    assert cm.launch_plan.inputs[0].bound == V
+    ids[0, 0, 1] = V
+    with pytest.raises(InputError, match="outside"):
+        cm.run({"ids": ids})
+
+
 def test_ids_outside_the_table_are_refused():
     cm = adreno_mlir.compile(_embedding_model())
     ids = np.zeros((1, L), np.int64)

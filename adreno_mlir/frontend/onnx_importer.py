@@ -58,6 +58,8 @@ control flow and sequences (the graph dialect has no values of those kinds). Eve
 standard op whose inputs are all constants is evaluated with `onnx.reference` and folded."""
 
 INDEX_INPUT_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+INDEX_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+"""Ops that only reshape token ids on their way to a Gather (`OnnxImporter.int_aliases`)."""
 """Element types of model inputs accepted as Gather indices (token ids)."""
 
 FOLD_LIMIT = 1 << 16
@@ -118,6 +120,8 @@ class OnnxImporter:
         self.const_ops: dict[str, SSAValue] = {}
         self.int_inputs: set[str] = set()
         """Integer model inputs (token ids feeding Gathers); `i32` tensors in the IR."""
+        self.int_aliases: dict[str, str] = {}
+        """Reshaped views of integer inputs that Gathers read (tensor name -> the input)."""
         self.index_bounds: dict[str, int] = {}
         """Per integer input, the smallest table extent its ids index (the runtime checks
         every id against it)."""
@@ -179,27 +183,41 @@ class OnnxImporter:
 
     def _check_int_inputs(self) -> None:
         """Integer model inputs are token ids: every reader must be a Gather that takes
-        them as its indices (an embedding lookup, `graph.take`). Anything else would
-        compute on integers, which no kernel does: refuse it, naming the node."""
+        them as its indices (an embedding lookup, `graph.take`), possibly through ops that
+        only reshape them (Reshape, Flatten, Squeeze, Unsqueeze, Identity with constant
+        shapes: `int_aliases`; the Gather then reshapes its result instead). Anything else
+        would compute on integers, which no kernel does: refuse it, naming the node."""
         g = self.model.graph
         outputs = {o.name for o in g.output}
-        for name in sorted(self.int_inputs):
+        readers: dict[str, list[onnx.NodeProto]] = {}
+        for node in g.node:
+            for name in dict.fromkeys(node.input):
+                readers.setdefault(name, []).append(node)
+        for root in sorted(self.int_inputs):
             dt = onnx.helper.tensor_dtype_to_np_dtype(
-                next(vi for vi in self.graph_inputs if vi.name == name).type.tensor_type.elem_type)
-            if name in outputs:
-                raise FrontendError(f"model input '{name}' has element type {dt} and is a model output; integer "
-                                    "inputs are supported only as the indices of a Gather (an embedding lookup)")
-            for node in g.node:
-                if name not in node.input:
-                    continue
-                if node.op_type == "Gather" and node.input[0] != name and list(node.input[1:]) == [name]:
-                    continue
-                node_name = node.name or f"{node.op_type}_{node.output[0]}"
-                raise FrontendError(
-                    f"model input '{name}' has element type {dt}, and node '{node_name}' ({node.op_type}) reads it "
-                    "as a tensor; integer inputs are supported only as the indices of a Gather (an embedding "
-                    "lookup): other integer arithmetic must be shape arithmetic on constants, or the input "
-                    "must be float32")
+                next(vi for vi in self.graph_inputs if vi.name == root).type.tensor_type.elem_type)
+            pending = [root]
+            while pending:
+                name = pending.pop()
+                if name in outputs:
+                    raise FrontendError(f"model input '{root}' has element type {dt} and is (reshaped) a model output; "
+                                        "integer inputs are supported only as the indices of a Gather (an embedding "
+                                        "lookup)")
+                for node in readers.get(name, []):
+                    if node.op_type == "Gather" and node.input[0] != name and list(node.input[1:]) == [name]:
+                        continue
+                    if (node.op_type in INDEX_RESHAPES and node.input[0] == name
+                            and all(i in self.consts for i in node.input[1:] if i)
+                            and self._static_shape(node.output[0]) is not None):
+                        self.int_aliases[node.output[0]] = root
+                        pending.append(node.output[0])
+                        continue
+                    node_name = node.name or f"{node.op_type}_{node.output[0]}"
+                    raise FrontendError(
+                        f"model input '{root}' has element type {dt}, and node '{node_name}' ({node.op_type}) reads "
+                        "it as a tensor; integer inputs are supported only as the indices of a Gather (an embedding "
+                        "lookup), also through Reshape/Flatten/Squeeze/Unsqueeze: other integer arithmetic must be "
+                        "shape arithmetic on constants, or the input must be float32")
 
     def _light_model(self) -> onnx.ModelProto:
         """The graph with only small constants as initializers: big weights become typed
@@ -321,13 +339,14 @@ class OnnxImporter:
             t = TensorType(i32, shape)
             self.types[name] = t
             return t
-        if tt.elem_type != onnx.TensorProto.FLOAT:
+        if tt.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL):
             where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
             dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
             raise FrontendError(
-                f"{where}: tensor '{name}' has element type {dt}; only float32 tensors are "
-                "supported outside folded shape computations"
+                f"{where}: tensor '{name}' has element type {dt}; only float32 and bool tensors are "
+                "computed at run time (integer ones only in folded shape computations)"
             )
+        # A boolean computed at run time is a float32 mask of 0s and 1s (graph.is_nan, ...).
         t = TensorType(f32, shape)
         self.types[name] = t
         return t
@@ -341,7 +360,7 @@ class OnnxImporter:
 
     def constant(self, name: str, arr: np.ndarray, node: _Node | None = None) -> SSAValue:
         if arr.dtype != np.float32:
-            if arr.dtype.kind == "f":
+            if arr.dtype.kind in "fb":  # a boolean constant is a 0/1 mask, as computed booleans
                 arr = arr.astype(np.float32)
             else:
                 where = f"node '{node.name}' ({node.proto.op_type})" if node else "a node"
@@ -404,6 +423,8 @@ class OnnxImporter:
             self.values[vi.name] = arg
         self.builder = Builder(InsertPoint.at_end(block))
         for n in nodes:
+            if n.proto.output[0] in self.int_aliases:
+                continue  # reshaped token ids: the Gather reading them reshapes its result
             before = len(block.ops)
             results = IMPORTERS[n.proto.op_type](n)
             if not isinstance(results, (list, tuple)):
@@ -417,6 +438,12 @@ class OnnxImporter:
             for op in list(block.ops)[before:]:
                 if not isinstance(op, graph.ConstantOp):
                     op.location = loc
+        for o in g.output:
+            tt = self.onnx_types.get(o.name)
+            if o.name not in self.consts and tt is not None and tt.elem_type == onnx.TensorProto.BOOL:
+                raise FrontendError(f"model output '{o.name}' is a boolean computed at run time; adreno-mlir returns "
+                                    "float32 outputs (booleans are held as 0/1 floats): add a Cast to float at the "
+                                    "end of the model")
         outs = []
         constants_out = self._constant_outputs()
         for o in g.output:
@@ -611,16 +638,43 @@ def _gelu(n: _Node):
 
 @importer("Where")
 def _where(n: _Node):
-    """The condition must be a constant (an attention mask stored in the model, or
-    computed from constants and folded at import): compute tensors are float32, so a
-    boolean computed at run time has no representation. It becomes a float 0/1 mask,
-    the first operand of `graph.where`."""
+    """The condition is a float 0/1 mask, the first operand of `graph.where`: a constant
+    one (an attention mask stored in the model, or computed from constants and folded at
+    import), or one computed at run time by a comparison or logical op."""
     name = n.proto.input[0]
-    if name not in n.imp.consts:
-        n.fail(f"the condition '{name}' is computed at run time; only a constant condition is supported "
-               "(booleans are not computed at run time: compute tensors are float32)")
-    mask = _as_float_constant(n, name, np.asarray(n.imp.consts[name]) != 0)
+    if name in n.imp.consts:
+        mask = _as_float_constant(n, name, np.asarray(n.imp.consts[name]) != 0)
+    else:
+        mask = n.input(0)
     return _emit(n, graph.WhereOp(mask, n.input(1), n.input(2), n.out_type()))
+
+
+@importer("IsNaN", "Not")
+def _mask_unary(n: _Node):
+    """IsNaN and Not write masks (booleans as float 0/1, see graph.IsNaNOp)."""
+    op = {"IsNaN": graph.IsNaNOp, "Not": graph.NotOp}[n.proto.op_type]
+    return _emit(n, op(n.input(0), n.out_type()))
+
+
+@importer("IsInf")
+def _is_inf(n: _Node):
+    pos, neg = int(n.attr("detect_positive", 1)), int(n.attr("detect_negative", 1))
+    return _emit(n, graph.IsInfOp(n.input(0), n.out_type(), detect_positive=graph.IntegerAttr(pos, 64),
+                                  detect_negative=graph.IntegerAttr(neg, 64)))
+
+
+_COMPARE = {"Equal": graph.EqualOp, "Less": graph.LessOp, "LessOrEqual": graph.LessOrEqualOp,
+            "Greater": graph.GreaterOp, "GreaterOrEqual": graph.GreaterOrEqualOp,
+            "And": graph.AndOp, "Or": graph.OrOp, "Xor": graph.XorOp}
+
+
+@importer(*_COMPARE)
+def _compare(n: _Node):
+    """Comparisons of float tensors and logical ops on masks, writing masks (ordered
+    comparisons: false where either side is NaN). An integer constant operand (a
+    padding id, a position) is compared as float32, exactly below 2**24."""
+    ins = [_float_const_input(n, i) if n.proto.input[i] in n.imp.consts else n.input(i) for i in range(2)]
+    return _emit(n, _COMPARE[n.proto.op_type](ins[0], ins[1], n.out_type()))
 
 
 def _explicit_pads(n: _Node, in_hw, kernel, strides, dilations) -> list[int]:
@@ -648,17 +702,32 @@ def _explicit_pads(n: _Node, in_hw, kernel, strides, dilations) -> list[int]:
 
 @importer("Conv")
 def _conv(n: _Node):
+    """2-D; 1-D (N x C x L: audio encoders, temporal models) as 2-D over N x C x 1 x L
+    with a 1 x K window, the weights reshaped to O x C x 1 x K (folded at import), so
+    every conv schedule (NCHW4c, images, Winograd does not apply to 1-row windows) serves it."""
     x = n.input(0)
     xs = graph.shape_of(x)
-    if len(xs) != 4:
-        n.fail(f"only 2-D convolutions (4-D NCHW inputs) are supported, got input shape {list(xs)}")
     w = n.input(1)
     ws = graph.shape_of(w)
-    strides = list(n.attr("strides", [1, 1]))
-    dil = list(n.attr("dilations", [1, 1]))
+    if len(xs) not in (3, 4) or len(ws) != len(xs):
+        n.fail(f"only 1-D and 2-D convolutions (3-D NCL / 4-D NCHW inputs) are supported, got input shape "
+               f"{list(xs)} and weight shape {list(ws)}")
+    rank = len(xs) - 2
+    strides = list(n.attr("strides", [1] * rank))
+    dil = list(n.attr("dilations", [1] * rank))
+    if not len(strides) == len(dil) == rank:
+        n.fail(f"strides {strides} and dilations {dil} must have {rank} values")
     pads = _explicit_pads(n, xs[2:], ws[2:], strides, dil)
     b = n.input(2) if n.has_input(2) else None
-    return _emit(n, graph.Conv2dOp(x, w, b, n.out_type(), strides, pads, dil, n.attr("group", 1)))
+    t = n.out_type()
+    if rank == 2:
+        return _emit(n, graph.Conv2dOp(x, w, b, t, strides, pads, dil, n.attr("group", 1)))
+    ts = graph.shape_of(t)
+    x = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, [*xs[:2], 1, xs[2]])]))
+    w = _emit(n, graph.ReshapeOp(operands=[w], result_types=[TensorType(f32, [*ws[:2], 1, ws[2]])]))
+    y = _emit(n, graph.Conv2dOp(x, w, b, TensorType(f32, [*ts[:2], 1, ts[2]]), [1, *strides],
+                                [0, pads[0], 0, pads[1]], [1, *dil], n.attr("group", 1)))
+    return _emit(n, graph.ReshapeOp(operands=[y], result_types=[t]))
 
 
 @importer("BatchNormalization")
@@ -883,11 +952,15 @@ def _cast(n: _Node):
         to = like.elem_type if like is not None else None
         if n.proto.input[1] in n.imp.consts:
             to = onnx.helper.np_dtype_to_tensor_dtype(n.imp.consts[n.proto.input[1]].dtype)
+    source = n.imp.onnx_types.get(n.proto.input[0])
+    from_bool = source is not None and source.elem_type == onnx.TensorProto.BOOL
+    if to == onnx.TensorProto.BOOL:  # not 0 -> 1 (a mask stays a mask)
+        return n.input(0) if from_bool else _emit(n, graph.ToBoolOp(n.input(0), n.out_type()))
     if to != onnx.TensorProto.FLOAT:
         name = onnx.TensorProto.DataType.Name(to) if to is not None else "an unknown type"
-        n.fail(f"casts a computed tensor to {name}; only float32 tensors are computed at run time "
+        n.fail(f"casts a computed tensor to {name}; only float32 and bool tensors are computed at run time "
                "(casts of constants and shape arithmetic fold at import)")
-    return n.input(0)
+    return n.input(0)  # float32 -> float32, or a bool mask -> its 0/1 floats
 
 
 @importer("Transpose")
@@ -1293,11 +1366,19 @@ def _gather(n: _Node):
     x = n.input(0)
     shape = graph.shape_of(x)
     axis = n.attr("axis", 0) % len(shape)
-    if n.proto.input[1] in n.imp.int_inputs:  # token ids given at run time: an embedding lookup
-        ids = n.proto.input[1]
+    ids = n.imp.int_aliases.get(n.proto.input[1], n.proto.input[1])
+    if ids in n.imp.int_inputs:  # token ids given at run time: an embedding lookup
         n.imp.index_bounds[ids] = min(n.imp.index_bounds.get(ids, shape[axis]), shape[axis])
-        return _emit(n, graph.TakeOp(operands=[x, n.input(1)], result_types=[n.out_type()],
+        indices = n.imp.value(ids, n)
+        out = n.out_type()
+        if ids == n.proto.input[1]:
+            return _emit(n, graph.TakeOp(operands=[x, indices], result_types=[out],
+                                         properties={"axis": graph.IntegerAttr(axis, 64)}))
+        # the ids were reshaped first: look them up as given, then reshape the rows
+        taken = TensorType(f32, [*shape[:axis], *graph.shape_of(indices), *shape[axis + 1:]])
+        rows = _emit(n, graph.TakeOp(operands=[x, indices], result_types=[taken],
                                      properties={"axis": graph.IntegerAttr(axis, 64)}))
+        return rows if taken == out else _emit(n, graph.ReshapeOp(operands=[rows], result_types=[out]))
     idx = np.asarray(n.const_input(1, "Gather indices"))
     if idx.dtype.kind not in "iu":
         n.fail(f"indices have element type {idx.dtype}; ONNX Gather takes int32 or int64 indices")
