@@ -437,13 +437,16 @@ class Analysis:
 
 
 def analyze_model(model: str | Path | Any, target: str = "adreno-740", *, plan: str | CompilePlan | None = None,
-                  precision: str = "fp32", device: str | None = None) -> Analysis:
+                  precision: str = "fp32", device: str | None = None, input_shapes=None, dims=None) -> Analysis:
     """Import `model` (an .onnx path, ModelProto or imported graph module), run the plan's
     stages up to and including `config`, and estimate every kernel on `target`.
 
     plan: "texture", "buffer4c", "nchw" (`PLANS`), or None for the target's default plan
     (as `compile()` picks it); or a `CompilePlan` (adreno_mlir.plan.make_plan), which then
-    replaces target, precision and device."""
+    replaces target, precision and device.
+
+    input_shapes / dims: static sizes for an ONNX model's dynamic input dims, as `compile()`
+    takes them ({input: shape}, {dim_param: size})."""
     from adreno_mlir.context import make_context
     from adreno_mlir.frontend import import_onnx
     from adreno_mlir.pipeline import pipeline_string, run_stages
@@ -461,10 +464,13 @@ def analyze_model(model: str | Path | Any, target: str = "adreno-740", *, plan: 
     if isinstance(model, ModuleOp):
         from adreno_mlir.weights import attach, store_of
 
+        if input_shapes or dims:
+            raise CompileError("input_shapes= and dims= bind the dynamic dims of an ONNX model; an imported graph "
+                               "module has static shapes already")
         module = model.clone()
         attach(module, store_of(model).overlay())  # the passes' weights never land in the caller's store
     else:
-        module = import_onnx(model)
+        module = import_onnx(model, input_shapes=input_shapes, dims=dims)
     stages = plan.stages(until="config")
     run_stages(make_context(), module, stages)
     return Analysis(costs=kernel_costs(module, plan.profile), profile=plan.profile, plan=plan.describe(),

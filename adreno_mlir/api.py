@@ -18,7 +18,7 @@ import gc
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,6 +215,8 @@ def compile(
     target: str = "auto",
     device: str | None = None,
     *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
     textures: bool | None = None,
     precision: str = "fp32",
     layout: str | None = None,
@@ -233,6 +235,12 @@ def compile(
 
     target:    a target profile (see `adreno_mlir.target`); `"auto"` reads the device.
     device:    the OpenCL device (default: PYOPENCL_CTX, else PoCL's CPU device).
+    input_shapes: static shapes for an ONNX model exported with dynamic axes, as
+               {input name: shape}, e.g. {"input_ids": (1, 128)}: a shape keeps the
+               input's rank and fixed dims, and binds its named dims in every input.
+    dims:      named dims (dim_param) to bind in every input, e.g. {"batch": 1,
+               "sequence": 128}. Every input must be static after both; the caller's
+               model is not changed (adreno_mlir.frontend.shapes).
     textures:  True puts NCHW4c activations in images wherever legal, False forces the
                buffer plan; None (default) uses images on GPU targets with image support.
     precision: "fp32"; "fp16-acc32" (fp16 storage in half images/buffers, fp32
@@ -294,18 +302,25 @@ def compile(
     # The caller's module is never changed; with textures a pristine copy is kept for
     # the buffer-plan fallback.
     t_import = time.perf_counter()
+    if isinstance(model, ModuleOp) and (input_shapes or dims):
+        raise CompileError("input_shapes= and dims= bind the dynamic dims of an ONNX model; an imported graph module "
+                           "has static shapes already (bind them when importing: import_onnx(model, "
+                           "input_shapes=..., dims=...))")
     if plan.storage == "f16" and calibration is not False and not isinstance(model, ModuleOp):
-        from adreno_mlir.frontend.onnx_importer import load_model
+        from adreno_mlir.frontend import bind_input_shapes, load_model
         from adreno_mlir.range_guard import check_fp16_range
 
-        check_fp16_range(load_model(model), calibration)
+        # Loaded once, bound once (a copy only where something is bound): the guard and the import see the same shapes.
+        model = bind_input_shapes(load_model(model), input_shapes, dims)
+        input_shapes = dims = None
+        check_fp16_range(model, calibration)
     if isinstance(model, ModuleOp):
         from adreno_mlir.weights import attach
 
         graph = model.clone()
         attach(graph, store_of(model).overlay())  # the compile's weights never land in the caller's store
     else:
-        graph = import_onnx(model)
+        graph = import_onnx(model, input_shapes=input_shapes, dims=dims)
     timings = {"import": time.perf_counter() - t_import}
     in_shapes, out_shapes = io_shapes(graph)
     stage_ir: dict[str, str] = {"graph": module_to_text(graph)} if keep_ir else {}

@@ -2,6 +2,7 @@
 
     adreno-mlir analyze model.onnx --target adreno-740 [--plan texture|buffer4c|nchw]
                         [--precision fp32|fp16-acc32] [--json FILE] [--top N]
+                        [--input-shape NAME:D1,D2,...] [--dim NAME=VALUE]
 
 Runs the plan's stages up to and including `config` (no OpenCL program is built or run) and
 prints a table of kernels sorted by estimated time, then the totals and the target's peak
@@ -48,8 +49,10 @@ def format_table(analysis, top: int | None = None) -> list[str]:
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from adreno_mlir.analyze import analyze_model
+    from adreno_mlir.cli_run import shape_options
 
-    analysis = analyze_model(args.model, args.target, plan=args.plan, precision=args.precision, device=args.device)
+    analysis = analyze_model(args.model, args.target, plan=args.plan, precision=args.precision, device=args.device,
+                             **shape_options(args))
     print(f"analyze {args.model}: {analysis.plan} ({len(analysis.costs)} kernels; stages up to config: "
           f"adreno-opt -p '{analysis.pipeline}')")
     for line in format_table(analysis, args.top):
@@ -63,10 +66,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 def add_command(sub: argparse._SubParsersAction) -> None:
     """Register `analyze` on the `adreno-mlir` subcommand parser (called by cli_run.add_commands)."""
     from adreno_mlir.analyze import PLANS
+    from adreno_mlir.cli_run import shape_arguments
     from adreno_mlir.options import Precision, positive_int
 
     a = sub.add_parser("analyze", help="estimate every kernel's time with a roofline model (no device run)")
     a.add_argument("model", help="path of the .onnx file")
+    shape_arguments(a)
     a.add_argument("--target", default="adreno-740",
                    help="target profile with peak figures: adreno-740 (default), adreno-660, auto (estimated from "
                         "the OpenCL device) or device-<OpenCL device name>")

@@ -27,7 +27,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         _load_inputs,
         _onnx_inputs,
         _parse_inputs,
+        note_shapes_ignored,
         plan_from_args,
+        shape_options,
     )
     from adreno_mlir.errors import CompileError
     from adreno_mlir.profiler import format_table, plot_profile, profile_model, require_matplotlib, write_trace
@@ -36,6 +38,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         require_matplotlib()  # before the compile, not after it
     path = Path(args.model)
     if _is_artifact(path):
+        note_shapes_ignored(args)
         model = adreno_mlir.load(path, device=args.device, cache=_cache(args), runtime="pyopencl")
         given = _parse_inputs(args.input, model.input_names)
         print(f"loaded {path} in {model.load_seconds:.2f} s for {model.device_name} ({model.plan})")
@@ -43,16 +46,16 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     else:
         if not path.is_file():
             raise CompileError(f"no such model file: {path}")
-        expected = _onnx_inputs(path)
+        expected = _onnx_inputs(path, **shape_options(args))
         given = _parse_inputs(args.input, list(expected)) if expected is not None else {}
         if expected is not None:
             _check_given(given, expected)
         plan = plan_from_args(args)
-        model = adreno_mlir.compile(path, plan=plan, cache=_cache(args), runtime="pyopencl")
+        model = adreno_mlir.compile(path, plan=plan, cache=_cache(args), runtime="pyopencl", **shape_options(args))
         if expected is None:
             given = _parse_inputs(args.input, model.input_names)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
-        analysis = _analysis(path, model)
+        analysis = _analysis(path, model, shape_options(args))
     feeds = _load_inputs(model, given, args.seed)
     prof = profile_model(model, feeds, repeat=args.repeat, warmup=args.warmup, analysis=analysis, name=path.stem)
     for line in format_table(prof, args.top):
@@ -70,7 +73,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analysis(path: Path, model):
+def _analysis(path: Path, model, shapes: dict | None = None):
     """analyze's figures for the compiled plan, or why there are none."""
     from adreno_mlir.analyze import analyze_model
     from adreno_mlir.errors import CompileError
@@ -79,14 +82,19 @@ def _analysis(path: Path, model):
     if plan is None:
         return "the model was compiled with a custom pipeline"
     try:
-        return analyze_model(path, plan=plan)
+        return analyze_model(path, plan=plan, **(shapes or {}))
     except CompileError as e:  # a target profile without peak figures
         return str(e).splitlines()[0]
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
     """Register `profile` on the `adreno-mlir` subcommand parser (called by cli_run.add_commands)."""
-    from adreno_mlir.cli_run import _cache_arguments, _json_path, _plan_arguments
+    from adreno_mlir.cli_run import (
+        _cache_arguments,
+        _json_path,
+        _plan_arguments,
+        shape_arguments,
+    )
     from adreno_mlir.options import positive_int
 
     p = sub.add_parser("profile", help="device time per ONNX node from OpenCL events, with analyze's estimates, "
@@ -95,6 +103,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="an .onnx file, or an artifact written by `adreno-mlir compile -o X.adreno`")
     p.add_argument("--input", action="append", help="FILE.npy, NAME=FILE.npy or NAME=random (as `run`)")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs")
+    shape_arguments(p)
     _plan_arguments(p)
     p.add_argument("--repeat", type=positive_int, default=10, help="timed inferences (default 10, at least 1)")
     p.add_argument("--warmup", type=int, default=2, help="untimed inferences first (default 2)")

@@ -128,7 +128,7 @@ def _compile_into(args, compile_plan, final: Path, out: Path, artifact_only: boo
     def shown(path: Path) -> Path:  # where a file of the staging folder will be
         return path if artifact_only else final / path.relative_to(out)
     start = time.perf_counter()
-    module = import_onnx(args.model)
+    module = import_onnx(args.model, **shape_options(args))
     t_import = time.perf_counter() - start
     in_shapes, out_shapes = io_shapes(module)
     written = [] if artifact_only else [out / "0-graph.mlir"]
@@ -289,17 +289,21 @@ def _parse_inputs(specs: list[str] | None, input_names: list[str]) -> dict[str, 
     return given
 
 
-def _onnx_inputs(path: Path) -> dict[str, tuple[tuple[int, ...], str]] | None:
+def _onnx_inputs(path: Path, input_shapes=None, dims=None) -> dict[str, tuple[tuple[int, ...], str]] | None:
     """{name: (shape, "float32" or "int")} of the ONNX model's graph inputs (initializers
-    excluded), read without its weights' external data; None where the file cannot be
-    read this way, or an input is not a float32 / integer tensor of static shape (the
-    compiler then reports it)."""
+    excluded), read without its weights' external data, with the dims --input-shape /
+    --dim bind (`input_shapes`, `dims`; a binding that does not fit the model is its
+    FrontendError now); None where the file cannot be read this way, or an input is not
+    a float32 / integer tensor of static shape (the compiler then reports it)."""
     import onnx
+
+    from adreno_mlir.frontend.shapes import bound_input_shapes
 
     try:
         graph = onnx.load(str(path), load_external_data=False).graph
     except Exception:  # noqa: BLE001 - the frontend reports an unreadable model properly
         return None
+    bound = bound_input_shapes(graph, input_shapes, dims) or {}
     init_names = {i.name for i in graph.initializer}
     ints = {onnx.TensorProto.INT32, onnx.TensorProto.INT64}
     out: dict[str, tuple[tuple[int, ...], str]] = {}
@@ -307,13 +311,14 @@ def _onnx_inputs(path: Path) -> dict[str, tuple[tuple[int, ...], str]] | None:
         if vi.name in init_names:
             continue
         tt = vi.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
-        if not vi.type.HasField("tensor_type") or any(d <= 0 for d in dims):
+        shape = list(bound[vi.name]) if vi.name in bound else [
+            d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+        if not vi.type.HasField("tensor_type") or any(d <= 0 for d in shape):
             return None
         if tt.elem_type == onnx.TensorProto.FLOAT:
-            out[vi.name] = (tuple(dims), "float32")
+            out[vi.name] = (tuple(shape), "float32")
         elif tt.elem_type in ints:
-            out[vi.name] = (tuple(dims), "int")
+            out[vi.name] = (tuple(shape), "int")
         else:
             return None
     return out
@@ -411,6 +416,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                    if getattr(args, k) != default]
         if ignored:
             print(f"note: {', '.join(ignored)} ignored: the plan is fixed when the artifact is compiled")
+        note_shapes_ignored(args)
         model = adreno_mlir.load(path, device=args.device, cache=_cache(args), runtime=args.runtime)
         given = _parse_inputs(args.input, model.input_names)
         int_inputs = {t.name for t in model.launch_plan.inputs if t.dtype == "i32"}
@@ -423,13 +429,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         if not path.is_file():
             raise CompileError(f"no such model file: {path}")
-        expected = _onnx_inputs(path)
+        expected = _onnx_inputs(path, **shape_options(args))
         given = {}
         if expected is not None:  # check the --input files before the (long) compile
             given = _parse_inputs(args.input, list(expected))
             _check_given(given, expected)
             log.info("--input checked against the model's inputs %s", list(expected))
-        model = adreno_mlir.compile(path, plan=plan_from_args(args), cache=_cache(args), runtime=args.runtime)
+        model = adreno_mlir.compile(path, plan=plan_from_args(args), cache=_cache(args), runtime=args.runtime,
+                                    **shape_options(args))
         if expected is None:
             given = _parse_inputs(args.input, model.input_names)
         print(f"compiled in {model.compile_seconds:.2f} s for {model.device_name} ({model.plan})")
@@ -561,6 +568,65 @@ def _plan_arguments(p: argparse.ArgumentParser) -> None:
                         "(`adreno-mlir tune`)")
 
 
+class _InputShapeAction(argparse.Action):
+    """--input-shape NAME:D1,D2,... (repeatable) into {name: shape}; a malformed or
+    contradicting one is a usage error naming the flag (exit 1)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        shapes = dict(getattr(namespace, self.dest, None) or {})
+        name, sep, text = value.rpartition(":")  # NAME may hold ':' (TensorFlow's "input:0")
+        parts = [p.strip() for p in text.replace("x", ",").split(",")] if text.strip() else []
+        if not sep or not name:
+            parser.error(f"argument {option_string}: expected NAME:D1,D2,... (e.g. input_ids:1,128), not {value!r}")
+        if not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
+            parser.error(f"argument {option_string}: {value!r}: the dims of '{name}' must be positive integers "
+                         "separated by commas, e.g. input_ids:1,128")
+        shape = tuple(int(p) for p in parts)
+        if name in shapes and shapes[name] != shape:
+            parser.error(f"argument {option_string}: input '{name}' given twice, as {','.join(map(str, shapes[name]))} "
+                         f"and {','.join(map(str, shape))}")
+        shapes[name] = shape
+        setattr(namespace, self.dest, shapes)
+
+
+class _DimAction(argparse.Action):
+    """--dim NAME=VALUE (repeatable) into {dim_param: size}; errors as --input-shape's."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        dims = dict(getattr(namespace, self.dest, None) or {})
+        name, sep, text = value.rpartition("=")
+        if not sep or not name:
+            parser.error(f"argument {option_string}: expected NAME=VALUE (e.g. sequence_length=128), not {value!r}")
+        if not (text.strip().isascii() and text.strip().isdigit() and int(text) > 0):
+            parser.error(f"argument {option_string}: {value!r}: the size of dim '{name}' must be a positive integer")
+        if name in dims and dims[name] != int(text):
+            parser.error(f"argument {option_string}: dim '{name}' given twice, as {dims[name]} and {int(text)}")
+        dims[name] = int(text)
+        setattr(namespace, self.dest, dims)
+
+
+def shape_arguments(p: argparse.ArgumentParser) -> None:
+    """--input-shape and --dim: static sizes for a model exported with dynamic axes
+    (adreno_mlir.frontend.shapes); `shape_options(args)` gives them as compile()'s keywords."""
+    p.add_argument("--input-shape", dest="input_shapes", action=_InputShapeAction, default=None,
+                   metavar="NAME:D1,D2,...",
+                   help="compile for this static shape of a dynamic input, e.g. input_ids:1,128 (repeatable)")
+    p.add_argument("--dim", dest="dims", action=_DimAction, default=None, metavar="NAME=VALUE",
+                   help="bind a named dynamic dim (dim_param) in every input, e.g. sequence_length=128 (repeatable)")
+
+
+def shape_options(args: argparse.Namespace) -> dict:
+    """{"input_shapes": ..., "dims": ...} of --input-shape / --dim (None where not given)."""
+    return {"input_shapes": getattr(args, "input_shapes", None), "dims": getattr(args, "dims", None)}
+
+
+def note_shapes_ignored(args: argparse.Namespace) -> None:
+    """An artifact's shapes are fixed: say that --input-shape / --dim are ignored."""
+    flags = [f for f, k in (("--input-shape", "input_shapes"), ("--dim", "dims")) if getattr(args, k, None)]
+    if flags:
+        print(f"note: {', '.join(flags)} ignored: the input shapes are fixed when the artifact is compiled")
+
+
 _PLAN_DEFAULTS = {"target": "auto", "textures": "auto", "precision": "fp32", "layout": None, "work_group": "driver",
                   "tuning_db": None}
 """The plan flags and their defaults (`run` on an artifact notes the ones it ignores)."""
@@ -582,6 +648,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("-o", "--output", required=True,
                    help="X.adreno: write the compiled-model artifact (docs/artifact.md); any other path: a "
                         "directory of stage IR, the .cl program, weights, pipeline.txt and <model>.adreno")
+    shape_arguments(c)
     _plan_arguments(c)
     c.add_argument("--force", action="store_true",
                    help="replace a non-empty -o directory that is not an earlier compile's output")
@@ -597,6 +664,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "[-1, 1); token ids uniform over their table; the same data as adreno-run's)")
     r.add_argument("--seed", type=int, default=0,
                    help="seed for random inputs (default 0; adreno-run --seed N draws the same data)")
+    shape_arguments(r)
     r.add_argument("--compare", choices=["onnxruntime"], help="compare the outputs with a reference")
     r.add_argument("--tolerance", type=_tolerance, default=None,
                    help="max allowed |ours - ref| / max|ref| with --compare (default 1e-4 for fp32, 5e-2 for the "

@@ -8,7 +8,9 @@
 This is what `onnx.backend.test.BackendTest` drives (see tests/test_onnx_backend.py).
 The ONNX device "CPU" means the default OpenCL device (PoCL's CPU device unless
 PYOPENCL_CTX says otherwise); an `opencl_device=` keyword picks another one, and
-`target=`, `textures=`, `precision=`, `layout=` are passed to `compile`. Models
+`target=`, `textures=`, `precision=`, `layout=` are passed to `compile`. Boolean
+and integer model outputs come back in their type (the compiled model returns float32
+only: the backend adds a Cast to float and converts back, `!= 0` or rounding). Models
 the compiler cannot run correctly are rejected by `prepare` with a `CompileError`
 (usually a `FrontendError` naming the node and the reason), never run with wrong
 results.
@@ -16,6 +18,7 @@ results.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +28,7 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 
 from adreno_mlir.api import CompiledModel
 from adreno_mlir.api import compile as _compile
-
+from adreno_mlir.errors import CompileError
 
 COMPILE_OPTIONS = ("target", "textures", "precision", "layout")
 """`prepare` keywords passed on to `adreno_mlir.compile` (besides `opencl_device`)."""
@@ -43,11 +46,15 @@ class AdrenoBackendRep(BackendRep):
 
     def __init__(self, model: onnx.ModelProto, output_names: Sequence[str],
                  compiled: CompiledModel | None = None, bind_inputs: Sequence[str] = (),
-                 compile_options: Mapping[str, Any] | None = None):
+                 compile_options: Mapping[str, Any] | None = None,
+                 cast_outputs: Mapping[str, np.dtype] | None = None):
         init_names = {i.name for i in model.graph.initializer}
         self.model = model
         self.input_names = [i.name for i in model.graph.input if i.name not in init_names]
         self.output_names = list(output_names)
+        self.cast_outputs = dict(cast_outputs or {})
+        """Boolean and integer model outputs, with their numpy types: the compiled model
+        returns them as floats (`_compile_outputs`); `run` gives them back in their type."""
         self.bind_inputs = list(bind_inputs)
         unknown = [b for b in self.bind_inputs if b not in self.input_names]
         if unknown:
@@ -70,7 +77,7 @@ class AdrenoBackendRep(BackendRep):
             m.graph.input.extend(keep)
             for name, a in bound.items():
                 m.graph.initializer.append(onnx.numpy_helper.from_array(a, name))
-            self.compiled = _compile(m, **self.compile_options)
+            self.compiled, self.cast_outputs = _compile_outputs(m, self.compile_options)
             self._bound_key = key
         return self.compiled
 
@@ -95,7 +102,63 @@ class AdrenoBackendRep(BackendRep):
             compiled = self.compiled
         assert compiled is not None
         results = compiled.run(feeds)
-        return self._outputs_type(*[results[n] for n in self.output_names])
+        return self._outputs_type(*[_from_float(results[n + AS_FLOAT], self.cast_outputs[n])
+                                    if n in self.cast_outputs else results[n] for n in self.output_names])
+
+
+AS_FLOAT = "__as_float"
+"""Suffix of the float32 output the backend adds for each boolean or integer model output."""
+
+_CAST_BACK = {onnx.TensorProto.BOOL, onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
+              onnx.TensorProto.INT64, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32,
+              onnx.TensorProto.UINT64}
+
+
+def _from_float(a, dtype: np.dtype) -> np.ndarray:
+    a = np.asarray(a)
+    return a != 0 if dtype == np.bool_ else np.rint(a).astype(dtype)
+
+
+_RUN_TIME_OUTPUT = re.compile(
+    r"model output '([^']+)' (?:is a boolean computed at run time|has element type \w+ and is computed at run time)")
+"""The compiler's refusal of a boolean or integer model output computed at run time."""
+
+
+def _with_float_outputs(model: onnx.ModelProto, names) -> onnx.ModelProto:
+    """A copy of `model` whose outputs `names` are instead `o__as_float` = Cast(o, to=FLOAT)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for o in m.graph.output:
+        if o.name in names:
+            m.graph.node.append(onnx.helper.make_node("Cast", [o.name], [o.name + AS_FLOAT],
+                                                      to=onnx.TensorProto.FLOAT))
+            o.name += AS_FLOAT
+            o.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    return m
+
+
+def _compile_outputs(model: onnx.ModelProto, options: Mapping[str, Any]) -> tuple[CompiledModel, dict]:
+    """`compile(model)`, and the outputs whose type the backend restores. The compiler
+    returns float32 outputs only: a boolean computed at run time is a 0/1 float mask
+    inside it, an integer a float holding it exactly (below 2**24), and it refuses such a
+    model output ("add a Cast to float at the end of the model"). The backend does just
+    that for each output refused so (a constant boolean or integer output keeps its type
+    and is not touched) and turns the floats back into the output's type (`!= 0` for
+    booleans, rounding for integers), so models with boolean outputs (Less, IsNaN, ...)
+    or integer ones run as ONNX defines them."""
+    types = {o.name: o.type.tensor_type.elem_type for o in model.graph.output if o.type.HasField("tensor_type")}
+    cast: dict[str, np.dtype] = {}
+    m = model
+    while True:
+        try:
+            return _compile(m, **options), cast
+        except CompileError as e:
+            found = _RUN_TIME_OUTPUT.search(str(e))
+            name = found[1] if found else None
+            if name is None or name in cast or types.get(name) not in _CAST_BACK:
+                raise
+            cast[name] = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(types[name]))
+            m = _with_float_outputs(model, cast)
 
 
 class AdrenoBackend(Backend):
@@ -119,8 +182,9 @@ class AdrenoBackend(Backend):
         options["device"] = kwargs.get("opencl_device")
         if bind:  # compiled at the first run, when the bound values are known
             return AdrenoBackendRep(model, outputs, bind_inputs=bind, compile_options=options)
-        compiled = _compile(model, **options)
-        return AdrenoBackendRep(model, outputs, compiled=compiled, compile_options=options)
+        compiled, cast_outputs = _compile_outputs(model, options)
+        return AdrenoBackendRep(model, outputs, compiled=compiled, compile_options=options,
+                                cast_outputs=cast_outputs)
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:

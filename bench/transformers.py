@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Benchmark the transformer and newer-CNN graphs of shared/models/next (issue 12).
+"""Benchmark the transformer and newer-CNN graphs of shared/models/next (issue 12) and the
+Hugging Face exports of shared/models/hf (issue 28: names starting with `hf_`).
 
     python bench/transformers.py [--models tiny_bert,vit_b_32,swin_t,efficientnet_v2_s]
+    python bench/transformers.py --models hf   # the six Hugging Face exports
                                  [--plans nchw,buffer4c,texture] [--device pocl|nvidia]
                                  [--repeat N] [--json out.json]
 
@@ -13,7 +15,9 @@ input), and the peers measured in the same run:
 - onnxruntime's CPU latency (always; on a CPU-only machine it is the ratio's peer);
 - with a CUDA device: PyTorch eager and CUDA-graph replay (fp32, TF32 off) of the same
   architecture built from torchvision / torch.nn with random weights (the exported graphs
-  rename and transpose weights, so they are not loaded into the twins: latency only).
+  rename and transpose weights, so they are not loaded into the twins: latency only); for
+  the `hf_` models the `transformers` model of the same config the export was made from
+  (`hf_twin`: default configs, llama and whisper at the sizes of the exported graphs).
 
 Device time is split into families (matmul/gemm, softmax, layer norm, copies = transpose /
 slice / concat / gather / pad, element-wise, conv, other): what share of a transformer is
@@ -38,6 +42,8 @@ sys.path[:0] = [str(BENCH_DIR.parent), str(BENCH_DIR)]
 from bench import CACHE_DIR, log, max_rel_err, shared_dir, time_calls  # noqa: E402
 
 MODELS = ["tiny_bert", "vit_b_32", "swin_t", "efficientnet_v2_s"]
+HF_MODELS = ["hf_distilbert", "hf_gpt2", "hf_llama_tiny", "hf_whisper_tiny_encoder", "hf_t5_small_encoder",
+             "hf_segformer_b0"]
 PLANS = {
     "nchw": {"textures": False, "layout": "nchw"},
     "buffer4c": {"textures": False, "layout": "nchw4c"},
@@ -64,9 +70,10 @@ def materialized(shared: Path, name: str) -> Path:
     import hashlib
     import os
 
-    graph = shared / "models" / "next" / f"{name}.onnx"
+    folder = "hf" if name.startswith("hf_") else "next"
+    graph = shared / "models" / folder / f"{name}.onnx"
     digest = hashlib.sha256(graph.read_bytes()).hexdigest()[:12]
-    out = CACHE_DIR / f"{name}-next-seed0-{digest}.onnx"
+    out = CACHE_DIR / f"{name}-{folder}-seed0-{digest}.onnx"
     if not out.exists():
         sys.path.insert(0, str(shared / "models"))
         from materialize import materialize
@@ -78,11 +85,74 @@ def materialized(shared: Path, name: str) -> Path:
     return out
 
 
+def _transformers_library():
+    """Hugging Face's `transformers`, not this file (which has its name and whose folder
+    is on sys.path)."""
+    import importlib
+
+    here = Path(__file__).resolve()
+    mod = sys.modules.get("transformers")
+    if mod is not None and Path(getattr(mod, "__file__", "") or "").resolve() != here:
+        return mod
+    sys.modules.pop("transformers", None)
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH_DIR]
+    try:
+        return importlib.import_module("transformers")
+    finally:
+        sys.path[:] = saved
+
+
+def hf_twin(name: str):
+    """The `transformers` model whose export `name` is (random weights), as a module that
+    takes the export's inputs and returns its one output."""
+    import torch
+
+    lib = _transformers_library()
+    DistilBertConfig, DistilBertModel, GPT2Config, GPT2Model = (lib.DistilBertConfig, lib.DistilBertModel,
+                                                                lib.GPT2Config, lib.GPT2Model)
+    LlamaConfig, LlamaModel, T5Config, T5EncoderModel = lib.LlamaConfig, lib.LlamaModel, lib.T5Config, lib.T5EncoderModel
+    SegformerConfig, SegformerForSemanticSegmentation = lib.SegformerConfig, lib.SegformerForSemanticSegmentation
+    WhisperConfig, WhisperModel = lib.WhisperConfig, lib.WhisperModel
+
+    if name == "hf_distilbert":
+        model = DistilBertModel(DistilBertConfig())
+    elif name == "hf_gpt2":
+        model = GPT2Model(GPT2Config())
+    elif name == "hf_llama_tiny":  # the exported graph's sizes: 4 layers, 512 wide, 8 heads, 2 KV heads
+        model = LlamaModel(LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
+                                       num_attention_heads=8, num_key_value_heads=2, vocab_size=32000))
+    elif name == "hf_t5_small_encoder":
+        model = T5EncoderModel(T5Config())
+    elif name == "hf_whisper_tiny_encoder":  # whisper-tiny: 4 layers, 384 wide, 6 heads
+        model = WhisperModel(WhisperConfig(d_model=384, encoder_layers=4, decoder_layers=4,
+                                           encoder_attention_heads=6, decoder_attention_heads=6,
+                                           encoder_ffn_dim=1536, decoder_ffn_dim=1536)).get_encoder()
+    elif name == "hf_segformer_b0":
+        model = SegformerForSemanticSegmentation(SegformerConfig(num_labels=2))
+    else:
+        raise KeyError(name)
+
+    class First(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            out = self.m(x)
+            return out[0] if isinstance(out, tuple) else (out.logits if hasattr(out, "logits") else
+                                                          out.last_hidden_state)
+
+    return First(model)
+
+
 def torch_twin(name: str):
     """The architecture of `name` in PyTorch (random weights), or None."""
     import torch
     import torchvision
 
+    if name.startswith("hf_"):
+        return hf_twin(name)
     if name == "tiny_bert":  # 4 post-norm layers, d 256, 4 heads, FFN 1024, GELU, batch first
         layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, activation="gelu", batch_first=True)
         return torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
@@ -100,7 +170,7 @@ def torch_times(name, x, warmup, repeat):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     net = torch_twin(name).eval().to("cuda")
-    xt = torch.from_numpy(x).to("cuda")
+    xt = torch.from_numpy(x).to("cuda")  # token ids: int64, as the export takes them
     with torch.inference_mode():
         eager, _ = time_calls(lambda: net(xt), warmup, repeat, sync=torch.cuda.synchronize)
         side = torch.cuda.Stream()
@@ -116,6 +186,28 @@ def torch_times(name, x, warmup, repeat):
     return statistics.median(eager), statistics.median(graph)
 
 
+def gemm_overrides(model, options, args) -> dict:
+    """`local_tile` for every matrix product of the model that can take it (analyze's
+    gemm-family kernels of this plan, keyed by their node)."""
+    from adreno_mlir.analyze import analyze_model
+    from adreno_mlir.plan import make_plan
+
+    plan = make_plan("auto", args.device, textures=options.get("textures"), layout=options.get("layout"),
+                     precision=options.get("precision", "fp32"))
+    from adreno_mlir.analyze import kernel_ops
+    from adreno_mlir.lowering.families import config_of, family_of, head_of
+    from adreno_mlir.lowering.families.gemm import tileable
+
+    analysis = analyze_model(model, plan=plan)
+    out = {}
+    for kop, c in zip(kernel_ops(analysis.module), analysis.costs):
+        head = head_of(kop)
+        if family_of(head).name == "gemm" and tileable(head) and config_of(kop).get("k_split", 1) == 1:
+            out[f"loc:{c.name}"] = {"local_tile": args.gemm_local_tile}
+    log(f"local_tile {args.gemm_local_tile} on {len(out)} matrix products")
+    return out
+
+
 def bench(name, args, shared):
     import onnx
     import onnxruntime as ort
@@ -125,12 +217,19 @@ def bench(name, args, shared):
     path = materialized(shared, name)
     model = onnx.load(str(path))
     inp = model.graph.input[0]
-    x = np.random.default_rng(1).standard_normal([d.dim_value for d in inp.type.tensor_type.shape.dim])
-    feeds = {inp.name: x.astype(np.float32)}
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    if inp.type.tensor_type.elem_type == onnx.TensorProto.INT64:  # token ids
+        feeds = {inp.name: np.random.default_rng(1).integers(0, 1000, shape).astype(np.int64)}
+    else:
+        feeds = {inp.name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ort_times, ref = time_calls(lambda: sess.run(None, feeds), args.warmup, args.repeat)
     row = {"model": name, "ort_ms": statistics.median(ort_times), "plans": {}}
-    row["torch_ms"], row["torch_graph_ms"] = torch_times(name, feeds[inp.name], args.warmup, args.repeat)
+    try:
+        row["torch_ms"], row["torch_graph_ms"] = torch_times(name, feeds[inp.name], args.warmup, args.repeat)
+    except Exception as e:  # noqa: BLE001 - no twin: our figures still count
+        log(f"[{name}] no PyTorch twin: {type(e).__name__}: {e}")
+        row["torch_ms"] = row["torch_graph_ms"] = None
     log(f"[{name}] onnxruntime {row['ort_ms']:.2f} ms, torch eager {row['torch_ms']}, graph {row['torch_graph_ms']}")
     for plan in args.plans.split(","):
         v: dict = {}
@@ -140,6 +239,8 @@ def bench(name, args, shared):
             options = dict(PLANS[plan])
             if args.without:
                 options["pipeline"] = lambda p: p.replace(f"{args.without},", "").replace(f",{args.without}", "")
+            if args.gemm_local_tile is not None:
+                options["overrides"] = gemm_overrides(model, options, args)
             cm = adreno_mlir.compile(model, device=args.device, **options)
             v["compile_s"] = time.perf_counter() - t0
             times, out = time_calls(lambda: cm.run(feeds), args.warmup, args.repeat)
@@ -176,12 +277,16 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--without", default=None, metavar="PASS",
                     help="compile with PASS removed from the default pipeline (e.g. fuse-attention): what it buys")
+    ap.add_argument("--gemm-local-tile", type=int, default=None, metavar="T",
+                    help="compile every matrix product that can take it with kernel_config local_tile = T "
+                         "(0: none, the schedules before local tiles)")
     args = ap.parse_args(argv)
     unknown = [p for p in args.plans.split(",") if p not in PLANS]
     if unknown:
         ap.error(f"unknown plans {unknown}; choose from {', '.join(PLANS)}")
     shared = shared_dir(args.shared)
-    rows = [bench(m, args, shared) for m in args.models.split(",")]
+    names = HF_MODELS if args.models == "hf" else args.models.split(",")
+    rows = [bench(m, args, shared) for m in names]
     peer = "torch eager" if rows and rows[0]["torch_ms"] else "onnxruntime"
     print(f"| model | plan | ours ms | device ms | {peer} ms | ratio | CUDA graph ms | ratio | max rel err |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")

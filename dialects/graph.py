@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
     UnitAttr,
+    VectorType,
     f32,
     i32,
     i64,
@@ -1197,6 +1198,132 @@ class XorOp(LogicalOp):
     def emit(cls, kb, a, b):
         return kb.select_nonzero(a, kb.mask("oeq", b, 0.0), kb.mask("une", b, 0.0))
 
+
+# --------------------------------------------------------------------------- integers
+#
+# An integer tensor computed at run time (int64 / int32 in ONNX: position ids, a mask cast
+# to int, a cumulative sum of it) is a float32 tensor holding integer values, exact for
+# |v| < 2**24 (the same representation as the boolean masks). Add, Sub, Mul, comparisons,
+# Where and data movement are the float ops unchanged; what differs from float arithmetic
+# has ops of its own: `graph.trunc` (Cast of a float to an integer type), `graph.int_div`
+# and `graph.int_mod` / `graph.int_fmod` (integer Div and Mod, computed on `int`s, so exact).
+# A model input of integer type reaches them through `graph.int_to_float` (its i32 buffer
+# converted once, on device; the runtime checks its values against [-2**24, 2**24)).
+
+FLOAT_EXACT_INT = 1 << 24
+"""Integers held in float32 are exact below this magnitude."""
+
+
+@irdl_op_definition
+class TruncOp(UnaryOp):
+    """Rounding toward zero (ONNX Cast of a float to an integer type: 2.7 -> 2, -2.7 -> -2;
+    values of magnitude 2**24 and more are integers already)."""
+
+    name = "graph.trunc"
+    KIND: ClassVar[str] = "trunc"
+
+    @classmethod
+    def emit(cls, kb, x, params=()):
+        return kb.trunc(x)
+
+    @classmethod
+    def evaluate(cls, x, *, params=()):
+        return np.trunc(x)
+
+
+class IntBinaryOp(BinaryOp):
+    """An integer op on float-held integers (see "integers" above): each lane converted to
+    `int` (exact below 2**24), computed with OpenCL's integer arithmetic, converted back.
+    A zero divisor gives 0 (numpy's result; onnxruntime leaves it undefined). Plain tensors
+    only (no NCHW4c kernel: integer tensors are masks and positions, not image data)."""
+
+    traits = traits_def(Pure(), Elementwise(), ElementwiseHasCanonicalizationPatterns())
+
+    @classmethod
+    def int_emit(cls, kb, a, b):
+        """The i32 result of the op on two i32 lanes, `b` not 0."""
+        raise NotImplementedError
+
+    @classmethod
+    def int_evaluate(cls, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The int64 result of the op, `b` not 0 (numpy)."""
+        raise NotImplementedError
+
+    @classmethod
+    def emit(cls, kb, a, b):
+        a, b = kb._floats(a, b)
+        if isinstance(a.type, VectorType) or isinstance(b.type, VectorType):
+            lanes = (a.type if isinstance(a.type, VectorType) else b.type).get_shape()[0]
+            a, b = (x if isinstance(x.type, VectorType) else kb.splat(x, lanes) for x in (a, b))
+            return kb.vec([cls.emit(kb, kb.lane(a, k), kb.lane(b, k)) for k in range(lanes)])
+        ai, bi = kb.exact_int(a), kb.exact_int(b)
+        zero = kb.cmp("eq", bi, 0)
+        r = cls.int_emit(kb, ai, kb.select(zero, kb.i(1), bi))
+        return kb.cast(kb.to_float(kb.select(zero, kb.i(0), r)), a.type)
+
+    @classmethod
+    def evaluate(cls, a, b, *, params=()):
+        a, b = np.asarray(a), np.asarray(b)
+        dtype = a.dtype if a.dtype.kind == "f" else np.float32
+        with np.errstate(all="ignore"):  # as `kb.exact_int`: outside (-2**24, 2**24) counts as 0
+            ai, bi = (np.where(np.abs(x) < FLOAT_EXACT_INT, np.trunc(x), 0).astype(np.int64) for x in (a, b))
+            ai, bi = np.broadcast_arrays(ai, bi)
+            zero = bi == 0
+            r = cls.int_evaluate(ai, np.where(zero, 1, bi))
+        return np.where(zero, 0, r).astype(dtype)
+
+
+@irdl_op_definition
+class IntDivOp(IntBinaryOp):
+    """ONNX Div of integer tensors: the quotient truncated toward zero (-7 / 2 = -3)."""
+
+    name = "graph.int_div"
+    KIND: ClassVar[str] = "int_div"
+
+    @classmethod
+    def int_emit(cls, kb, a, b):
+        return kb.div(a, b)
+
+    @classmethod
+    def int_evaluate(cls, a, b):
+        q = np.abs(a) // np.abs(b)
+        return np.where((a < 0) != (b < 0), -q, q)
+
+
+@irdl_op_definition
+class IntModOp(IntBinaryOp):
+    """ONNX Mod of integer tensors with fmod = 0: the remainder has the divisor's sign
+    (Python's %, -7 mod 2 = 1)."""
+
+    name = "graph.int_mod"
+    KIND: ClassVar[str] = "int_mod"
+
+    @classmethod
+    def int_emit(cls, kb, a, b):
+        return kb.rem(kb.add(kb.rem(a, b), b), b)  # ((a % b) + b) % b: |a|, |b| < 2**24, no overflow
+
+    @classmethod
+    def int_evaluate(cls, a, b):
+        return np.mod(a, b)
+
+
+@irdl_op_definition
+class IntFmodOp(IntBinaryOp):
+    """ONNX Mod of integer tensors with fmod = 1: the remainder has the dividend's sign
+    (C's %, -7 fmod 2 = -1)."""
+
+    name = "graph.int_fmod"
+    KIND: ClassVar[str] = "int_fmod"
+
+    @classmethod
+    def int_emit(cls, kb, a, b):
+        return kb.rem(a, b)
+
+    @classmethod
+    def int_evaluate(cls, a, b):
+        return np.fmod(a, b)
+
+
 class TernaryOp(GraphOp):
     """Element-wise op with numpy broadcasting among its three operands.
 
@@ -1974,9 +2101,15 @@ class LayerNormOp(GraphOp):
 class TakeOp(GraphOp):
     """Gather with run-time indices (an embedding lookup: token ids into a table):
     `result = input.take(indices, axis)`, of shape `input[:axis] + indices + input[axis+1:]`.
-    The indices are an `i32` tensor (the frontend narrows int64 model inputs; the runtime
-    checks every id against the table's extent before it uploads them); a negative id
-    counts from the end, as in ONNX."""
+    A negative id counts from the end, as in ONNX. The indices are either
+
+    - an `i32` tensor: a model input (the frontend narrows int64 token ids; the runtime
+      checks every id against the table's extent before it uploads them), or
+    - an `f32` tensor of float-held integers computed at run time (RoBERTa's position ids
+      from a cumulative sum of the padding mask): no host sees them, so the kernel makes
+      them safe itself: an id outside [-extent, extent) (or not a number) reads row 0.
+      ONNX leaves such ids undefined (onnxruntime refuses them); no read ever leaves the
+      table."""
 
     name = "graph.take"
     input = operand_def(AnyTensor)
@@ -1992,8 +2125,8 @@ class TakeOp(GraphOp):
         if not 0 <= axis < len(x):
             raise VerifyException(f"'graph.take' axis {axis} out of range for rank {len(x)}")
         element = self.indices.type.get_element_type()
-        if element != i32:
-            raise VerifyException(f"'graph.take' indices must be an i32 tensor, got {self.indices.type}")
+        if element not in (i32, f32):
+            raise VerifyException(f"'graph.take' indices must be an i32 or f32 tensor, got {self.indices.type}")
         if self.input.type.get_element_type() != f32:
             raise VerifyException(f"'graph.take' reads an f32 tensor, got {self.input.type}")
         _expect_shape(self, shape_of(self.result), (*x[:axis], *idx, *x[axis + 1:]))
@@ -2031,6 +2164,83 @@ class GatherOp(GraphOp):
                 f"'graph.gather' indices {bad[:8]} are outside [0, {x[axis]}) along axis {axis}"
             )
         _expect_shape(self, shape_of(self.result), (*x[:axis], *ishape, *x[axis + 1:]))
+
+
+@irdl_op_definition
+class IntToFloatOp(GraphOp):
+    """An integer model input (an `i32` tensor: attention_mask, token_type_ids, input_ids
+    compared with a padding id) as the float-held integers every other op computes on
+    (see "integers"): one element-wise kernel, once per input. The runtime checks the
+    input's values against [-2**24, 2**24) (its `bound`), so the conversion is exact."""
+
+    name = "graph.int_to_float"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_shapes(self) -> None:
+        if self.input.type.get_element_type() != i32 or self.result.type.get_element_type() != f32:
+            raise VerifyException(f"'graph.int_to_float' converts an i32 tensor to an f32 tensor, got "
+                                  f"{self.input.type} -> {self.result.type}")
+        _expect_shape(self, shape_of(self.result), shape_of(self.input))
+
+
+class CumSumHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+        from adreno_mlir.graph_constants import constant_value
+        from adreno_mlir.passes.graph_canonicalize import make_constant
+
+        class FoldConstantCumSum(RewritePattern):
+            """A cumulative sum of a constant is evaluated (`CumSumOp.evaluate`)."""
+
+            def match_and_rewrite(self, op, rewriter: PatternRewriter, /):
+                if isinstance(op, CumSumOp) and isinstance(op.input.owner, ConstantOp):
+                    make_constant(rewriter, op, op.evaluate(constant_value(op.input), **op.params()), "folded")
+
+        return (FoldConstantCumSum(),)
+
+
+@irdl_op_definition
+class CumSumOp(GraphOp):
+    """ONNX CumSum along `axis`: element i is the sum of elements 0..i (`exclusive`:
+    0..i-1; `reverse`: i..n-1, or i+1..n-1 with both). Added in order, as a serial scan
+    (onnxruntime's order too); on float-held integers (a cumulative sum of a mask:
+    RoBERTa's position ids) exact below 2**24."""
+
+    name = "graph.cumsum"
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    exclusive = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+    reverse = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+    traits = traits_def(Pure(), CumSumHasCanonicalizationPatterns())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def params(self) -> dict[str, int]:
+        return {"axis": self.axis.value.data, "exclusive": bool(self.exclusive.value.data),
+                "reverse": bool(self.reverse.value.data)}
+
+    @staticmethod
+    def evaluate(x: np.ndarray, *, axis: int, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
+        """The op on a numpy array (constant folding), summed in the kernel's order."""
+        x = np.asarray(x, np.float32)
+        if reverse:
+            x = np.flip(x, axis)
+        y = np.cumsum(x, axis=axis, dtype=np.float32)
+        if exclusive:
+            y = np.concatenate([np.zeros_like(np.take(y, [0], axis)), np.take(y, range(x.shape[axis] - 1), axis)],
+                               axis)
+        return np.flip(y, axis) if reverse else y
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        if not 0 <= self.axis.value.data < len(x):
+            raise VerifyException(f"'graph.cumsum' axis {self.axis.value.data} out of range for rank {len(x)}")
+        _expect_shape(self, shape_of(self.result), x)
 
 
 # --------------------------------------------------------------------------- matrix products
@@ -2613,10 +2823,10 @@ class SplitKSumOp(GraphOp):
 
 UNARY_OPS = (
     ReluOp, SigmoidOp, TanhOp, ExpOp, NegOp, AbsOp, SqrtOp, ErfOp, HardSwishOp, HardSigmoidOp,
-    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp, EluOp, IsNaNOp, IsInfOp, NotOp, ToBoolOp,
+    LeakyReluOp, ClipOp, LogOp, ReciprocalOp, PowOp, GeluOp, EluOp, IsNaNOp, IsInfOp, NotOp, ToBoolOp, TruncOp,
 )
 BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowTensorOp, PReluOp, EqualOp, LessOp, LessOrEqualOp,
-              GreaterOp, GreaterOrEqualOp, AndOp, OrOp, XorOp)
+              GreaterOp, GreaterOrEqualOp, AndOp, OrOp, XorOp, IntDivOp, IntModOp, IntFmodOp)
 TERNARY_OPS = (WhereOp,)
 
 ELEMENTWISE_BY_KIND: dict[str, type[UnaryOp] | type[BinaryOp] | type[TernaryOp]] = {
@@ -2657,6 +2867,8 @@ Graph = Dialect(
         LayerNormOp,
         GatherOp,
         TakeOp,
+        IntToFloatOp,
+        CumSumOp,
         GemmOp,
         MatMulOp,
         AttentionOp,

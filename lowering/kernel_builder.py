@@ -258,6 +258,12 @@ class KernelBuilder:
             return self._PREDICATES[pred](a, b)
         return self._op(arith.CmpiOp, self.i(a), self.i(b), attrs=(pred,))
 
+    def fcmp(self, pred: str, a, b) -> SSAValue:
+        """A float comparison (arith.cmpf's predicates: "olt", "oge", ...; ordered ones
+        are false when either side is NaN), an i1."""
+        a, b = self._floats(a, b)
+        return self._op(arith.CmpfOp, a, b, attrs=(pred,))
+
     def in_bounds(self, v, lo: int, hi: int) -> list[SSAValue]:
         """Conditions lo <= v < hi; none when v is a Python int known to be inside."""
         if isinstance(v, int):
@@ -411,6 +417,8 @@ class KernelBuilder:
         b = a if b is None else b
         a, b = self._floats(a, b)
         t = a.type
+        if pred in ("false", "true"):  # a constant mask
+            return self.const_like(1.0 if pred == "true" else 0.0, t)
         if isinstance(t, VectorType):
             return self.vec([self.mask(pred, self.lane(a, k), self.lane(b, k)) for k in range(t.get_shape()[0])])
         holds = self._op(arith.CmpfOp, a, b, attrs=(pred,))
@@ -427,6 +435,18 @@ class KernelBuilder:
 
     def ceil(self, a) -> SSAValue:
         return self._op(math.CeilOp, self.f(a))
+
+    def trunc(self, a) -> SSAValue:
+        """Rounding toward zero (OpenCL `trunc`): ONNX Cast of a float to an integer type."""
+        return self._op(math.TruncOp, self.f(a))
+
+    def exact_int(self, x: SSAValue) -> SSAValue:
+        """The float-held integer `x` (a scalar) as an i32. A value outside (-2**24, 2**24),
+        where floats stop holding every integer (NaN and inf too), becomes 0 first, so the
+        conversion is always in range: an out-of-range float -> int conversion has no
+        defined result (poison in LLVM, which PoCL compiles through)."""
+        inside = self.fcmp("olt", self.absf(x), float(1 << 24))
+        return self.to_int(self.select(inside, x, self.const_like(0.0, x.type)))
 
     # ------------------------------------------------------------------ memory and ids
 

@@ -4,6 +4,7 @@ kernels of `lowering/kernels` (one pattern per op kind)."""
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import i32
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
@@ -11,9 +12,10 @@ from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, gro
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides, numel
 from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
 from adreno_mlir.lowering.kernels.data_movement import PadSpec
-from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, MapSpec, TakeSpec
+from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, IntToFloatSpec, MapSpec, TakeSpec
 from adreno_mlir.lowering.kernels.pool import PoolSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
+from adreno_mlir.lowering.kernels.scan import CumSumSpec
 
 
 def epilogue(group: Group, out_shape) -> tuple[Epilogue, list]:
@@ -219,20 +221,47 @@ def _collapse_rows(strides: tuple[int, ...], rows_shape: tuple[int, ...]) -> tup
 
 
 class Take(KernelPattern):
-    """An embedding lookup: a gather with run-time i32 ids."""
+    """An embedding lookup: a gather with run-time ids (i32 from a model input, or
+    float-held integers computed on device)."""
 
     heads = (graph.TakeOp,)
 
     def lower(self, hb, group, cfg, loc):
         op: graph.TakeOp = group.head
         spec = TakeSpec(**_gather_geometry(graph.shape_of(op.input), op.axis.value.data,
-                                           numel(graph.shape_of(op.indices))))
+                                           numel(graph.shape_of(op.indices))),
+                        float_ids=op.indices.type.get_element_type() != i32)
         hb.launch(spec, [hb.buffer(op.input), hb.buffer(op.indices), hb.alloc(op.result)], loc)
+
+
+class IntToFloat(KernelPattern):
+    """An integer model input converted to float-held integers, once."""
+
+    heads = (graph.IntToFloatOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.IntToFloatOp = group.head
+        hb.launch(IntToFloatSpec(size=numel(graph.shape_of(op.input))), [hb.buffer(op.input), hb.alloc(op.result)],
+                  loc)
+
+
+class CumSum(KernelPattern):
+    """A cumulative sum: one work-item per line along the axis (kernels/scan.py)."""
+
+    heads = (graph.CumSumOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.CumSumOp = group.head
+        shape, p = graph.shape_of(op.input), op.params()
+        axis = p["axis"]
+        spec = CumSumSpec(outer=numel(shape[:axis]), length=shape[axis], inner=numel(shape[axis + 1:]),
+                          exclusive=p["exclusive"], reverse=p["reverse"])
+        hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
 
 
 NCHW_PATTERNS: tuple[KernelPattern, ...] = (
     ElementwiseMap(), ConvTranspose(), Pool(), Resize(), Concat(), Transpose(), Slice(), Gather(), Take(), Pad(),
-    Expand(),
+    Expand(), IntToFloat(), CumSum(),
 )
 """The NCHW patterns of kernels whose family has no schedule keys; the convolution, matrix
 product, reduction, normalisation and attention patterns are their families'

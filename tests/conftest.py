@@ -35,7 +35,8 @@ os.environ.setdefault("ADRENO_MLIR_VERIFY", "all")
 # (xdist workers inherit the variable; the process that made the folder removes it at the end.)
 _SESSION_CACHE: str | None = None
 if "ADRENO_MLIR_CACHE_DIR" not in os.environ:
-    _SESSION_CACHE = tempfile.mkdtemp(prefix="adreno-mlir-test-programs-")
+    # the pid in the name tells a concurrent session's folder from a leftover (.ci/run)
+    _SESSION_CACHE = tempfile.mkdtemp(prefix=f"adreno-mlir-test-programs-{os.getpid()}-")
     os.environ["ADRENO_MLIR_CACHE_DIR"] = _SESSION_CACHE
 
 # --------------------------------------------------------------------------- no stray files

@@ -144,7 +144,7 @@ def test_verbose_logs_and_quiet_silences_warnings(conv_path, tmp_path, monkeypat
     assert cli.main(["-v", "run", str(conv_path), "--input", f"x={x}"]) == 2  # our fake compile "crashes"
     assert "INFO: adreno_mlir.cli: --input checked" in capsys.readouterr().err
 
-    def warn_and_fail(path):
+    def warn_and_fail(path, *args, **kwargs):
         warnings.warn("a cache problem", UserWarning, stacklevel=1)
         raise cli_run.CompileError("stop here")
 

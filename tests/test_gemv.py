@@ -161,7 +161,7 @@ def test_config_in_ir_and_override_to_one(tmp_path):
     model = gemm_model(1, 1280, 1000)
     plan = PLANS["nchw4c-buffers"]
     cm = adreno_mlir.compile(model, keep_ir=True, **plan)
-    assert re.search(r"graph\.fused \{kernel_config = \{k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64\}\} "
+    assert re.search(r"graph\.fused \{kernel_config = \{k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64, local_tile = 0 : i64\}\} "
                      r"-> [^{]*\{\n\s*%\S+ = graph\.gemm .*\{trans_b = 1 : i64\}",
                      cm.stage_ir["config"]), cm.stage_ir["config"]  # on the gemm's region
     assert "barrier(CLK_LOCAL_MEM_FENCE)" in cm.source and "__local float partial[64];" in cm.source

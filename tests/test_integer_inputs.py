@@ -1,7 +1,7 @@
 """Integer model inputs (issue 12): token ids feeding a Gather (an embedding lookup) compile
-to `graph.take` with an i32 input buffer and run on every plan; every other use of an
-integer tensor is refused at import, naming the node; the runtime refuses ids outside the
-table. Tolerance against onnxruntime: 1e-5 of max |ref| (fp32)."""
+to `graph.take` with an i32 input buffer and run on every plan; any other reader reads the
+input as float-held integers (`graph.int_to_float`, tests/test_int_tensors.py); the runtime
+refuses ids outside the table. Tolerance against onnxruntime: 1e-5 of max |ref| (fp32)."""
 
 from __future__ import annotations
 
@@ -117,15 +117,17 @@ def test_ids_outside_the_table_are_refused():
         cm.run({"ids": ids.astype(np.float32)})
 
 
-def test_integer_input_used_as_a_tensor_is_refused():
-    """An integer input read by anything but a Gather's indices is integer arithmetic:
-    the error names the node (and keeps the wording "has element type int64")."""
+def test_integer_input_used_as_a_tensor_is_converted():
+    """An integer input also read by other nodes than a Gather's indices keeps its i32 ids
+    for the Gather and is converted once for the others (graph.int_to_float); the bound
+    stays the table's, the tighter of it and 2**24."""
     cast = helper.make_node("Cast", ["ids"], ["f"], name="ids_to_float", to=TensorProto.FLOAT)
     model = _embedding_model(extra_nodes=[cast],
                              extra_outputs=[helper.make_tensor_value_info("f", TensorProto.FLOAT, [1, L])])
-    with pytest.raises(CompileError, match=r"model input 'ids' has element type int64, and node 'ids_to_float' "
-                                           r"\(Cast\) reads it"):
-        adreno_mlir.compile(model)
+    cm = adreno_mlir.compile(model)
+    ids = RNG.integers(-V, V, (1, L)).astype(np.int64)
+    np.testing.assert_array_equal(cm.run({"ids": ids})["f"], ids.astype(np.float32))
+    assert cm.launch_plan.inputs[0].bound == V and "int_to_float" in cm.source
 
 
 def test_other_integer_element_types_are_refused():

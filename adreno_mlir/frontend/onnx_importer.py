@@ -8,6 +8,13 @@ Every op keeps its ONNX node name as its `loc(...)`.
 
 Errors are `ImportError_`s (a `CompileError`) that name nodes and say what to do; a
 model with unsupported ops reports every unsupported op type with all its nodes.
+
+Integer (int64 / int32) tensors computed at run time (masks, position ids, comparisons on
+token ids) are float32 tensors holding integers, exact for |v| < 2**24, as booleans are
+0/1 float masks (dialects/graph.py, "integers"). An integer model input keeps its i32
+buffer for the Gathers that take it as indices (`graph.take`); any other reader reads
+it through `graph.int_to_float` (converted once, on device), and the runtime checks its
+values against [-2**24, 2**24) (`INT_TENSOR_OPS`, `OnnxImporter._check_int_inputs`).
 """
 
 from __future__ import annotations
@@ -58,9 +65,47 @@ control flow and sequences (the graph dialect has no values of those kinds). Eve
 standard op whose inputs are all constants is evaluated with `onnx.reference` and folded."""
 
 INDEX_INPUT_TYPES = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+"""Element types of integer model inputs (token ids, attention masks, token type ids) and of
+integer tensors computed at run time (held as float32, exact below 2**24)."""
 INDEX_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 """Ops that only reshape token ids on their way to a Gather (`OnnxImporter.int_aliases`)."""
-"""Element types of model inputs accepted as Gather indices (token ids)."""
+
+FLOAT_EXACT_INT = graph.FLOAT_EXACT_INT
+"""Integers computed at run time are float32, exact below this magnitude: the `bound` of an
+integer model input read other than as Gather indices (the runtime checks it)."""
+
+INT_TENSOR_OPS = frozenset({
+    "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Relu", "Max", "Min", "Sum", "Clip",
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
+    "Cast", "CastLike", "CumSum", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Expand",
+    "Concat", "Transpose", "Tile", "Split", "Pad", "Gather", "GatherElements",
+    "ReduceSum", "ReduceMax", "ReduceMin",
+})
+"""Ops that compute on integer tensors computed at run time (float-held, see the module
+docstring): float arithmetic gives the integer result for these (exactly, below 2**24;
+Div and Mod have integer ops of their own, Cast to an integer type truncates). Any other
+op reading or writing such a tensor is refused, naming the node (`OnnxImporter.build`)."""
+
+def _fold_gather_elements(node: onnx.NodeProto, data: np.ndarray, indices: np.ndarray) -> list[np.ndarray]:
+    """GatherElements on constants. ONNX's reference (onnx 1.23) gathers with np.choose,
+    which takes at most 32 choices; along a longer axis it falls back to a 2-D special case
+    that reads one index per row: folding HF BERT's buffered token_type_ids
+    (`GatherElements(token_type_ids [1, 512], position_ids [1, 128], axis=1)`) failed with
+    "cannot reshape array of size 1 into shape (1,128)"."""
+    data, idx = np.asarray(data), np.asarray(indices).astype(np.int64)
+    axis = _attr(node, "axis", 0) % max(data.ndim, 1)
+    size = data.shape[axis]
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        raise ValueError(f"indices outside [-{size}, {size}) along axis {axis}")
+    if idx.ndim != data.ndim:
+        raise ValueError(f"indices of rank {idx.ndim} for data of rank {data.ndim}")
+    idx = np.where(idx < 0, idx + size, idx)
+    window = tuple(slice(0, d) if k != axis else slice(None) for k, d in enumerate(idx.shape))
+    return [np.take_along_axis(data[window], idx, axis)]
+
+
+NUMPY_FOLDS: dict[str, Callable[..., list[np.ndarray]]] = {"GatherElements": _fold_gather_elements}
+"""Ops folded with numpy instead of `onnx.reference` (whose implementation is wrong for them)."""
 
 FOLD_LIMIT = 1 << 16
 """Largest constant (elements) given to shape inference as a value; bigger ones go in as typed inputs."""
@@ -119,9 +164,17 @@ class OnnxImporter:
         self.builder: Builder | None = None
         self.const_ops: dict[str, SSAValue] = {}
         self.int_inputs: set[str] = set()
-        """Integer model inputs (token ids feeding Gathers); `i32` tensors in the IR."""
+        """Integer model inputs; `i32` tensors in the IR (the function's arguments)."""
         self.int_aliases: dict[str, str] = {}
         """Reshaped views of integer inputs that Gathers read (tensor name -> the input)."""
+        self.float_int_inputs: set[str] = set()
+        """Integer model inputs read other than as Gather indices: `graph.int_to_float`
+        converts them (the name's value), their i32 argument stays for the Gathers."""
+        self.float_aliases: set[str] = set()
+        """The `int_aliases` that are also read as tensors: imported as reshapes of the
+        converted input."""
+        self.int_args: dict[str, SSAValue] = {}
+        """The i32 function argument of each integer model input (Gather indices)."""
         self.index_bounds: dict[str, int] = {}
         """Per integer input, the smallest table extent its ids index (the runtime checks
         every id against it)."""
@@ -157,14 +210,13 @@ class OnnxImporter:
                 if 0 in dims:  # no ids at all: nothing an embedding lookup could use
                     dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
                     raise FrontendError(f"model input '{vi.name}' has element type {dt} and shape {dims} with no "
-                                        "elements; integer inputs are supported as Gather indices only, and empty "
-                                        "tensors are not supported")
-                self.int_inputs.add(vi.name)  # token ids: checked in _check_int_inputs
+                                        "elements; empty tensors are not supported")
+                self.int_inputs.add(vi.name)  # its readers: _check_int_inputs
             elif tt.elem_type != onnx.TensorProto.FLOAT:
                 dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
                 raise FrontendError(
-                    f"model input '{vi.name}' has element type {dt}; only float32 inputs (and int32 / int64 "
-                    "indices of a Gather) are supported (cast the input in the model or export it as float32)"
+                    f"model input '{vi.name}' has element type {dt}; only float32, int32 and int64 inputs are "
+                    "supported (cast the input in the model or export it as float32)"
                 )
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
             if all(d is not None for d in dims) and 0 in dims:
@@ -173,20 +225,23 @@ class OnnxImporter:
                     "are not supported"
                 )
             if any(d is None or d <= 0 for d in dims):
-                shown = [d.dim_param if not d.HasField("dim_value") else d.dim_value for d in tt.shape.dim]
-                raise FrontendError(
-                    f"model input '{vi.name}' has a dynamic shape {shown}; adreno-mlir compiles "
-                    "static shapes only: export the model with fixed input dimensions"
-                )
+                from adreno_mlir.frontend.shapes import dynamic_input_message
+
+                raise FrontendError(dynamic_input_message(vi.name, tt.shape.dim))
         self._fold_to_fixpoint()
         self._check_int_inputs()
 
     def _check_int_inputs(self) -> None:
-        """Integer model inputs are token ids: every reader must be a Gather that takes
-        them as its indices (an embedding lookup, `graph.take`), possibly through ops that
-        only reshape them (Reshape, Flatten, Squeeze, Unsqueeze, Identity with constant
-        shapes: `int_aliases`; the Gather then reshapes its result instead). Anything else
-        would compute on integers, which no kernel does: refuse it, naming the node."""
+        """Sort the readers of each integer model input. A Gather taking it as its indices
+        (an embedding lookup, `graph.take` on the i32 argument), possibly through ops that
+        only reshape it (Reshape, Flatten, Squeeze, Unsqueeze, Identity with constant
+        shapes, and a Cast to int32/int64: `int_aliases`; the Gather then reshapes its
+        result instead), reads the ids as they are. Any other reader (a Cast of
+        attention_mask, an Equal of input_ids and a padding id, arithmetic on
+        token_type_ids) reads the input as float-held integers:
+        the input is in `float_int_inputs` (`graph.int_to_float`; its bound becomes at most
+        2**24) and the reshapes on the way in `float_aliases`. An integer input (or a
+        reshape of it) that is a model output is refused: outputs are float32."""
         g = self.model.graph
         outputs = {o.name for o in g.output}
         readers: dict[str, list[onnx.NodeProto]] = {}
@@ -196,28 +251,30 @@ class OnnxImporter:
         for root in sorted(self.int_inputs):
             dt = onnx.helper.tensor_dtype_to_np_dtype(
                 next(vi for vi in self.graph_inputs if vi.name == root).type.tensor_type.elem_type)
+            parent: dict[str, str] = {}
             pending = [root]
             while pending:
                 name = pending.pop()
                 if name in outputs:
                     raise FrontendError(f"model input '{root}' has element type {dt} and is (reshaped) a model output; "
-                                        "integer inputs are supported only as the indices of a Gather (an embedding "
-                                        "lookup)")
+                                        "adreno-mlir returns float32 outputs: add a Cast to float in the model")
                 for node in readers.get(name, []):
                     if node.op_type == "Gather" and node.input[0] != name and list(node.input[1:]) == [name]:
                         continue
-                    if (node.op_type in INDEX_RESHAPES and node.input[0] == name
+                    int_cast = node.op_type == "Cast" and _attr(node, "to") in INDEX_INPUT_TYPES
+                    if ((node.op_type in INDEX_RESHAPES or int_cast) and node.input[0] == name
                             and all(i in self.consts for i in node.input[1:] if i)
                             and self._static_shape(node.output[0]) is not None):
                         self.int_aliases[node.output[0]] = root
+                        parent[node.output[0]] = name
                         pending.append(node.output[0])
                         continue
-                    node_name = node.name or f"{node.op_type}_{node.output[0]}"
-                    raise FrontendError(
-                        f"model input '{root}' has element type {dt}, and node '{node_name}' ({node.op_type}) reads "
-                        "it as a tensor; integer inputs are supported only as the indices of a Gather (an embedding "
-                        "lookup), also through Reshape/Flatten/Squeeze/Unsqueeze: other integer arithmetic must be "
-                        "shape arithmetic on constants, or the input must be float32")
+                    # read as a tensor: the float-held integers, and every reshape on the way
+                    self.float_int_inputs.add(root)
+                    view = name
+                    while view != root:
+                        self.float_aliases.add(view)
+                        view = parent[view]
 
     def _light_model(self) -> onnx.ModelProto:
         """The graph with only small constants as initializers: big weights become typed
@@ -225,7 +282,8 @@ class OnnxImporter:
         g = self.model.graph
         used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
         light = onnx.helper.make_model(
-            onnx.helper.make_graph(list(g.node), g.name, list(self.graph_inputs), list(g.output)),
+            onnx.helper.make_graph([_shape_stand_in(node) for node in g.node], g.name, list(self.graph_inputs),
+                                   list(g.output)),
             opset_imports=list(self.model.opset_import),
             # IR version 4 is the first whose initializers need not be graph inputs (how the
             # small constants are listed here); shape inference ignores them before it.
@@ -296,7 +354,10 @@ class OnnxImporter:
             if (node.op_type not in NOT_FOLDABLE and node.domain in ("", "ai.onnx")
                     and all(n in self.consts for n in ins)):
                 try:
-                    outs = ReferenceEvaluator(node).run(None, {n: self.consts[n] for n in ins})
+                    if node.op_type in NUMPY_FOLDS:
+                        outs = NUMPY_FOLDS[node.op_type](node, *[self.consts[n] for n in node.input])
+                    else:
+                        outs = ReferenceEvaluator(node).run(None, {n: self.consts[n] for n in ins})
                 except Exception as e:
                     raise FrontendError(
                         f"node '{node.name}' ({node.op_type}): constant folding failed: {e}"
@@ -339,17 +400,28 @@ class OnnxImporter:
             t = TensorType(i32, shape)
             self.types[name] = t
             return t
-        if tt.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL):
+        if tt.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL, *INDEX_INPUT_TYPES):
             where = f"node '{node.name}' ({node.proto.op_type})" if node else f"tensor '{name}'"
             dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
             raise FrontendError(
-                f"{where}: tensor '{name}' has element type {dt}; only float32 and bool tensors are "
-                "computed at run time (integer ones only in folded shape computations)"
+                f"{where}: tensor '{name}' has element type {dt}; only float32, bool, int32 and int64 tensors "
+                "are computed at run time (other types only in folded constant computations)"
             )
-        # A boolean computed at run time is a float32 mask of 0s and 1s (graph.is_nan, ...).
+        # A boolean computed at run time is a float32 mask of 0s and 1s (graph.is_nan, ...);
+        # an integer one a float32 tensor of integers, exact below 2**24 (module docstring).
         t = TensorType(f32, shape)
         self.types[name] = t
         return t
+
+    def _run_time_int(self, name: str):
+        """The numpy element type of tensor `name` when it is an integer tensor computed at
+        run time (or an integer model input), else None."""
+        if not name or name in self.consts:
+            return None
+        tt = self.onnx_types.get(name)
+        if tt is None or tt.elem_type not in INDEX_INPUT_TYPES:
+            return None
+        return onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
 
     def value(self, name: str, node: _Node | None = None) -> SSAValue:
         if name in self.values:
@@ -360,13 +432,18 @@ class OnnxImporter:
 
     def constant(self, name: str, arr: np.ndarray, node: _Node | None = None) -> SSAValue:
         if arr.dtype != np.float32:
-            if arr.dtype.kind in "fb":  # a boolean constant is a 0/1 mask, as computed booleans
+            big = arr.dtype.kind in "iu" and arr.size and int(np.abs(arr.astype(np.float64)).max()) >= FLOAT_EXACT_INT
+            if arr.dtype.kind in "fb" or (arr.dtype.kind in "iu" and not big):
+                # a boolean constant is a 0/1 mask and an integer one float-held integers,
+                # as the computed ones (exact: checked just above)
                 arr = arr.astype(np.float32)
             else:
                 where = f"node '{node.name}' ({node.proto.op_type})" if node else "a node"
+                extra = (f" with values up to {int(np.abs(arr.astype(np.float64)).max())}, beyond 2**24 (integer "
+                         "tensors are held as float32, exact below 2**24)") if big else ""
                 raise FrontendError(
-                    f"{where} uses the non-float constant '{name}' ({arr.dtype}) as a tensor "
-                    "operand; only float32 tensors are supported"
+                    f"{where} uses the constant '{name}' ({arr.dtype}){extra} as a tensor operand; only float32, "
+                    "bool and integer tensors (below 2**24) are supported"
                 )
         t = TensorType(f32, list(arr.shape))
         if arr.size <= INLINE_LIMIT:
@@ -418,13 +495,30 @@ class OnnxImporter:
 
         in_types = [self.tensor_type(vi.name) for vi in self.graph_inputs]
         block = Block(arg_types=in_types)
+        self.builder = Builder(InsertPoint.at_end(block))
         for arg, vi in zip(block.args, self.graph_inputs):
             arg.name_hint = _hint(vi.name)
             self.values[vi.name] = arg
-        self.builder = Builder(InsertPoint.at_end(block))
+            if vi.name in self.int_inputs:
+                self.int_args[vi.name] = arg
+            if vi.name in self.float_int_inputs:  # the one conversion every other reader shares
+                self.index_bounds[vi.name] = FLOAT_EXACT_INT  # the runtime checks |v| < 2**24 (Gathers: less)
+                conv = graph.IntToFloatOp(operands=[arg], result_types=[TensorType(f32, graph.shape_of(arg))])
+                conv.location = NameLoc(StringAttr(vi.name), NoneAttr())
+                self.builder.insert(conv)
+                conv.result.name_hint = _hint(vi.name) + "_float"
+                self.values[vi.name] = conv.result
         for n in nodes:
-            if n.proto.output[0] in self.int_aliases:
+            if n.proto.output[0] in self.int_aliases and n.proto.output[0] not in self.float_aliases:
                 continue  # reshaped token ids: the Gather reading them reshapes its result
+            if n.proto.op_type not in INT_TENSOR_OPS:
+                ints = [(t, dt) for t in [*n.proto.input, *n.proto.output] if (dt := self._run_time_int(t)) is not None]
+                if ints:
+                    t, dt = ints[0]
+                    n.fail(f"{n.proto.op_type} of integer tensors is not supported: tensor '{t}' has element type {dt} "
+                           "and is computed at run time (integer tensors are held as float32, exact below 2**24, "
+                           "and computed by " + ", ".join(sorted(INT_TENSOR_OPS)) + " only; parameters such as "
+                           "shapes and axes must be constants)")
             before = len(block.ops)
             results = IMPORTERS[n.proto.op_type](n)
             if not isinstance(results, (list, tuple)):
@@ -438,7 +532,13 @@ class OnnxImporter:
             for op in list(block.ops)[before:]:
                 if not isinstance(op, graph.ConstantOp):
                     op.location = loc
+        for name in self.int_inputs - set(self.index_bounds):  # read by nothing: any value below 2**24
+            self.index_bounds[name] = FLOAT_EXACT_INT
         for o in g.output:
+            if (dt := self._run_time_int(o.name)) is not None:
+                raise FrontendError(f"model output '{o.name}' has element type {dt} and is computed at run time; "
+                                    "adreno-mlir returns float32 outputs (integers are held as floats, exact below "
+                                    "2**24): add a Cast to float at the end of the model")
             tt = self.onnx_types.get(o.name)
             if o.name not in self.consts and tt is not None and tt.elem_type == onnx.TensorProto.BOOL:
                 raise FrontendError(f"model output '{o.name}' is a boolean computed at run time; adreno-mlir returns "
@@ -562,9 +662,46 @@ def _clip(n: _Node):
 _BINARY = {"Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp}
 
 
+def _is_int(n: _Node, name: str) -> bool:
+    """Whether tensor `name` has an integer element type in ONNX (held as floats here)."""
+    tt = n.imp.onnx_types.get(name)
+    return tt is not None and tt.elem_type in INDEX_INPUT_TYPES
+
+
 @importer(*_BINARY)
 def _binary(n: _Node):
-    return _emit(n, _BINARY[n.proto.op_type](n.input(0), n.input(1), n.out_type()))
+    """Add, Sub, Mul and Div; integer Div truncates toward zero (`graph.int_div`)."""
+    op = _BINARY[n.proto.op_type]
+    if op is graph.DivOp and _is_int(n, n.proto.output[0]):
+        op = graph.IntDivOp
+    return _emit(n, op(n.input(0), n.input(1), n.out_type()))
+
+
+@importer("Mod")
+def _mod(n: _Node):
+    """Integer Mod: the remainder with the divisor's sign (fmod = 0, `graph.int_mod`) or
+    the dividend's (fmod = 1, `graph.int_fmod`), computed on ints (exact). Mod of float
+    tensors (fmod = 1 only, C's fmod) is not supported."""
+    fmod = int(n.attr("fmod", 0))
+    if not _is_int(n, n.proto.output[0]):
+        n.fail("Mod of float tensors is not supported (integer tensors only)")
+    op = graph.IntFmodOp if fmod else graph.IntModOp
+    return _emit(n, op(n.input(0), n.input(1), n.out_type()))
+
+
+@importer("CumSum")
+def _cumsum(n: _Node):
+    """`graph.cumsum` along the constant `axis` (a scalar or one-element tensor), with
+    ONNX's `exclusive` and `reverse` attributes."""
+    x = n.input(0)
+    rank = len(graph.shape_of(x))
+    axis = np.asarray(n.const_input(1, "CumSum axis")).reshape(-1)
+    if axis.size != 1 or axis.dtype.kind not in "iu" or not -rank <= int(axis[0]) < rank:
+        n.fail(f"axis {axis.tolist()} must be one integer in [-{rank}, {rank})")
+    return _emit(n, graph.CumSumOp(operands=[x], result_types=[n.out_type()], properties={
+        "axis": graph.IntegerAttr(int(axis[0]) % rank, 64),
+        "exclusive": graph.IntegerAttr(int(bool(n.attr("exclusive", 0))), 64),
+        "reverse": graph.IntegerAttr(int(bool(n.attr("reverse", 0))), 64)}))
 
 
 _VARIADIC = {"Max": graph.MaxOp, "Min": graph.MinOp, "Sum": graph.AddOp}
@@ -941,10 +1078,13 @@ def _identity(n: _Node):
 
 @importer("Cast", "CastLike")
 def _cast(n: _Node):
-    """A cast of a float32 tensor to float32 (what exporters and ONNX's function bodies
-    write around mixed-precision code) is the tensor itself. Casts of computed tensors to
-    other types would leave float32, the one element type of compute tensors; casts of
-    constants were folded before this."""
+    """Casts between the element types computed at run time, all held as float32 (casts of
+    constants were folded before this): float32 -> float32 (what exporters and ONNX's
+    function bodies write around mixed-precision code), integer -> float32, bool -> any,
+    and integer -> integer (int32 <-> int64: the values are below 2**24) are the tensor
+    itself; float32 -> int32/int64 truncates toward zero (`graph.trunc`, as onnxruntime
+    and numpy convert in-range values); anything -> bool is "not 0" (`graph.to_bool`).
+    Other target types (float16, float64, int8, ...) are refused."""
     if n.proto.op_type == "Cast":
         to = n.attr("to")
     else:
@@ -956,11 +1096,14 @@ def _cast(n: _Node):
     from_bool = source is not None and source.elem_type == onnx.TensorProto.BOOL
     if to == onnx.TensorProto.BOOL:  # not 0 -> 1 (a mask stays a mask)
         return n.input(0) if from_bool else _emit(n, graph.ToBoolOp(n.input(0), n.out_type()))
-    if to != onnx.TensorProto.FLOAT:
+    if to not in (onnx.TensorProto.FLOAT, *INDEX_INPUT_TYPES):
         name = onnx.TensorProto.DataType.Name(to) if to is not None else "an unknown type"
-        n.fail(f"casts a computed tensor to {name}; only float32 and bool tensors are computed at run time "
-               "(casts of constants and shape arithmetic fold at import)")
-    return n.input(0)  # float32 -> float32, or a bool mask -> its 0/1 floats
+        n.fail(f"casts a computed tensor to {name}; only float32, bool, int32 and int64 tensors are computed at run "
+               "time (casts of constants and shape arithmetic fold at import)")
+    if to in INDEX_INPUT_TYPES and source is not None and source.elem_type == onnx.TensorProto.FLOAT:
+        return _emit(n, graph.TruncOp(n.input(0), n.out_type()))  # 2.7 -> 2, -2.7 -> -2
+    # float32 -> float32, a bool mask -> its 0/1 floats, integers -> their float-held values
+    return n.input(0)
 
 
 @importer("Transpose")
@@ -1361,15 +1504,77 @@ def _instance_norm(n: _Node):
     return _emit(n, graph.AddOp(_emit(n, graph.MulOp(y, scale, t)), bias, t))
 
 
+_SAME_SHAPE_AS_INPUT = {"GroupNormalization"}
+"""Ops whose output has their first input's shape and type, but which ONNX's shape
+inference leaves without a shape (GroupNormalization-18/21 have no inference function):
+shape inference sees an Identity in their place (`_shape_stand_in`)."""
+
+
+def _shape_stand_in(node: onnx.NodeProto) -> onnx.NodeProto:
+    """`node`, or for shape inference an Identity of its first input to its first output."""
+    if node.domain in ("", "ai.onnx") and node.op_type in _SAME_SHAPE_AS_INPUT and node.input:
+        return onnx.helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
+    return node
+
+
+@importer("GroupNormalization")
+def _group_norm(n: _Node):
+    """y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c], the statistics per
+    (n, group of C / num_groups channels): x reshaped to [N, G, C / G * D1 * ...] (each
+    group's channels are contiguous), a `graph.layer_norm` over axis 2 with scale 1,
+    reshaped back, then a multiply by `scale` and an add of `bias` reshaped to [C, 1, ...],
+    as InstanceNormalization. GroupNormalization-21 has one scale/bias per channel; the
+    deprecated GroupNormalization-18 one per group, repeated here over the group's
+    channels. stash_type (21) only names the precision of the statistics: float32 here."""
+    x = n.input(0)
+    xs = graph.shape_of(x)
+    if len(xs) < 2:
+        n.fail(f"the input must be N x C x D1 x ... (rank >= 2), got shape {list(xs)}")
+    groups = n.attr("num_groups")
+    c, t = xs[1], n.out_type()
+    if groups is None or groups <= 0 or c % groups:
+        n.fail(f"num_groups = {groups} must be positive and divide the {c} channels")
+    per_group = _opset(n) < 21
+    want = groups if per_group else c
+    ptype = TensorType(f32, [c] + [1] * (len(xs) - 2))
+
+    def per_channel(i: int, what: str) -> SSAValue:
+        v = n.input(i)
+        if graph.shape_of(v) != (want,):
+            n.fail(f"{what} (input {i}) must have shape [{want}] (one value per "
+                   f"{'group' if per_group else 'channel'} at opset {_opset(n)}), got {list(graph.shape_of(v))}")
+        if per_group and groups != c:  # [G] -> [G, 1] -> [G, C / G] -> [C]
+            v = _emit(n, graph.ReshapeOp(operands=[v], result_types=[TensorType(f32, [groups, 1])]))
+            v = _broadcast_to(n, v, [groups, c // groups])
+        return _emit(n, graph.ReshapeOp(operands=[v], result_types=[ptype]))
+
+    scale, bias = per_channel(1, "scale"), per_channel(2, "bias")
+    grouped = TensorType(f32, [xs[0], groups, math.prod(xs[1:]) // groups])
+    xg = _emit(n, graph.ReshapeOp(operands=[x], result_types=[grouped]))
+    one = n.imp.constant(f"{n.name}_one", np.ones([1], np.float32), n)
+    yg = _emit(n, graph.LayerNormOp(
+        operands=[xg, one, []], result_types=[grouped],
+        properties={"axis": graph.IntegerAttr(2, 64), "epsilon": graph.f32_attr(n.attr("epsilon", 1e-5))}))
+    y = _emit(n, graph.ReshapeOp(operands=[yg], result_types=[t]))
+    return _emit(n, graph.AddOp(_emit(n, graph.MulOp(y, scale, t)), bias, t))
+
+
 @importer("Gather")
 def _gather(n: _Node):
+    """Constant indices: `graph.gather`. Run-time ones: `graph.take`, on the i32 ids of
+    an integer model input (through reshapes of it; the runtime checks each id against
+    the table), or on float-held integers computed on device (position ids), which the
+    kernel keeps inside the table itself (graph.TakeOp)."""
     x = n.input(0)
     shape = graph.shape_of(x)
     axis = n.attr("axis", 0) % len(shape)
     ids = n.imp.int_aliases.get(n.proto.input[1], n.proto.input[1])
+    if ids not in n.imp.int_inputs and ids not in n.imp.consts:  # integers computed on device
+        return _emit(n, graph.TakeOp(operands=[x, n.input(1)], result_types=[n.out_type()],
+                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
     if ids in n.imp.int_inputs:  # token ids given at run time: an embedding lookup
         n.imp.index_bounds[ids] = min(n.imp.index_bounds.get(ids, shape[axis]), shape[axis])
-        indices = n.imp.value(ids, n)
+        indices = n.imp.int_args[ids]
         out = n.out_type()
         if ids == n.proto.input[1]:
             return _emit(n, graph.TakeOp(operands=[x, indices], result_types=[out],
@@ -1392,6 +1597,51 @@ def _gather(n: _Node):
     return _emit(n, graph.GatherOp(operands=[x], result_types=[n.out_type()], properties={
         "axis": graph.IntegerAttr(axis, 64), "indices": graph.i64_array(flat.tolist()),
         "indices_shape": graph.i64_array(list(idx.shape))}))
+
+
+@importer("GatherElements")
+def _gather_elements(n: _Node):
+    """out[..., j, ...] = data[..., indices[..., j, ...], ...] along `axis`: a gather from
+    the data viewed as one row, of the flat index of each element. Constant indices are
+    checked and become one `graph.gather`; run-time ones (float-held integers) get their
+    flat index computed on device (negative ones count from the end) and a `graph.take`,
+    which never reads outside the data (an index outside the axis reads another element of
+    the data, or its first: ONNX leaves such indices undefined)."""
+    x = n.input(0)
+    xs = graph.shape_of(x)
+    rank = len(xs)
+    axis = n.attr("axis", 0)
+    if not -rank <= axis < rank:
+        n.fail(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    out = n.out_type()
+    ishape = graph.shape_of(out)
+    if len(ishape) != rank or any(i > d for k, (i, d) in enumerate(zip(ishape, xs)) if k != axis):
+        n.fail(f"indices of shape {list(ishape)} do not fit data of shape {list(xs)} along axis {axis}")
+    flat_x = _emit(n, graph.ReshapeOp(operands=[x], result_types=[TensorType(f32, [math.prod(xs)])]))
+    coords = np.indices(ishape, dtype=np.int64)
+    strides = np.array([math.prod(xs[k + 1:]) for k in range(rank)], np.int64).reshape([rank] + [1] * rank)
+    if n.proto.input[1] in n.imp.consts:
+        idx = np.asarray(n.imp.consts[n.proto.input[1]]).astype(np.int64).reshape(ishape)
+        bad = idx[(idx < -xs[axis]) | (idx >= xs[axis])]
+        if bad.size:
+            n.fail(f"indices {bad[:8].tolist()} are outside [-{xs[axis]}, {xs[axis]}) along axis {axis}")
+        coords[axis] = np.where(idx < 0, idx + xs[axis], idx)
+        flat = (coords * strides).sum(axis=0)
+        return _emit(n, graph.GatherOp(operands=[flat_x], result_types=[out], properties={
+            "axis": graph.IntegerAttr(0, 64), "indices": graph.i64_array(flat.reshape(-1).tolist()),
+            "indices_shape": graph.i64_array(list(ishape))}))
+    idx = n.input(1)
+    coords[axis] = 0
+    base = n.imp.constant(f"{n.name}_base", (coords * strides).sum(axis=0).astype(np.float32), n)
+    extent = n.imp.constant(f"{n.name}_extent", np.full([1] * rank, xs[axis], np.float32), n)
+    stride = n.imp.constant(f"{n.name}_stride", np.full([1] * rank, math.prod(xs[axis + 1:]), np.float32), n)
+    zero = n.imp.constant(f"{n.name}_zero", np.zeros([1] * rank, np.float32), n)
+    negative = _emit(n, graph.LessOp(idx, zero, out))
+    wrapped = _emit(n, graph.AddOp(idx, _emit(n, graph.MulOp(negative, extent, out)), out))
+    flat = _emit(n, graph.AddOp(_emit(n, graph.MulOp(wrapped, stride, out)), base, out))
+    return _emit(n, graph.TakeOp(operands=[flat_x, flat], result_types=[out],
+                                 properties={"axis": graph.IntegerAttr(0, 64)}))
 
 
 @importer("Gemm")
@@ -1580,10 +1830,20 @@ def _graph_copy(m: onnx.ModelProto) -> onnx.ModelProto:
     return onnx.helper.make_model(graph, opset_imports=list(m.opset_import), ir_version=m.ir_version)
 
 
-def import_onnx(model: str | Path | onnx.ModelProto, store: WeightStore | None = None) -> ModuleOp:
-    """Import an ONNX model (path or ModelProto) as a verified `graph`-dialect module."""
+def import_onnx(model: str | Path | onnx.ModelProto, store: WeightStore | None = None, *,
+                input_shapes=None, dims=None) -> ModuleOp:
+    """Import an ONNX model (path or ModelProto) as a verified `graph`-dialect module.
+
+    input_shapes / dims: static sizes for inputs with dynamic dims ({input: shape},
+    {dim_param: size}; adreno_mlir.frontend.shapes), bound in the importer's own copy of
+    the graph (the caller's model and its weights are not copied or changed)."""
     m = load_model(model)
-    imp = OnnxImporter(_graph_copy(m), store, initializers=m.graph.initializer)
+    copy = _graph_copy(m)
+    if input_shapes or dims:
+        from adreno_mlir.frontend.shapes import bind_in_place
+
+        bind_in_place(copy, input_shapes, dims, initializer_names=[i.name for i in m.graph.initializer])
+    imp = OnnxImporter(copy, store, initializers=m.graph.initializer)
     imp.prepare()
     module = imp.build()
     try:

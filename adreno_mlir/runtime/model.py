@@ -25,6 +25,10 @@ ORT_TYPES = {"f32": "tensor(float)", "f16": "tensor(float16)", "f64": "tensor(do
              "u8": "tensor(uint8)", "u16": "tensor(uint16)", "u32": "tensor(uint32)", "u64": "tensor(uint64)"}
 """onnxruntime's type strings (`NodeArg.type`) of the plan's element types (runtime.plan)."""
 
+FLOAT_EXACT_INT = 1 << 24
+"""The `bound` of an integer input that the model computes with (not only a Gather's ids):
+on device its values are float32 (graph.int_to_float), exact below 2**24 in magnitude."""
+
 PROVIDERS = ["OpenCLExecutionProvider"]
 """What `get_providers()` answers: the one way a compiled model runs (OpenCL)."""
 
@@ -101,8 +105,9 @@ class RunnableModel:
                                      "(int32 or int64)")
                 if x.size and (int(x.min()) < -t.bound or int(x.max()) >= t.bound):
                     bad = x[(x < -t.bound) | (x >= t.bound)].reshape(-1)[:5].tolist()
-                    raise InputError(f"input '{name}' has ids {bad} outside [-{t.bound}, {t.bound}), the "
-                                     "extent of the table they index")
+                    why = ("integers computed on device are held as float32, exact below 2**24"
+                           if t.bound == FLOAT_EXACT_INT else "the extent of the table they index")
+                    raise InputError(f"input '{name}' has ids {bad} outside [-{t.bound}, {t.bound}), {why}")
             elif x.dtype != np.float32:
                 raise InputError(f"input '{name}' has dtype {x.dtype}; expected float32")
             if tuple(x.shape) != self.input_shapes[name]:

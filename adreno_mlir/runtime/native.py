@@ -3,6 +3,8 @@
 `CompiledModel.run` and `LoadedModel.run` go through the C library when it is built:
 one ctypes call per inference uploads the inputs, enqueues every launch from C and
 downloads the outputs (with the GIL released), instead of one pyopencl call per kernel.
+Integer (i32, token-id) inputs travel as int32 through `adreno_run_typed`; the C library
+checks every id against the input's [-bound, bound) before it uploads anything.
 pyopencl still chooses the device and gets the program (so the program binary cache and
 the artifact's binary work as before); the C library receives that context, device and
 program (`adreno_options.context/device/program`) and creates the memory, the kernels
@@ -255,13 +257,18 @@ def _load(path: str) -> ctypes.CDLL:
         "adreno_error": (cp, [p]),
         "adreno_status_name": (cp, [i]),
         "adreno_run_io": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "adreno_run_typed": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
         "adreno_set_input": (i, [p, i, vp, sz]),
+        "adreno_set_input_i32": (i, [p, i, vp, sz]),
+        "adreno_input_dtype": (i, [p, i]),
+        "adreno_input_bound": (ctypes.c_int64, [p, i]),
         "adreno_run": (i, [p]),
         "adreno_get_output": (i, [p, i, vp, sz]),
         "adreno_num_inputs": (i, [p]),
         "adreno_num_outputs": (i, [p]),
         "adreno_profile": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
         "adreno_transfer": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
+        "adreno_transfer_typed": (i, [p, ctypes.POINTER(vp), ctypes.POINTER(vp)]),
         "adreno_measure_launches": (i, [p, i, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]),
         "adreno_num_launches": (i, [p]),
         "adreno_program_origin": (cp, [p]),
@@ -271,7 +278,12 @@ def _load(path: str) -> ctypes.CDLL:
         "adreno_opencl_library": (cp, []),
     }
     for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise NativeRuntimeError(
+                f"the native runtime {path} has no {name}: it was built from older sources; rebuild it "
+                "(adreno-mlir build-native)") from None
         fn.restype = res
         fn.argtypes = args
     return lib
@@ -295,8 +307,11 @@ def manifest_for(plan) -> bytes:
     from adreno_mlir.runtime.plan import WEIGHT_ALIGNMENT
 
     body = plan.to_json()
-    return json.dumps({  # version 1: the C runtime's (f32 tensors; an i32 input is refused by name)
-        "format": FORMAT_NAME, "format_version": 1,
+    # The lowest version that holds it: 2 with i32 inputs (token ids, with their bound), else 1
+    # (the plan the binding hands over has no constant outputs: the executor returns those).
+    version = 2 if any(t.dtype == "i32" for t in plan.inputs) else 1
+    return json.dumps({
+        "format": FORMAT_NAME, "format_version": version,
         "program": {"source": SOURCE_FILE, "build_options": body["build_options"]},
         "inputs": body["inputs"], "outputs": body["outputs"], "allocations": body["allocations"],
         "weights": {"file": WEIGHTS_FILE, "alignment": WEIGHT_ALIGNMENT, "bytes": plan.weights_nbytes,
@@ -340,6 +355,7 @@ class NativeModel:
         self.program_origin = lib.adreno_program_origin(handle).decode()
         self.io_mode = lib.adreno_io_mode_name(handle).decode()
         self._counts = [t.count for t in plan.outputs]
+        self._int_inputs = [t.dtype == "i32" for t in plan.inputs]
         self._in_ptrs = (ctypes.c_void_p * len(plan.inputs))()
         self._out_ptrs = (ctypes.c_void_p * len(plan.outputs))()
 
@@ -359,12 +375,37 @@ class NativeModel:
             raise NativeRuntimeError(f"native runtime: {message}")
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """One inference: flat float32 outputs for the inputs (one C call)."""
-        return self._call("adreno_run_io", inputs)
+        """One inference: flat float32 outputs for the inputs (float32, or integer token
+        ids for an i32 input: an id outside its [-bound, bound) is a NativeRuntimeError
+        naming the input, and nothing runs) in one C call."""
+        return self._call("adreno_run_typed", inputs)
 
     def transfer(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`run`'s input and output copies alone (no launches): for measuring overhead."""
-        return self._call("adreno_transfer", inputs)
+        return self._call("adreno_transfer_typed", inputs)
+
+    def _arrays(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each input as the C library takes it: float32, or int32 for an i32 input. Ids
+        that int32 cannot hold (from an int64 array) are refused here, as the C library
+        refuses the other ids outside [-bound, bound): narrowing them would wrap them into
+        range."""
+        arrays = []
+        for a, t, integer in zip(inputs, self.plan.inputs, self._int_inputs):
+            if not integer:
+                arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+                continue
+            a = np.asarray(a)
+            if a.dtype.kind not in "iu":
+                raise NativeRuntimeError(f"native runtime: input '{t.name}' takes integer token ids, not {a.dtype}")
+            if a.dtype.itemsize > 4 or a.dtype == np.uint32:
+                wide = (a < np.iinfo(np.int32).min) | (a > np.iinfo(np.int32).max)
+                if wide.any():
+                    j = int(np.flatnonzero(wide.reshape(-1))[0])
+                    raise NativeRuntimeError(
+                        f"native runtime: input '{t.name}' has id {int(a.reshape(-1)[j])} at element {j}, "
+                        f"outside [-{t.bound}, {t.bound}) (the extent of the table it indexes); nothing was uploaded")
+            arrays.append(np.ascontiguousarray(a, dtype=np.int32))
+        return arrays
 
     def measure_launches(self, n: int) -> tuple[float, float]:
         """(host ms spent enqueueing, wall ms until done), per inference, for `n`
@@ -376,10 +417,10 @@ class NativeModel:
         return issue.value, total.value
 
     def _call(self, fn: str, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        arrays = [np.ascontiguousarray(a, dtype=np.float32) for a in inputs]
-        if len(arrays) != len(self.plan.inputs) or any(a.size != t.count for a, t in zip(arrays, self.plan.inputs)):
+        if len(inputs) != len(self.plan.inputs) or any(np.size(a) != t.count for a, t in zip(inputs, self.plan.inputs)):
             raise ValueError(f"expected {len(self.plan.inputs)} inputs of "
-                             f"{[t.count for t in self.plan.inputs]} elements, got {[a.size for a in arrays]}")
+                             f"{[t.count for t in self.plan.inputs]} elements, got {[np.size(a) for a in inputs]}")
+        arrays = self._arrays(inputs)
         outs = [np.empty(n, np.float32) for n in self._counts]
         with self._lock:
             self._check_open()
@@ -395,11 +436,12 @@ class NativeModel:
         median span from the first launch's start to the last one's end."""
         times = (ctypes.c_double * max(self.num_launches, 1))()
         span = ctypes.c_double()
+        arrays = self._arrays(inputs)
         with self._lock:
             self._check_open()
-            for k, a in enumerate(inputs):
-                a = np.ascontiguousarray(a, dtype=np.float32)
-                self._check(self._lib.adreno_set_input(self._handle, k, a.ctypes.data, a.size))
+            for k, a in enumerate(arrays):
+                setter = self._lib.adreno_set_input_i32 if self._int_inputs[k] else self._lib.adreno_set_input
+                self._check(setter(self._handle, k, a.ctypes.data, a.size))
             self._check(self._lib.adreno_profile(self._handle, repeat, times, ctypes.byref(span)))
         return list(times[: self.num_launches]), span.value
 
@@ -408,8 +450,8 @@ def open_native(runtime: str, plan, source: str, weights_blob, context, program)
     """A NativeModel for `runtime` ("auto" | "native"), or None when "auto" cannot have one."""
     if runtime == "native":
         return NativeModel(plan, source, bytes(weights_blob), context, program)
-    if library_path() is None or any(t.dtype != "f32" for t in plan.inputs):
-        return None  # the C runtime exchanges f32 tensors only: integer inputs run on pyopencl
+    if library_path() is None:
+        return None
     try:
         return NativeModel(plan, source, bytes(weights_blob), context, program)
     except NativeRuntimeError as e:

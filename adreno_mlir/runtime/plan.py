@@ -44,7 +44,8 @@ DTYPES = {"f32": np.float32, "f16": np.float16}
 
 TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32}
 """Element types of model inputs and outputs: f32, and i32 for integer inputs (token ids
-of an embedding lookup, whose `bound` says which ids are valid)."""
+of an embedding lookup, attention masks, token type ids), whose `bound` says which values
+are valid."""
 
 CONSTANT_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bool": np.bool_,
                    "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
@@ -124,8 +125,11 @@ class Tensor:
     allocation: int
     layout: str = "nchw"
     bound: int | None = None
-    """i32 inputs (token ids): valid ids are in [-bound, bound), the extent of the table
-    they index (negative ids count from its end); a runtime rejects others."""
+    """i32 inputs: valid values are in [-bound, bound); a runtime rejects others. For token
+    ids only used by Gathers the bound is the extent of the smallest table they index
+    (negative ids count from its end); for an input the model also computes with (an
+    attention mask, token type ids, ids compared with a padding id) it is at most 2**24,
+    as the kernels hold those values as float32 (`graph.int_to_float`)."""
     constant: Constant | None = None
 
     @property

@@ -17,12 +17,15 @@ unsigned 64-bit arithmetic (everything modulo 2**64):
 (Sebastiano Vigna's SplitMix64 output function applied to the counter `z`.) A float input
 gets `2 * u - 1` as float32: uniform in [-1, 1), a multiple of 2**-23, exact in float32 and
 in double, so every implementation gives the same bits. An integer input with a `bound`
-(token ids, the size of the table they index) gets `floor(u * bound) = ((x >> 40) * bound)
->> 24` as int64: uniform ids in [0, bound). A negative seed is taken modulo 2**64.
+(token ids, the size of the table they index) gets `floor(u * span) = ((x >> 40) * span)
+>> 24` as int64: uniform ids in [0, span), span = bound, except for the bound 2**24 of an
+integer input the model computes with (an attention mask, token type ids: `VALUE_BOUND`),
+whose span is 2: 0s and 1s, what a mask holds (ids up to 2**24 would make a mask's
+`(1 - mask) * min` overflow to -inf and NaN). A negative seed is taken modulo 2**64.
 
-runtime/c/tools/adreno_run.c (`adreno-run --seed N`) implements the same formula for its
-float inputs (the C runtime exchanges float32 tensors only); tests/test_adreno_run_tools.py
-checks that the two agree."""
+runtime/c/tools/adreno_run.c (`adreno-run --seed N`) implements the same formula, for float
+inputs and token ids; tests/test_adreno_run_tools.py and tests/test_native_int_inputs.py
+check that the two agree."""
 
 from __future__ import annotations
 
@@ -55,19 +58,25 @@ def random_bits(seed: int, index: int, count: int) -> np.ndarray:
         return splitmix64(z) >> np.uint64(40)
 
 
+VALUE_BOUND = 1 << 24
+"""The bound of an integer input computed with on device (held as float32, exact below
+2**24), not only looked up in a table: random data for it is 0 or 1."""
+
+
 def random_input(seed: int, index: int, shape, dtype=np.float32, bound: int | None = None) -> np.ndarray:
     """Input number `index` of a model (0-based, model input order) drawn for `seed`, of
     `shape`: float32 (or another float dtype, cast from the float32 values) uniform in
     [-1, 1); for an integer `dtype`, ids uniform in [0, bound) as that dtype (int64 for
-    ONNX token ids; `bound` is required). The formula is in the module docstring."""
+    ONNX token ids; `bound` is required), 0 or 1 for the bound VALUE_BOUND. The formula is in the module docstring."""
     shape = tuple(int(d) for d in shape)
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     bits = random_bits(seed, index, count)
     if np.issubdtype(np.dtype(dtype), np.integer):
         if bound is None or not 1 <= int(bound) < 1 << INDEX_SHIFT:
             raise ValueError(f"random_input: an integer input needs a bound in [1, 2**{INDEX_SHIFT}), not {bound}")
+        span = 2 if int(bound) == VALUE_BOUND else int(bound)
         with np.errstate(over="ignore"):
-            ids = (bits * np.uint64(int(bound))) >> np.uint64(24)
+            ids = (bits * np.uint64(span)) >> np.uint64(24)
         return ids.astype(dtype).reshape(shape)
     values = (bits.astype(np.float64) / float(1 << 24) * 2.0 - 1.0).astype(np.float32)
     return values.astype(dtype, copy=False).reshape(shape)

@@ -13,6 +13,7 @@ drives every worker from one thread each and writes every result into its one da
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from adreno_mlir.errors import CompileError
@@ -88,8 +89,7 @@ def ray_workers(jobs: list[Job], address: str | None) -> list[RayWorker]:
 
     job = jobs[0]
     if isinstance(job.model, str):
-        job = Job(Path(job.model).read_bytes(), job.device, job.compile_options, job.repeat, job.warmup, job.rtol,
-                  job.seed, job.fault_hook)
+        job = dataclasses.replace(job, model=Path(job.model).read_bytes())
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     if not nodes:
         raise CompileError(f"the Ray cluster at {address} has no alive nodes")

@@ -315,6 +315,8 @@ def tune(
     fault_hook: str = "",
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    input_shapes: dict | None = None,
+    dims: dict | None = None,
 ) -> TuneReport:
     """Tune every kernel signature of `model` on the device(s) and store the measurements
     in the database `db_path`; returns the report (see the module docstring).
@@ -325,6 +327,8 @@ def tune(
     ray / ray_address: run the workers as Ray actors (a local Ray, or join a cluster).
     compile_options: the plan options (`TUNE_OPTIONS`, as `compile()` takes them); each
              worker makes its `CompilePlan` of them once, on its own device.
+    input_shapes / dims: static sizes for the model's dynamic input dims (as `compile()`);
+             kernel signatures include the shapes, so tune with the shapes you compile with.
     """
     from pathlib import Path
 
@@ -346,8 +350,14 @@ def tune(
 
         devices = devices_like(device)
     job_devices = devices or [device] * max(1, workers)
+    if input_shapes or dims:  # a binding that does not fit fails here, not in every worker
+        import onnx
+
+        from adreno_mlir.frontend.shapes import bound_input_shapes
+
+        bound_input_shapes(onnx.load(model, load_external_data=False).graph, input_shapes, dims)
     jobs = [Job(model, d, opts, repeat=repeat, rtol=2e-2 if storage_f16 else 1e-4, seed=seed,
-                fault_hook=fault_hook) for d in job_devices]
+                fault_hook=fault_hook, input_shapes=input_shapes, dims=dims) for d in job_devices]
     if ray or ray_address:
         from adreno_mlir.tuning.ray_pool import ray_workers
 

@@ -52,6 +52,9 @@ class Job:
     """`module:function` called in the worker with each request's overrides, returning
     None or a fault to act out ("hang", "crash", "wrong", "build"): how the tests make a
     candidate fail in each way without a broken device."""
+    input_shapes: dict | None = None
+    dims: dict | None = None
+    """Static sizes for the model's dynamic input dims (as `compile(input_shapes=, dims=)`)."""
 
 
 @dataclass
@@ -131,7 +134,7 @@ class _Measurer:
             name = Path(scratch) / "model.onnx"
             name.write_bytes(path)
             path = str(name)
-        self.graph = import_onnx(path)
+        self.graph = import_onnx(path, input_shapes=job.input_shapes, dims=job.dims)
         self.device = default_context(job.device).devices[0]
         self.key = device_key(self.device)
         self.plan = make_plan(device=job.device, **job.compile_options)

@@ -15,9 +15,9 @@
 // steps, the last pair added by item 0), alpha, bias and relu by item 0, one store.
 
 // CONFIG-LABEL: func.func @classifier
-// CONFIG:         %r = graph.fused {kernel_config = {k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64}} -> tensor<1x1000xf32> {
+// CONFIG:         %r = graph.fused {kernel_config = {k_split = 64 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64, local_tile = 0 : i64}} -> tensor<1x1000xf32> {
 // CPU-LABEL:    func.func @classifier
-// CPU:            %r = graph.fused {kernel_config = {k_split = 8 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64}} -> tensor<1x1000xf32> {
+// CPU:            %r = graph.fused {kernel_config = {k_split = 8 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64, local_tile = 0 : i64}} -> tensor<1x1000xf32> {
 // LAUNCH-LABEL: func.func @classifier
 // LAUNCH:         opencl.launch @gemm_ksplit_add_relu(%x, %{{.*}}, %{{.*}}, %{{.*}}) global [64000, 1] local [64, 1] :
 
@@ -66,12 +66,12 @@ func.func @classifier(%x: tensor<1x1280xf32>) -> tensor<1x1000xf32> {
 // last group's extra columns load column 19 (min) and never store.
 
 // CONFIG-LABEL: func.func @matvec
-// CONFIG:         %y = graph.fused {kernel_config = {k_split = 32 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64}} -> tensor<1x20xf32> {
+// CONFIG:         %y = graph.fused {kernel_config = {k_split = 32 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64, local_tile = 0 : i64}} -> tensor<1x20xf32> {
 // CONFIG-NEXT:      %[[Y:.+]] = graph.matmul %x, %w : (tensor<1x300xf32>, tensor<300x20xf32>) -> tensor<1x20xf32>
 // CONFIG-NEXT:      graph.yield %[[Y]] : tensor<1x20xf32>
 // CONFIG-NEXT:    }
 // CPU-LABEL:    func.func @matvec
-// CPU:            %y = graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 4 : i64, k_unroll = 0 : i64}} -> tensor<1x20xf32> {
+// CPU:            %y = graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 4 : i64, k_unroll = 0 : i64, local_tile = 0 : i64}} -> tensor<1x20xf32> {
 // CPU-NEXT:         graph.matmul %x, %w :
 // LAUNCH-LABEL: func.func @matvec
 // LAUNCH:         opencl.launch @matmul_ksplit(%x, %{{.*}}, %{{.*}}) global [24, 32, 1] local [8, 32, 1] :
@@ -107,7 +107,7 @@ func.func @matvec(%x: tensor<1x300xf32>) -> tensor<1x20xf32> {
 // K = 200 < 256: the serial kernel (k_split = 1), no work-group reduction.
 
 // CONFIG-LABEL: func.func @short_k
-// CONFIG:         %g = graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64}} -> tensor<1x10xf32> {
+// CONFIG:         %g = graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, tile_n = 1 : i64, k_unroll = 0 : i64, local_tile = 0 : i64}} -> tensor<1x10xf32> {
 // CONFIG-NEXT:      %[[G:.+]] = graph.gemm %x, %w {trans_b = 1 : i64} :
 // CONFIG-NEXT:      graph.yield %[[G]] : tensor<1x10xf32>
 // CONFIG-NEXT:    }

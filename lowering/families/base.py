@@ -113,6 +113,8 @@ class Rules:
     split_k_items: int
     work_group: tuple[int, ...]
     compute: str = "f32"
+    compute_units: int = 0
+    """The target's compute units (0: unknown, as for the named Adreno profiles)."""
 
 
 DEFAULT_RULES = Rules(gpu=True, conv_co_block=8, conv_x_block=4, vectorize=True, packed_co_blocks=1,

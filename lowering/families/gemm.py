@@ -7,6 +7,7 @@
 | `tile_m` | 1, 2, 4, 8 | rows per work-item (register tile; with k_split 1) |
 | `tile_n` | 1, 4 | columns per work-item (4: a float4 of B, where B's rows are aligned float4s) |
 | `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the reduction loop (0: none, the OpenCL compiler decides) |
+| `local_tile` | 0, 16, 32, 64 | a T x T output tile per work-group of 16 x 16, A and B staged in local memory (0: off; excludes k_split and tile_m/tile_n) |
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from adreno_mlir.lowering.expr import Bin, In, Src, Un
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, value_numel
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides
-from adreno_mlir.lowering.kernels.matmul import GemmSpec, MatMulSpec
+from adreno_mlir.lowering.kernels.matmul import LOCAL_TILE_ITEMS, LOCAL_TILES, GemmSpec, MatMulSpec
 from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
 
 
@@ -77,13 +78,53 @@ class Gemm(Family):
         Key("tile_m", (1, 2, 4, 8), "rows per work-item (k_split 1)", off=1),
         Key("tile_n", (1, 4), "columns per work-item (k_split 1)", off=1),
         Key("k_unroll", (0, 2, 4, 8), "#pragma unroll N on the reduction loop (0: none)", off=0),
+        Key("local_tile", LOCAL_TILES, "T x T outputs per 16 x 16 work-group through local memory (0: off)", off=0),
     )
+    exclusive = (("local_tile", "k_split"), ("local_tile", "tile_m"), ("local_tile", "tile_n"))
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, (graph.GemmOp, graph.MatMulOp))
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        return {**self._tiles(op, rules, self._split(op, rules)), "k_unroll": 0}
+        tile = self._local_tile(op, rules) if given.get("local_tile") is None else 0
+        if tile:  # (a given local_tile = 0 asks for the rules below: split-K, register tiles)
+            return {"k_split": 1, "tile_m": 1, "tile_n": 1, "k_unroll": 0, "local_tile": tile}
+        return {**self._tiles(op, rules, self._split(op, rules)), "k_unroll": 0, "local_tile": 0}
+
+    def _local_tile(self, op: Operation, rules: Rules) -> int:
+        """GPUs whose compute units are known: 128 x 128 output tiles per work-group
+        (through local memory) when that makes 1.5 work-groups per compute unit, else
+        64 x 64 at 0.7, 32 x 32 at 0.5, 16 x 16 at 0.5, else none (the per-output kernels
+        or split-K: a GEMV). 128 x 128 tiles (8 x 8 outputs per work-item): 2048^3 0.79 ms
+        (64: 1.12), whisper's scores 0.12 (64: 0.16), but its 1500x384x1536 0.149 with 144
+        work-groups against 0.116 with 64, hence the higher bar.
+
+        Measured on the H200 (132 compute units; bench/gemm_local_tile.py, device ms,
+        docs/bench/issue28): 2048^3 3.72 ms untiled -> 1.12 with 64 (cuBLAS 0.35);
+        1024^3 0.44 -> 0.12; whisper's 1500x384x1536 0.30 -> 0.12 (64) and its attention
+        scores 6 x 1500x64x1500 3.50 -> 0.16 (64); distilbert's 128x768x3072 0.119 ->
+        0.049 (64, 96 work-groups) and 128x3072x768 0.134 -> 0.107 (32); gpt2's 64x768x2304
+        0.048 -> 0.043 (32); llama's 64x512x1376 0.027 -> 0.023 (32); distilbert's 12 x
+        128x128x64 context product 0.0109 untiled vs 0.0120 (32): products this small gain
+        nothing either way. Off for targets without a compute-unit count (the named
+        Adreno profiles: not measured there) and for CPUs (PoCL: barriers made a 12 x
+        128x64x128 product 4-10x slower)."""
+        if not rules.gpu or not rules.compute_units or not tileable(op):
+            return 0
+        m, n, batch = matmul_dims(op)
+        cu = rules.compute_units
+        for t, share in ((128, 1.5), (64, 0.7), (32, 0.5), (16, 0.5)):
+            if cdiv(m, t) * cdiv(n, t) * batch >= share * cu:
+                return t
+        return 0
+
+    def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
+        if cfg.get("local_tile", 0):
+            if cfg.get("k_split", 1) > 1 or (cfg.get("tile_m", 1), cfg.get("tile_n", 1)) != (1, 1):
+                return "local_tile sets the work-group and register tiles itself: k_split, tile_m and tile_n must be 1"
+            if not tileable(head):
+                return "local_tile needs a matmul-shaped product (a Gemm without transA, transB only with a constant B)"
+        return None
 
     def _split(self, op: Operation, rules: Rules) -> dict[str, Any]:
         """Gemm and MatMul: `k_split` work-items share each output's reduction (1: one
@@ -164,9 +205,14 @@ class Gemm(Family):
             if default.get("tile_n", 1) == 4 or n % 4 == 0:
                 dims.append(("tile_n", (1, 4)))
         dims.append(("k_unroll", (0, 4, 8)))
+        if tileable(head):
+            dims.append(("local_tile", LOCAL_TILES))
         return dims
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
+        if cfg.get("local_tile", 0):  # its own tiles: the others off, the unroll meaningless
+            cfg.update(k_split=1, tile_m=1, tile_n=1, k_unroll=0)
+            return cfg
         if cfg.get("k_split", 1) > 1:
             # Untiled, explicitly: select-kernel-config merges an override onto its own
             # choice, so a key left out keeps the default's tile_n = 4, which split-K refuses.
@@ -176,7 +222,11 @@ class Gemm(Family):
         return cfg
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
-        """Outputs / (tile_m * tile_n) x k_split."""
+        """Outputs / (tile_m * tile_n) x k_split; with local_tile T, 256 per T x T block."""
+        if cfg.get("local_tile", 0):
+            m, n, batch = matmul_dims(head)
+            t = cfg["local_tile"]
+            return cdiv(m, t) * cdiv(n, t) * batch * LOCAL_TILE_ITEMS * LOCAL_TILE_ITEMS
         return cdiv(value_numel(head.results[0]), cfg.get("tile_m", 1) * cfg.get("tile_n", 1)) \
             * cfg.get("k_split", 1)
 
@@ -213,10 +263,11 @@ class GemmPattern(KernelPattern):
             epi = Epilogue(expr, epi.strides + (broadcast_strides(graph.shape_of(op.c), out_shape),))
             extras = extras + [hb.buffer(op.c)]
         tiles = cfg["tile_m"], cfg["tile_n"]
-        if tiles != (1, 1) and (cfg["k_split"] > 1 or not tileable(op)):
-            raise LoweringError(f"{where(op)}: kernel_config tile_m/tile_n need k_split = 1, no transA, and "
-                                "transB only with a constant B")
-        if tiles != (1, 1):
+        local_tile = cfg.get("local_tile", 0)
+        if (tiles != (1, 1) or local_tile) and (cfg["k_split"] > 1 or not tileable(op)):
+            raise LoweringError(f"{where(op)}: kernel_config tile_m/tile_n and local_tile need k_split = 1, no "
+                                "transA, and transB only with a constant B")
+        if tiles != (1, 1) or local_tile:
             # A register-tiled matmul (MatMulSpec): B transposed at compile time if need
             # be, alpha folded into the epilogue. Untiled Gemms keep GemmSpec (transB read
             # in place, split-K for GEMVs).
@@ -228,7 +279,8 @@ class GemmPattern(KernelPattern):
                               np.ascontiguousarray(hb.constant_array(op.b).T))
             try:
                 spec = MatMulSpec(batch=(), a_batch_strides=(), b_batch_strides=(), m=m, n=n, k=k,
-                                  tile_rows=tiles[0], tile_cols=tiles[1], unroll=cfg["k_unroll"], epilogue=epi)
+                                  tile_rows=tiles[0], tile_cols=tiles[1], unroll=cfg["k_unroll"],
+                                  local_tile=local_tile, epilogue=epi)
             except ValueError as e:
                 raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
             hb.launch(spec, [hb.buffer(op.a), b, *extras, hb.alloc(group.result)], loc)
@@ -270,7 +322,7 @@ class MatMulPattern(KernelPattern):
                               b_batch_strides=geo.b_batch_strides, m=geo.m, n=geo.n, k=geo.k,
                               a_strides=geo.a_strides, b_strides=geo.b_strides,
                               k_parts=cfg["k_split"], tile_rows=cfg["tile_m"], tile_cols=cfg["tile_n"],
-                              unroll=cfg["k_unroll"], epilogue=epi)
+                              unroll=cfg["k_unroll"], local_tile=cfg.get("local_tile", 0), epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
         hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), *extras, hb.alloc(group.result)], loc)

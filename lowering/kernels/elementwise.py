@@ -129,10 +129,14 @@ class GatherSpec(KernelSpec):
 
 @dataclass(frozen=True)
 class TakeSpec(GatherSpec):
-    """`graph.take`, a gather with run-time i32 indices (an embedding lookup). A negative
+    """`graph.take`, a gather with run-time indices (an embedding lookup). A negative
     id counts from the end (ONNX); ids are clamped into the table so a bad id can never
-    read outside it (the runtime rejects out-of-range ids before it uploads them, so
-    clamping never decides a result)."""
+    read outside it. i32 ids come from a model input, which the runtime checks before it
+    uploads them, so clamping never decides a result; float ids (`float_ids`: integers
+    computed on device, e.g. position ids) outside [-axis_len, axis_len), or NaN, read
+    row 0 (ONNX leaves them undefined)."""
+
+    float_ids: bool = False
 
     def base_name(self) -> str:
         return "take"
@@ -143,9 +147,39 @@ class TakeSpec(GatherSpec):
     def pointer_types(self) -> dict:
         from adreno_mlir.lowering.kernel_builder import GLOBAL_I32
 
-        return {"ids": GLOBAL_I32}
+        return {} if self.float_ids else {"ids": GLOBAL_I32}
 
     def source_row(self, kb: KernelBuilder, indices: SSAValue, p: SSAValue) -> SSAValue:
         raw = kb.load(indices, p, "id")
+        if self.float_ids:  # in range (ordered compares: NaN is not) before the conversion
+            inside = kb.and_(kb.fcmp("oge", raw, float(-self.axis_len)), kb.fcmp("olt", raw, float(self.axis_len)))
+            raw = kb.to_int(kb.select(inside, raw, kb.f(0.0)))
         wrapped = kb.select(kb.cmp("slt", raw, 0), kb.add(raw, self.axis_len), raw)
         return kb.min_i(kb.max_i(wrapped, 0), self.axis_len - 1)
+
+
+@dataclass(frozen=True)
+class IntToFloatSpec(KernelSpec):
+    """`graph.int_to_float`: an i32 buffer (an integer model input) as floats, one
+    work-item per element (exact: the runtime checked |v| < 2**24)."""
+
+    size: int
+
+    def base_name(self) -> str:
+        return "int_to_float"
+
+    def pointer_types(self) -> dict:
+        from adreno_mlir.lowering.kernel_builder import GLOBAL_I32
+
+        return {"input": GLOBAL_I32}
+
+    def shared(self) -> "IntToFloatSpec":
+        return IntToFloatSpec(size=0)
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.size,)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (x,), _, out = self.split_args(args)
+        gid = kb.global_id(0, "i")
+        kb.store(kb.to_float(kb.load(x, gid)), out, gid)

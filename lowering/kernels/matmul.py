@@ -43,6 +43,13 @@ from adreno_mlir.kernel_math.matmul import _contiguous_batch, float4_columns
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_sum
 
+LOCAL_TILES = (0, 16, 32, 64, 128)
+"""`local_tile` values: off, or the side of a work-group's square output tile."""
+LOCAL_TILE_K = 16
+"""K extent of the slices a local-tile work-group stages per step."""
+LOCAL_TILE_ITEMS = 16
+"""Work-items along each side of a local-tile work-group (16 x 16 = 256)."""
+
 SPLIT_K_GROUP = 256
 """Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
 every profile's devices allow 256)."""
@@ -279,6 +286,12 @@ class MatMulSpec(KernelSpec):
     """(row stride, K stride) of A; None: contiguous, (K, 1)."""
     b_strides: tuple[int, int] | None = None
     """(K stride, column stride) of B; None: contiguous, (N, 1)."""
+    local_tile: int = 0
+    """Work-group tiles in local memory (kernel_config `local_tile`, 0: off): a work-group
+    of 16 x 16 work-items computes a T x T block of the output, T = `local_tile` (16, 32,
+    64 or 128), each work-item (T/16) x (T/16) outputs spaced 16 apart (neighbouring work-items
+    store neighbouring columns), from T x LOCAL_TILE_K slices of A and B staged in local
+    memory (`_local_tile_body`)."""
 
     def __post_init__(self):
         # Strides of extents of 1 are never multiplied by anything but 0: normalised, so
@@ -293,6 +306,8 @@ class MatMulSpec(KernelSpec):
             a_ks, b_ks = 1, self.n
         object.__setattr__(self, "a_strides", (a_rs, a_ks))
         object.__setattr__(self, "b_strides", (b_ks, b_cs))
+        if self.local_tile:  # its K loop steps by slices, fully unrolled inside: no pragma
+            object.__setattr__(self, "unroll", 0)
         if not _is_pow2(self.k_parts):
             raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
         if self.tile_cols not in (1, 4) or (self.tile_cols == 4 and self.n % 4):
@@ -306,6 +321,11 @@ class MatMulSpec(KernelSpec):
             raise ValueError(f"tile_rows must be 1, 2, 4 or 8, got {self.tile_rows}")
         if self.k_parts > 1 and (self.tile_rows, self.tile_cols) != (1, 1):
             raise ValueError("split-K matmuls compute one output per work-group: tile_rows and tile_cols must be 1")
+        if self.local_tile not in LOCAL_TILES:
+            raise ValueError(f"local_tile must be one of {LOCAL_TILES}, got {self.local_tile}")
+        if self.local_tile and (self.k_parts > 1 or (self.tile_rows, self.tile_cols) != (1, 1)):
+            raise ValueError("local_tile sets the work-group and register tiles itself: it needs k_parts = 1 and "
+                             "tile_rows = tile_cols = 1")
 
     @property
     def a_contiguous(self) -> bool:
@@ -328,6 +348,8 @@ class MatMulSpec(KernelSpec):
     def base_name(self) -> str:
         if self.k_parts > 1:
             return "matmul_ksplit" + self._layout_suffix() + unroll_suffix(self.unroll) + self.epilogue.suffix()
+        if self.local_tile:
+            return f"matmul_lt{self.local_tile}{self._layout_suffix()}{self.epilogue.suffix()}"
         tile = f"_{self.tile_rows}x{self.tile_cols}" if (self.tile_rows, self.tile_cols) != (1, 1) else ""
         return f"matmul{tile}{self._layout_suffix()}{unroll_suffix(self.unroll)}{self.epilogue.suffix()}"
 
@@ -341,10 +363,15 @@ class MatMulSpec(KernelSpec):
     def global_size(self) -> tuple[int, ...]:
         if self.k_parts > 1:
             return self.split().global_size()
+        if self.local_tile:
+            t = self.local_tile
+            return (-(-self.n // t) * LOCAL_TILE_ITEMS, -(-self.m // t) * LOCAL_TILE_ITEMS, max(1, numel(self.batch)))
         return (self.n // self.tile_cols if self.tile_cols > 1 else self.n, -(-self.m // self.tile_rows),
                 max(1, numel(self.batch)))
 
     def local_size(self) -> tuple[int, ...] | None:
+        if self.local_tile:
+            return (LOCAL_TILE_ITEMS, LOCAL_TILE_ITEMS, 1)
         return self.split().local_size() if self.k_parts > 1 else None
 
     def _coords(self, kb: KernelBuilder, z: SSAValue) -> list[SSAValue]:
@@ -358,6 +385,9 @@ class MatMulSpec(KernelSpec):
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         if self.k_parts > 1:
             self.split_body(kb, args)
+            return
+        if self.local_tile:
+            self._local_tile_body(kb, args)
             return
         (a, b), extras, out = self.split_args(args)
         tm, tn = self.tile_rows, self.tile_cols
@@ -425,6 +455,74 @@ class MatMulSpec(KernelSpec):
                 kb.if_(kb.cmp("slt", row, m), store_row)
             else:
                 store_row(kb)
+
+    def _local_tile_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        """The work-group tile (`local_tile` = T): per step of LOCAL_TILE_K along K, the
+        256 work-items copy a T x TK slice of A and a TK x T slice of B into local memory
+        (each operand read once per work-group instead of once per output, the loads
+        along whichever of K or M/N is contiguous in memory so they coalesce), wait, and
+        accumulate their R x R outputs (R = T / 16) from local memory; wait again before
+        the next slice overwrites it. The local rows are T + 1 floats long, so the
+        transposing copies do not hit one memory bank. Out-of-range rows, columns and K
+        steps read 0 (masked loads, addresses clamped) and are never stored."""
+        (a, b), extras, out = self.split_args(args)
+        t, tk, items = self.local_tile, LOCAL_TILE_K, LOCAL_TILE_ITEMS
+        r = t // items
+        ls = t + 1  # local row stride (padding against bank conflicts)
+        m, n, k = self.m, self.n, self.k
+        a_rs, a_ks = self.a_strides
+        b_ks, b_cs = self.b_strides
+        a_s = kb.local_alloc(tk * ls, f32, "a_tile")
+        b_s = kb.local_alloc(tk * ls, f32, "b_tile")
+        tx, ty = kb.local_id(0, "tx"), kb.local_id(1, "ty")
+        row0 = kb.mul(kb.group_id(1), t, "row0")
+        col0 = kb.mul(kb.group_id(0), t, "col0")
+        z = kb.global_id(2, "z")
+        bc = self._coords(kb, z)
+        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else 0
+        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else 0
+        lid = kb.add(kb.mul(ty, items), tx, "lid")
+        copies = t * tk // (items * items)  # elements of each slice per work-item
+
+        def copy(k1: KernelBuilder, src: SSAValue, dst: SSAValue, k0: SSAValue, base, along_k: bool,
+                 outer0: SSAValue, outer_extent: int, outer_stride: int, k_stride: int) -> None:
+            """Slice element e = lid + 256 i: (outer, kk) with kk fastest when the source
+            is contiguous along K, else outer fastest; stored at dst[kk * ls + outer]."""
+            for i in range(copies):
+                e = k1.add(lid, i * items * items)
+                if along_k:
+                    outer, kk = k1.div(e, tk), k1.rem(e, tk)
+                else:
+                    kk, outer = k1.div(e, t), k1.rem(e, t)
+                go, gk = k1.add(outer0, outer), k1.add(k0, kk)
+                conds = ([k1.cmp("slt", go, outer_extent)] if outer_extent % t else []) + \
+                    ([k1.cmp("slt", gk, k)] if k % tk else [])
+                index = k1.add(base, k1.add(k1.mul(go, outer_stride), k1.mul(gk, k_stride)))
+                k1.store(k1.masked_load(src, index, k1.all_of(conds)), dst, k1.add(k1.mul(kk, ls), outer))
+
+        def step(k1: KernelBuilder, kt: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            k0 = k1.mul(kt, tk)
+            copy(k1, a, a_s, k0, a_base, a_ks == 1, row0, m, a_rs, a_ks)
+            copy(k1, b, b_s, k0, b_base, b_ks == 1, col0, n, b_cs, b_ks)
+            k1.barrier()
+            acc = list(acc)
+            for kk in range(tk):
+                av = [k1.load(a_s, k1.add(ty, kk * ls + items * i)) for i in range(r)]
+                bv = [k1.load(b_s, k1.add(tx, kk * ls + items * j)) for j in range(r)]
+                for i in range(r):
+                    for j in range(r):
+                        acc[i * r + j] = k1.fma(av[i], bv[j], acc[i * r + j])
+            k1.barrier()
+            return acc
+
+        accs = kb.for_(0, -(-k // tk), 1, [kb.f(0.0)] * (r * r), step, "kt")
+        for i in range(r):
+            row = kb.add(kb.add(row0, ty), items * i)
+            for j in range(r):
+                col = kb.add(kb.add(col0, tx), items * j)
+                conds = ([kb.cmp("slt", row, m)] if m % t else []) + ([kb.cmp("slt", col, n)] if n % t else [])
+                kb.guard(conds, lambda k1, v=accs[i * r + j], row=row, col=col:
+                         self._store(k1, v, out, extras, bc, z, row, col))
 
     def split_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         """As GemmSpec's, per batch entry (grid axis 2). B's K stride picks the layout: a

@@ -16,6 +16,14 @@
  *     adreno_get_output(m, 0, y, adreno_output_count(m, 0));
  *     adreno_close(m);
  *
+ * Inputs are float32 (ADRENO_DTYPE_F32) or, in format version 2 and later, int32 token ids
+ * (ADRENO_DTYPE_I32: an embedding lookup's indices) with a bound: adreno_input_dtype and
+ * adreno_input_bound say which. Give an int32 input with adreno_set_input_i32, or run with
+ * adreno_run_typed, whose input pointers each point to their input's own element type. Every
+ * id is checked against [-bound, bound) before anything is uploaded (the kernels index a table
+ * with them): one outside is an ADRENO_ERR_INPUT naming the input, the id and the range.
+ * Outputs are always float32.
+ *
  * Errors: every function that can fail returns an adreno_status; the message (naming the
  * file, the manifest entry or the OpenCL call and what to do) is in the caller's buffer
  * for adreno_open and in adreno_error(model) afterwards. The library never exits, never
@@ -39,9 +47,9 @@ extern "C" {
 #endif
 
 #define ADRENO_RT_VERSION "0.1.0"
-/* The artifact format versions this library reads (docs/artifact.md, "Versioning"): 1, and 3
- * (constant outputs; f32 ones: the C API exchanges float arrays). Version 2's i32 inputs are
- * refused by name, as are constant outputs of other dtypes. */
+/* The artifact format versions this library reads (docs/artifact.md, "Versioning"): 1 (f32
+ * tensors), 2 (i32 inputs: token ids with a bound) and 3 (constant outputs; f32 ones: the C API
+ * returns float arrays). Constant outputs of other dtypes are refused by name. */
 #define ADRENO_FORMAT_VERSION_MIN 1
 #define ADRENO_FORMAT_VERSION 3
 
@@ -59,8 +67,18 @@ typedef enum adreno_status {
     /* No OpenCL library could be loaded (the message names every path tried and why each
      * failed), the one named lacks an OpenCL entry point, or another library than the one
      * this process already uses was asked for (adreno_options.opencl_library). */
-    ADRENO_ERR_OPENCL_LIBRARY = 10
+    ADRENO_ERR_OPENCL_LIBRARY = 10,
+    /* An input's values are invalid: a token id of an i32 input outside [-bound, bound) (the
+     * message names the input, the element, the id and the range). Nothing was uploaded. */
+    ADRENO_ERR_INPUT = 11
 } adreno_status;
+
+/* The element type of an input (outputs are always f32). */
+typedef enum adreno_dtype {
+    ADRENO_DTYPE_INVALID = -1, /* no such input */
+    ADRENO_DTYPE_F32 = 0,      /* float32: adreno_set_input, a `const float *` in adreno_run_typed */
+    ADRENO_DTYPE_I32 = 1       /* int32 token ids in [-bound, bound): adreno_set_input_i32, a `const int32_t *` */
+} adreno_dtype;
 
 /* How inputs and outputs travel between host and device. */
 typedef enum adreno_io_mode {
@@ -136,11 +154,23 @@ ADRENO_API const int64_t *adreno_input_shape(const adreno_model *model, int inde
 ADRENO_API const int64_t *adreno_output_shape(const adreno_model *model, int index);
 ADRENO_API size_t adreno_input_count(const adreno_model *model, int index);
 ADRENO_API size_t adreno_output_count(const adreno_model *model, int index);
+/* Input `index`'s element type (ADRENO_DTYPE_INVALID when out of range), and "f32" / "i32"
+ * for a dtype (NULL for another value). */
+ADRENO_API adreno_dtype adreno_input_dtype(const adreno_model *model, int index);
+ADRENO_API const char *adreno_dtype_name(adreno_dtype dtype);
+/* An i32 input's bound: its ids must lie in [-bound, bound) (negative ones count from the end
+ * of the table they index). 1 <= bound <= 2^31. 0 for a float input or an index out of range. */
+ADRENO_API int64_t adreno_input_bound(const adreno_model *model, int index);
 
 /* Copy input `index` (`count` float32 values, dense row-major) in; it is uploaded by the
  * next adreno_run. `count` must equal adreno_input_count. adreno_run and adreno_profile
- * refuse to run until every input has been given. */
+ * refuse to run until every input has been given. An i32 input is refused
+ * (ADRENO_ERR_ARGUMENT): give it with adreno_set_input_i32. */
 ADRENO_API adreno_status adreno_set_input(adreno_model *model, int index, const float *data, size_t count);
+/* The same for an i32 input (`count` int32 token ids; a float input is refused). Every id is
+ * checked against [-bound, bound) here: one outside is ADRENO_ERR_INPUT (the message names the
+ * input, the element, the id and the range) and the input is then not given. */
+ADRENO_API adreno_status adreno_set_input_i32(adreno_model *model, int index, const int32_t *data, size_t count);
 /* One inference: upload the inputs, enqueue every launch in order, download the outputs, wait. */
 ADRENO_API adreno_status adreno_run(adreno_model *model);
 /* Copy output `index` of the last run out (`count` must equal adreno_output_count). */
@@ -149,8 +179,14 @@ ADRENO_API adreno_status adreno_get_output(adreno_model *model, int index, float
  * for bindings): inputs[i] holds adreno_input_count(i) floats, outputs[i] room for
  * adreno_output_count(i). It does not use the inputs given with adreno_set_input, and
  * afterwards those (and the outputs of the last adreno_run) are no longer held: give the
- * inputs again before adreno_run or adreno_profile. */
+ * inputs again before adreno_run or adreno_profile. A model with an i32 input is refused
+ * (ADRENO_ERR_ARGUMENT): run it with adreno_run_typed. */
 ADRENO_API adreno_status adreno_run_io(adreno_model *model, const float *const *inputs, float *const *outputs);
+/* adreno_run_io for inputs of any dtype: inputs[i] points to adreno_input_count(i) elements
+ * of input i's own type (adreno_input_dtype: `const float *` for F32, `const int32_t *` for
+ * I32). The ids of every i32 input are checked against [-bound, bound) before any input is
+ * uploaded: one outside is ADRENO_ERR_INPUT, and nothing runs. */
+ADRENO_API adreno_status adreno_run_typed(adreno_model *model, const void *const *inputs, float *const *outputs);
 
 /* Device time of each launch, in milliseconds, from OpenCL profiling events on a separate
  * profiling queue: `repeat` inferences on the current inputs, the median per launch into
@@ -164,8 +200,10 @@ ADRENO_API adreno_status adreno_profile(adreno_model *model, int repeat, double 
  * device, total_ms is the device-bound time of an inference with no host gaps. */
 ADRENO_API adreno_status adreno_measure_launches(adreno_model *model, int n, double *issue_ms, double *total_ms);
 /* The input and output copies of adreno_run_io alone (no launches), for measuring how much
- * of an inference's wall time is transfer rather than launch overhead. */
+ * of an inference's wall time is transfer rather than launch overhead; adreno_transfer_typed
+ * takes inputs as adreno_run_typed does (ids checked as there). */
 ADRENO_API adreno_status adreno_transfer(adreno_model *model, const float *const *inputs, float *const *outputs);
+ADRENO_API adreno_status adreno_transfer_typed(adreno_model *model, const void *const *inputs, float *const *outputs);
 
 ADRENO_API int adreno_num_launches(const adreno_model *model);
 /* Launch `index` (0 .. adreno_num_launches, in the order adreno_run enqueues them, the order of

@@ -46,6 +46,8 @@
 #define MAX_GLOBAL (((int64_t)1 << 31) - 1)
 #define MAX_WORK_ITEMS ((int64_t)1 << 40)
 #define MAX_IMAGE_SIDE ((int64_t)1 << 24)
+/* An i32 input's ids lie in [-bound, bound): with bound = 2^31 every int32 is one. */
+#define MAX_BOUND ((int64_t)1 << 31)
 
 enum { ARG_ALLOCATION, ARG_WEIGHT, ARG_I32, ARG_F32 };
 
@@ -66,6 +68,8 @@ typedef struct {
     int rank;
     int64_t shape[MAX_RANK];
     int64_t count;
+    adreno_dtype dtype;      /* F32, or I32 for an input of token ids (format version 2) */
+    int64_t bound;           /* I32: the ids lie in [-bound, bound); 0 for F32 */
     int allocation;          /* -1 for a constant output */
     int64_t constant_offset; /* a constant output (format version 3): its f32 values in the weights blob */
     float *constant;         /* ... copied to host memory when the model is opened */
@@ -123,7 +127,7 @@ struct adreno_model {
     unsigned char *pinned;
     int num_pinned;
     cl_mem *stage_mem;
-    float **stage;        /* num_inputs + num_outputs host pointers */
+    void **stage;         /* num_inputs + num_outputs host pointers (4-byte elements: f32 or i32) */
     char device_name[1024];
     const char *origin;
 };
@@ -151,6 +155,7 @@ const char *adreno_status_name(adreno_status status) {
     case ADRENO_ERR_OPENCL: return "ADRENO_ERR_OPENCL";
     case ADRENO_ERR_MEMORY: return "ADRENO_ERR_MEMORY";
     case ADRENO_ERR_OPENCL_LIBRARY: return "ADRENO_ERR_OPENCL_LIBRARY";
+    case ADRENO_ERR_INPUT: return "ADRENO_ERR_INPUT";
     }
     return "ADRENO_ERR_UNKNOWN";
 }
@@ -305,14 +310,26 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
         if (t->type != JSON_OBJECT) return bad(r, where, "must be an object");
         if ((st = need_string(r, t, "name", where, &d->name))) return st;
         if ((st = need(r, t, "dtype", JSON_STRING, where, &dtype))) return st;
-        if (strcmp(dtype->string, "f32") != 0)
-            /* Not malformed (format version 2 has i32 inputs, 3 constant outputs of any dtype):
-             * this C API exchanges float32 arrays only. */
+        d->dtype = ADRENO_DTYPE_F32;
+        if (!outputs && strcmp(dtype->string, "i32") == 0) {
+            /* token ids (format version 2): int32 in [-bound, bound) */
+            if (r->m->format_version < 2)
+                return bad(r, where, "i32 inputs need format version 2 (this manifest says %d)",
+                           r->m->format_version);
+            if (!json_get(t, "bound")) return bad(r, where, "an i32 input needs a 'bound'");
+            if ((st = need_int(r, t, "bound", where, 1, MAX_BOUND, &d->bound))) return st;
+            d->dtype = ADRENO_DTYPE_I32;
+        } else if (strcmp(dtype->string, "f32") != 0) {
+            /* Not malformed (format version 3 has constant outputs of any dtype): this C API
+             * returns float32 arrays only. */
             return fail(r->m, ADRENO_ERR_FORMAT,
-                        "%s: %s '%s' is %s; this runtime exchanges f32 tensors only (its C API takes and returns "
-                        "float arrays): run the model with adreno_mlir.load(...) in Python, or compile a model "
-                        "whose %s are float32",
+                        "%s: %s '%s' is %s; this runtime takes f32 or i32 inputs and returns f32 outputs (its C API "
+                        "returns float arrays): run the model with adreno_mlir.load(...) in Python, or compile a "
+                        "model whose %s are float32",
                         r->file, outputs ? "output" : "input", d->name, dtype->string, key);
+        } else if (json_get(t, "bound")) {
+            return bad(r, where, "'bound' belongs to i32 inputs only (this one is f32)");
+        }
         layout = json_get(t, "layout");
         if (layout && (layout->type != JSON_STRING || strcmp(layout->string, "nchw") != 0))
             return bad(r, where, "layout must be \"nchw\"");
@@ -1073,7 +1090,7 @@ static adreno_status create_staging(adreno_model *m, adreno_io_mode mode) {
         discrete = (type & CL_DEVICE_TYPE_GPU) && !unified;
     }
     int n = m->num_inputs + m->num_outputs;
-    m->stage = (float **)calloc((size_t)n, sizeof *m->stage);
+    m->stage = (void **)calloc((size_t)n, sizeof *m->stage);
     m->pinned = (unsigned char *)calloc((size_t)n, 1);
     m->stage_mem = (cl_mem *)calloc((size_t)n, sizeof *m->stage_mem);
     m->input_set = (unsigned char *)calloc((size_t)m->num_inputs + 1, 1);
@@ -1087,13 +1104,13 @@ static adreno_status create_staging(adreno_model *m, adreno_io_mode mode) {
                                      (discrete && (i < m->num_inputs || bytes <= PINNED_OUTPUT_MAX)));
         m->num_pinned += m->pinned[i];
         if (!m->pinned[i]) {
-            m->stage[i] = (float *)calloc((size_t)t->count, 4);
+            m->stage[i] = calloc((size_t)t->count, 4);
             if (!m->stage[i]) return fail(m, ADRENO_ERR_MEMORY, "out of host memory (%zu bytes for %s)", bytes, t->name);
             continue;
         }
         m->stage_mem[i] = clCreateBuffer(m->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &e);
         if (!m->stage_mem[i]) return cl_fail(m, e, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR) for input/output staging");
-        m->stage[i] = (float *)clEnqueueMapBuffer(m->queue, m->stage_mem[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+        m->stage[i] = clEnqueueMapBuffer(m->queue, m->stage_mem[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                                   bytes, 0, NULL, NULL, &e);
         if (!m->stage[i]) return cl_fail(m, e, "clEnqueueMapBuffer for input/output staging");
         memset(m->stage[i], 0, bytes);
@@ -1364,16 +1381,54 @@ const char *adreno_error(const adreno_model *m) { return m ? m->error : "no mode
 
 static int check_model(adreno_model *m) { return m != NULL; }
 
-adreno_status adreno_set_input(adreno_model *m, int index, const float *data, size_t count) {
+/* Every id of i32 input `index` in [-bound, bound), else ADRENO_ERR_INPUT naming the first one outside. */
+static adreno_status check_ids(adreno_model *m, const char *fn, int index, const int32_t *ids) {
+    const tensor_desc *t = &m->inputs[index];
+    const int64_t bound = t->bound;
+    for (int64_t j = 0; j < t->count; j++) {
+        int64_t id = ids[j];
+        if (id < -bound || id >= bound) {
+            int64_t outside = 0;
+            for (int64_t k = j; k < t->count; k++) outside += (int64_t)ids[k] < -bound || (int64_t)ids[k] >= bound;
+            return fail(m, ADRENO_ERR_INPUT,
+                        "%s: input %d ('%s') has id %lld at element %lld, outside [-%lld, %lld) (the extent of the "
+                        "table it indexes; %lld of its %lld ids are outside); nothing was uploaded",
+                        fn, index, t->name, (long long)id, (long long)j, (long long)bound, (long long)bound,
+                        (long long)outside, (long long)t->count);
+        }
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status set_input(adreno_model *m, const char *fn, int index, adreno_dtype dtype, const void *data,
+                               size_t count) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
     if (index < 0 || index >= m->num_inputs)
-        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_set_input: no input %d (the model has %d)", index, m->num_inputs);
-    if (!data || count != (size_t)m->inputs[index].count)
-        return fail(m, ADRENO_ERR_ARGUMENT, "adreno_set_input: input %d ('%s') takes %lld floats, got %zu%s", index,
-                    m->inputs[index].name, (long long)m->inputs[index].count, count, data ? "" : " (NULL data)");
+        return fail(m, ADRENO_ERR_ARGUMENT, "%s: no input %d (the model has %d)", fn, index, m->num_inputs);
+    const tensor_desc *t = &m->inputs[index];
+    if (t->dtype != dtype)
+        return fail(m, ADRENO_ERR_ARGUMENT, "%s: input %d ('%s') is %s; give it with %s", fn, index, t->name,
+                    adreno_dtype_name(t->dtype), t->dtype == ADRENO_DTYPE_I32 ? "adreno_set_input_i32" : "adreno_set_input");
+    if (!data || count != (size_t)t->count)
+        return fail(m, ADRENO_ERR_ARGUMENT, "%s: input %d ('%s') takes %lld %s, got %zu%s", fn, index, t->name,
+                    (long long)t->count, dtype == ADRENO_DTYPE_I32 ? "int32 ids" : "floats", count,
+                    data ? "" : " (NULL data)");
+    adreno_status st;
+    if (dtype == ADRENO_DTYPE_I32 && (st = check_ids(m, fn, index, (const int32_t *)data))) {
+        m->input_set[index] = 0; /* never run on ids that were refused, nor on older ones */
+        return st;
+    }
     memcpy(m->stage[index], data, count * 4);
     m->input_set[index] = 1;
     return ADRENO_OK;
+}
+
+adreno_status adreno_set_input(adreno_model *m, int index, const float *data, size_t count) {
+    return set_input(m, "adreno_set_input", index, ADRENO_DTYPE_F32, data, count);
+}
+
+adreno_status adreno_set_input_i32(adreno_model *m, int index, const int32_t *data, size_t count) {
+    return set_input(m, "adreno_set_input_i32", index, ADRENO_DTYPE_I32, data, count);
 }
 
 /* adreno_run and adreno_profile read the inputs given with adreno_set_input. */
@@ -1420,12 +1475,12 @@ static adreno_status enqueue_launches(adreno_model *m, cl_command_queue q, cl_ev
     return ADRENO_OK;
 }
 
-static adreno_status execute(adreno_model *m, const float *const *inputs, float *const *outputs, int launch) {
+static adreno_status execute(adreno_model *m, const void *const *inputs, float *const *outputs, int launch) {
     cl_int e;
     adreno_status st;
     for (int i = 0; i < m->num_inputs; i++) {
         const tensor_desc *t = &m->inputs[i];
-        const float *src = inputs ? inputs[i] : m->stage[i];
+        const void *src = inputs ? inputs[i] : m->stage[i];
         if (inputs && m->pinned[i]) {
             memcpy(m->stage[i], inputs[i], (size_t)t->count * 4);
             src = m->stage[i];
@@ -1440,7 +1495,7 @@ static adreno_status execute(adreno_model *m, const float *const *inputs, float 
     if (launch && (st = enqueue_launches(m, m->queue, NULL))) return st;
     for (int i = 0; i < m->num_outputs; i++) {
         const tensor_desc *t = &m->outputs[i];
-        float *dst = outputs && !m->pinned[m->num_inputs + i] ? outputs[i] : m->stage[m->num_inputs + i];
+        void *dst = outputs && !m->pinned[m->num_inputs + i] ? (void *)outputs[i] : m->stage[m->num_inputs + i];
         if (t->constant) {
             memcpy(dst, t->constant, (size_t)t->count * 4);
             continue;
@@ -1479,29 +1534,52 @@ static void forget_staged(adreno_model *m) {
     m->outputs_valid = 0;
 }
 
-static adreno_status check_io(adreno_model *m, const char *fn, const float *const *inputs, float *const *outputs) {
+/* The arrays of a run from the caller's memory: none NULL; with `typed` (adreno_run_typed,
+ * adreno_transfer_typed) every i32 input's ids in range, else (the float entry points) no
+ * i32 input at all. Checked before anything is uploaded or forgotten. */
+static adreno_status check_io(adreno_model *m, const char *fn, const void *const *inputs, float *const *outputs,
+                              int typed, int launch) {
     if (!inputs || !outputs) return fail(m, ADRENO_ERR_ARGUMENT, "%s: NULL inputs or outputs", fn);
     for (int i = 0; i < m->num_inputs; i++)
         if (!inputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "%s: input %d is NULL", fn, i);
     for (int i = 0; i < m->num_outputs; i++)
         if (!outputs[i]) return fail(m, ADRENO_ERR_ARGUMENT, "%s: output %d is NULL", fn, i);
+    for (int i = 0; i < m->num_inputs; i++) {
+        if (m->inputs[i].dtype != ADRENO_DTYPE_I32) continue;
+        if (!typed)
+            return fail(m, ADRENO_ERR_ARGUMENT,
+                        "%s: input %d ('%s') is i32 (token ids) and %s takes float inputs only; use %s, whose "
+                        "input pointers each point to their input's own type",
+                        fn, i, m->inputs[i].name, fn, launch ? "adreno_run_typed" : "adreno_transfer_typed");
+        adreno_status st = check_ids(m, fn, i, (const int32_t *)inputs[i]);
+        if (st) return st;
+    }
     return ADRENO_OK;
 }
 
-adreno_status adreno_run_io(adreno_model *m, const float *const *inputs, float *const *outputs) {
+static adreno_status run_from(adreno_model *m, const char *fn, const void *const *inputs, float *const *outputs,
+                              int typed, int launch) {
     if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
-    adreno_status st = check_io(m, "adreno_run_io", inputs, outputs);
+    adreno_status st = check_io(m, fn, inputs, outputs, typed, launch);
     if (st) return st;
     forget_staged(m);
-    return execute(m, inputs, outputs, 1);
+    return execute(m, inputs, outputs, launch);
+}
+
+adreno_status adreno_run_io(adreno_model *m, const float *const *inputs, float *const *outputs) {
+    return run_from(m, "adreno_run_io", (const void *const *)inputs, outputs, 0, 1);
+}
+
+adreno_status adreno_run_typed(adreno_model *m, const void *const *inputs, float *const *outputs) {
+    return run_from(m, "adreno_run_typed", inputs, outputs, 1, 1);
 }
 
 adreno_status adreno_transfer(adreno_model *m, const float *const *inputs, float *const *outputs) {
-    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
-    adreno_status st = check_io(m, "adreno_transfer", inputs, outputs);
-    if (st) return st;
-    forget_staged(m);
-    return execute(m, inputs, outputs, 0);
+    return run_from(m, "adreno_transfer", (const void *const *)inputs, outputs, 0, 0);
+}
+
+adreno_status adreno_transfer_typed(adreno_model *m, const void *const *inputs, float *const *outputs) {
+    return run_from(m, "adreno_transfer_typed", inputs, outputs, 1, 0);
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -1625,6 +1703,15 @@ size_t adreno_input_count(const adreno_model *m, int i) {
 }
 size_t adreno_output_count(const adreno_model *m, int i) {
     return tensor(m, 1, i) ? (size_t)tensor(m, 1, i)->count : 0;
+}
+adreno_dtype adreno_input_dtype(const adreno_model *m, int i) {
+    return tensor(m, 0, i) ? tensor(m, 0, i)->dtype : ADRENO_DTYPE_INVALID;
+}
+const char *adreno_dtype_name(adreno_dtype dtype) {
+    return dtype == ADRENO_DTYPE_F32 ? "f32" : dtype == ADRENO_DTYPE_I32 ? "i32" : NULL;
+}
+int64_t adreno_input_bound(const adreno_model *m, int i) {
+    return tensor(m, 0, i) && tensor(m, 0, i)->dtype == ADRENO_DTYPE_I32 ? tensor(m, 0, i)->bound : 0;
 }
 const char *adreno_launch_kernel(const adreno_model *m, int i) {
     return m && i >= 0 && i < m->num_launches ? m->launches[i].kernel : NULL;

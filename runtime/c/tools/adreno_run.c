@@ -4,8 +4,11 @@
  *              [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--top N] [--io auto|pinned|direct]
  *              [--seed N] [--no-verify] [--info] [--opencl-library PATH]
  *
- * Inputs are float32 .npy files of the model's input shapes (C order); without --input,
- * every input gets seeded uniform data in [-1, 1) and the runner says so: the generator of
+ * Inputs are .npy files of the model's input shapes (C order): float32 for a float input,
+ * int32 or int64 for an input of token ids (i32, format version 2; int64 ids are narrowed,
+ * and every id must lie in the input's [-bound, bound)). Without --input, every input gets
+ * seeded random data and the runner says so: uniform in [-1, 1) for a float input, ids
+ * uniform in [0, bound) for an i32 one, from the generator of
  * adreno_mlir/runtime/random_inputs.py (random_input), so `adreno-mlir run X.adreno --seed N`
  * draws the same data. Outputs are written as float32 .npy files. It prints the device,
  * where the program came from, the load time and the wall latency of one inference (upload +
@@ -30,8 +33,9 @@ static const char *usage =
     "usage: adreno-run MODEL.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...\n"
     "                  [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--top N] [--io auto|pinned|direct]\n"
     "                  [--seed N] [--no-verify] [--info] [--opencl-library PATH]\n"
-    "  --input [NAME=]x.npy   a float32 .npy of an input's shape (default: seeded random data, uniform in\n"
-    "                         [-1, 1): the same as `adreno-mlir run X.adreno --seed N` draws)\n"
+    "  --input [NAME=]x.npy   a float32 .npy of an input's shape, int32 or int64 for token ids (default:\n"
+    "                         seeded random data, uniform in [-1, 1), ids uniform in [0, bound): the same\n"
+    "                         as `adreno-mlir run X.adreno --seed N` draws)\n"
     "  --seed N               the seed of the random inputs (default 0, as adreno-mlir run's)\n"
     "  --profile              device time from OpenCL events: a table per ONNX node (launches without a\n"
     "                         node under <kernel>), longest first, then the total and the launch overhead\n"
@@ -54,9 +58,13 @@ static int compare_double(const void *a, const void *b) {
 
 /* ------------------------------------------------------------------ .npy */
 
-/* Reads a little-endian float32 C-order .npy file; returns the data (malloc'd) and its
- * shape, or NULL with a message in `err`. */
-static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *count, char *err, size_t errsize) {
+/* Reads a little-endian C-order .npy file for an input of type `want`: float32 for a float
+ * input; int32, or int64 narrowed to int32, for an input of token ids (an int64 value that
+ * int32 cannot hold is refused here, naming the input and its range: it lies outside
+ * [-bound, bound) whatever the bound; the C API checks the others). Returns the data
+ * (malloc'd, 4-byte elements) and its shape, or NULL with a message in `err`. */
+static void *npy_read(const char *path, adreno_dtype want, const char *input, int64_t bound, int64_t *shape,
+                      int *rank, size_t *count, char *err, size_t errsize) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errsize, "cannot open %s", path);
@@ -64,7 +72,8 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
     }
     unsigned char head[10];
     char *header = NULL;
-    float *data = NULL;
+    void *data = NULL;
+    int64_t *wide = NULL;
     if (fread(head, 1, 10, f) != 10 || memcmp(head, "\x93NUMPY", 6) != 0) {
         snprintf(err, errsize, "%s is not a .npy file", path);
         goto fail;
@@ -92,7 +101,16 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
         snprintf(err, errsize, "%s: truncated header", path);
         goto fail;
     }
-    if (!strstr(header, "'descr': '<f4'") && !strstr(header, "'descr': '=f4'")) {
+    size_t itemsize = 4; /* of the file's elements */
+    if (want == ADRENO_DTYPE_I32) {
+        if (strstr(header, "'descr': '<i8'") || strstr(header, "'descr': '=i8'")) {
+            itemsize = 8;
+        } else if (!strstr(header, "'descr': '<i4'") && !strstr(header, "'descr': '=i4'")) {
+            snprintf(err, errsize, "%s: input '%s' takes integer token ids: the array must be int32 or int64 "
+                     "(descr '<i4' or '<i8'); convert it with numpy: np.save(path, x.astype(np.int64))", path, input);
+            goto fail;
+        }
+    } else if (!strstr(header, "'descr': '<f4'") && !strstr(header, "'descr': '=f4'")) {
         snprintf(err, errsize, "%s: the array must be float32 (descr '<f4'); convert it with numpy: "
                  "np.save(path, x.astype(np.float32))", path);
         goto fail;
@@ -112,7 +130,7 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
     while (*s && *s != ')') {
         char *end;
         long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0 || *rank >= 16 || (v > 0 && *count > SIZE_MAX / 4 / (size_t)v)) {
+        if (end == s || v < 0 || *rank >= 16 || (v > 0 && *count > SIZE_MAX / 8 / (size_t)v)) {
             snprintf(err, errsize, "%s: bad shape in the header", path);
             goto fail;
         }
@@ -121,22 +139,37 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
         s = end;
         while (*s == ',' || *s == ' ') s++;
     }
+    const char *what = want == ADRENO_DTYPE_I32 ? "ids" : "floats";
     /* The data must be there before it is allocated: a header promising more is refused. */
     struct stat info;
     long here = ftell(f);
     if (fstat(fileno(f), &info) != 0 || here < 0 || (uint64_t)info.st_size < (uint64_t)here ||
-        (uint64_t)info.st_size - (uint64_t)here < (uint64_t)*count * 4) {
-        snprintf(err, errsize, "%s is truncated: fewer than the %zu floats its header promises", path, *count);
+        (uint64_t)info.st_size - (uint64_t)here < (uint64_t)*count * itemsize) {
+        snprintf(err, errsize, "%s is truncated: fewer than the %zu %s its header promises", path, *count, what);
         goto fail;
     }
-    data = (float *)malloc(*count ? *count * 4 : 4);
-    if (!data) {
+    data = malloc(*count ? *count * 4 : 4);
+    if (itemsize == 8) wide = (int64_t *)malloc(*count ? *count * 8 : 8);
+    if (!data || (itemsize == 8 && !wide)) {
         snprintf(err, errsize, "%s: out of memory", path);
         goto fail;
     }
-    if (fread(data, 4, *count, f) != *count) {
-        snprintf(err, errsize, "%s is truncated: fewer than the %zu floats its header promises", path, *count);
+    if (fread(wide ? (void *)wide : data, itemsize, *count, f) != *count) {
+        snprintf(err, errsize, "%s is truncated: fewer than the %zu %s its header promises", path, *count, what);
         goto fail;
+    }
+    if (wide) { /* int64 -> int32: what int32 cannot hold is outside [-bound, bound) for every bound <= 2^31 */
+        int32_t *ids = (int32_t *)data;
+        for (size_t j = 0; j < *count; j++) {
+            if (wide[j] < INT32_MIN || wide[j] > INT32_MAX) {
+                snprintf(err, errsize, "%s: input '%s' has id %lld at element %zu, outside [-%lld, %lld) (the extent "
+                         "of the table it indexes)", path, input, (long long)wide[j], j, (long long)bound,
+                         (long long)bound);
+                goto fail;
+            }
+            ids[j] = (int32_t)wide[j];
+        }
+        free(wide);
     }
     free(header);
     fclose(f);
@@ -144,6 +177,7 @@ static float *npy_read(const char *path, int64_t *shape, int *rank, size_t *coun
 fail:
     free(header);
     free(data);
+    free(wide);
     fclose(f);
     return NULL;
 }
@@ -206,7 +240,9 @@ static void split(const char *arg, named_path *out) {
 
 /* The random inputs (adreno_mlir/runtime/random_inputs.py has the same formula and says
  * why): element j of input i for `seed` is splitmix64(seed * GOLDEN + (i << 40) + j) >> 40,
- * a 24-bit draw u, and the value 2 * u / 2^24 - 1, uniform in [-1, 1) and exact in float32. */
+ * a 24-bit draw u, and the value 2 * u / 2^24 - 1, uniform in [-1, 1) and exact in float32;
+ * for an input of token ids, (u * bound) >> 24, uniform in [0, bound) (u < 2^24 and
+ * bound <= 2^31: the product fits 64 bits, and the id int32). */
 #define GOLDEN 0x9E3779B97F4A7C15ull
 
 static uint64_t splitmix64(uint64_t z) {
@@ -220,6 +256,15 @@ static void random_input(uint64_t seed, int index, float *data, size_t count) {
     uint64_t base = seed * GOLDEN + ((uint64_t)index << 40);
     for (size_t j = 0; j < count; j++)
         data[j] = (float)((double)(splitmix64(base + (uint64_t)j) >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+/* The bound 2^24 is that of an integer input the model computes with (an attention mask: held
+ * as float on the device, exact below 2^24): its random data is 0s and 1s (span 2), as in
+ * adreno_mlir/runtime/random_inputs.py (VALUE_BOUND). */
+static void random_ids(uint64_t seed, int index, uint64_t bound, int32_t *data, size_t count) {
+    if (bound == ((uint64_t)1 << 24)) bound = 2;
+    uint64_t base = seed * GOLDEN + ((uint64_t)index << 40);
+    for (size_t j = 0; j < count; j++) data[j] = (int32_t)(((splitmix64(base + (uint64_t)j) >> 40) * bound) >> 24);
 }
 
 /* A decimal integer, possibly negative (taken modulo 2^64, as Python's seed is). */
@@ -459,7 +504,8 @@ int main(int argc, char **argv) {
 
     char err[4096];
     adreno_model *m = NULL;
-    float **in_data = NULL, **out_data = NULL;
+    void **in_data = NULL;
+    float **out_data = NULL;
     double *times = NULL, *launch_ms = NULL;
     double t0 = now_ms();
     adreno_status st = adreno_open(path, &options, &m, err, sizeof err);
@@ -472,11 +518,16 @@ int main(int argc, char **argv) {
     printf("model:   %s\nopencl:  %s\ndevice:  %s\nprogram: %s\nio:      %s\nload:    %.1f ms\n", path,
            adreno_opencl_library(), adreno_device_name(m), adreno_program_origin(m), adreno_io_mode_name(m), load_ms);
     if (info) { /* what the model is, and no run: no inputs read or drawn */
-        /* The C runtime opens only models whose inputs and outputs are all float32. */
+        /* Inputs are float32 or int32 token ids with a bound; outputs float32. */
         for (int i = 0; i < ni; i++) {
             printf("input %d: %s ", i, adreno_input_name(m, i));
             print_shape(stdout, adreno_input_shape(m, i), adreno_input_rank(m, i));
-            printf(" float32\n");
+            if (adreno_input_dtype(m, i) == ADRENO_DTYPE_I32) {
+                long long bound = (long long)adreno_input_bound(m, i);
+                printf(" int32 bound %lld (token ids in [-%lld, %lld))\n", bound, bound, bound);
+            } else {
+                printf(" float32\n");
+            }
         }
         for (int i = 0; i < no; i++) {
             printf("output %d: %s ", i, adreno_output_name(m, i));
@@ -492,7 +543,7 @@ int main(int argc, char **argv) {
         status = 0;
         goto out;
     }
-    in_data = (float **)calloc((size_t)ni, sizeof *in_data);
+    in_data = (void **)calloc((size_t)ni, sizeof *in_data);
     out_data = (float **)calloc((size_t)no, sizeof *out_data);
     if (!in_data || !out_data) {
         fprintf(stderr, "adreno-run: error: out of memory\n");
@@ -514,7 +565,8 @@ int main(int argc, char **argv) {
         int64_t shape[16];
         int rank;
         size_t count;
-        in_data[i] = npy_read(inputs[k].path, shape, &rank, &count, err, sizeof err);
+        in_data[i] = npy_read(inputs[k].path, adreno_input_dtype(m, i), adreno_input_name(m, i),
+                              adreno_input_bound(m, i), shape, &rank, &count, err, sizeof err);
         if (!in_data[i]) {
             fprintf(stderr, "adreno-run: error: --input: %s\n", err);
             goto out;
@@ -533,14 +585,25 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ni; i++) {
         if (in_data[i]) continue;
         size_t count = adreno_input_count(m, i);
-        in_data[i] = (float *)malloc(count * 4);
+        in_data[i] = malloc(count ? count * 4 : 4);
         if (!in_data[i]) {
             fprintf(stderr, "adreno-run: error: out of memory\n");
             goto out;
         }
-        random_input(seed, i, in_data[i], count);
-        printf("input '%s': random uniform [-1, 1), seed %s (no --input given)\n", adreno_input_name(m, i),
-               seed_text);
+        if (adreno_input_dtype(m, i) == ADRENO_DTYPE_I32) {
+            int64_t bound = adreno_input_bound(m, i);
+            random_ids(seed, i, (uint64_t)bound, (int32_t *)in_data[i], count);
+            if (bound == ((int64_t)1 << 24))
+                printf("input '%s': random integers 0 or 1 (a mask-like input), seed %s (no --input given)\n",
+                       adreno_input_name(m, i), seed_text);
+            else
+                printf("input '%s': random token ids uniform in [0, %lld), seed %s (no --input given)\n",
+                       adreno_input_name(m, i), (long long)bound, seed_text);
+        } else {
+            random_input(seed, i, (float *)in_data[i], count);
+            printf("input '%s': random uniform [-1, 1), seed %s (no --input given)\n", adreno_input_name(m, i),
+                   seed_text);
+        }
     }
     for (int i = 0; i < no; i++) {
         out_data[i] = (float *)malloc(adreno_output_count(m, i) * 4);
@@ -553,7 +616,7 @@ int main(int argc, char **argv) {
     if (!times) goto out;
     for (int r = 0; r < warmup + repeat; r++) {
         double s = now_ms();
-        st = adreno_run_io(m, (const float *const *)in_data, out_data);
+        st = adreno_run_typed(m, (const void *const *)in_data, out_data);
         double t = now_ms() - s;
         if (st != ADRENO_OK) {
             fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
@@ -571,7 +634,15 @@ int main(int argc, char **argv) {
         launch_ms = (double *)calloc(nl ? (size_t)nl : 1, sizeof *launch_ms);
         if (!launch_ms) goto out;
         double span = 0;
-        for (int i = 0; i < ni; i++) adreno_set_input(m, i, in_data[i], adreno_input_count(m, i));
+        for (int i = 0; i < ni; i++) {
+            st = adreno_input_dtype(m, i) == ADRENO_DTYPE_I32
+                     ? adreno_set_input_i32(m, i, (const int32_t *)in_data[i], adreno_input_count(m, i))
+                     : adreno_set_input(m, i, (const float *)in_data[i], adreno_input_count(m, i));
+            if (st != ADRENO_OK) {
+                fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
+                goto out;
+            }
+        }
         if (adreno_profile(m, repeat, launch_ms, &span) != ADRENO_OK) {
             fprintf(stderr, "adreno-run: error: %s\n", adreno_error(m));
             goto out;
