@@ -279,3 +279,26 @@ def test_integer_inputs_under_address_sanitizer(model, ids_artifact, asan_dir, r
         assert proc.returncode == code, f"{args}: exit {proc.returncode}\n{proc.stderr}"
         assert "Sanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
     assert rel_err(np.load(tmp_path / "y.npy"), _reference(model, {"ids": ids})) <= REL_TOL
+
+
+def test_bert_with_a_padded_attention_mask_through_adreno_run(native_dir, run_env, cache, tmp_path):  # noqa: F811
+    """Issue 28: a text model with input_ids, attention_mask (a batch row with padding) and
+    token_type_ids, all int64, matches onnxruntime through the C runtime: the mask arrives
+    as an i32 input with the bound 2**24 and is converted on the device."""
+    from tests.test_int_tensors import _bert, _bert_feeds, _ort
+
+    model = _bert("additive")
+    path = tmp_path / "bert.adreno"
+    adreno_mlir.compile(model, cache=cache, runtime="pyopencl", target="adreno-740").save(path)
+    feeds = _bert_feeds(padded=True)
+    args = []
+    for name, x in feeds.items():
+        np.save(tmp_path / f"{name}.npy", x)
+        args += ["--input", f"{name}={tmp_path / (name + '.npy')}"]
+    run_c(native_dir / "adreno-run", path, run_env, *args, "--output", tmp_path / "h.npy", "--repeat", "1",
+          "--warmup", "0")
+    (ref,) = _ort(model, feeds)
+    got = np.load(tmp_path / "h.npy").reshape(ref.shape)
+    assert rel_err(got, ref) <= 1e-4
+    (unpadded,) = _ort(model, _bert_feeds(padded=False))
+    assert np.abs(unpadded[1] - got[1]).max() > 1e-2  # the padding was applied
