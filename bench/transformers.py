@@ -239,6 +239,9 @@ def bench(name, args, shared):
             options = dict(PLANS[plan])
             if args.without:
                 options["pipeline"] = lambda p: p.replace(f"{args.without},", "").replace(f",{args.without}", "")
+            if args.replace:
+                old, _, new = args.replace.partition("=>")
+                options["pipeline"] = lambda p, old=old, new=new: p.replace(old, new)
             if args.gemm_local_tile is not None:
                 options["overrides"] = gemm_overrides(model, options, args)
             cm = adreno_mlir.compile(model, device=args.device, **options)
@@ -277,6 +280,9 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--without", default=None, metavar="PASS",
                     help="compile with PASS removed from the default pipeline (e.g. fuse-attention): what it buys")
+    ap.add_argument("--replace", default=None, metavar="OLD=>NEW",
+                    help="compile with OLD replaced by NEW in the default pipeline string, e.g. "
+                         "'fuse-attention{=>fuse-attention{max-keys=128 '")
     ap.add_argument("--gemm-local-tile", type=int, default=None, metavar="T",
                     help="compile every matrix product that can take it with kernel_config local_tile = T "
                          "(0: none, the schedules before local tiles)")

@@ -207,11 +207,13 @@ class FuseAttentionPass(CheckedPass):
     """Target profile the rule decides for (adreno_mlir.target)."""
     enabled: bool = True
     """False: never fuse (to compare, or to keep the three kernels)."""
-    max_keys: int = option(512, minimum=0)
+    max_keys: int = option(128, minimum=0)
     """Fuse only attention over at most this many keys (0: any length). The fused kernel
     computes a query row per work-group; over whisper's 1500 keys it took 15.8 of the
     encoder's 18.5 ms on the H200, where the unfused chain's scores product alone, in
-    64 x 64 local tiles, is 0.16 ms a layer (docs/bench/issue28)."""
+    64 x 64 local tiles, is 0.16 ms a layer; segformer-b0's device time (256 keys in its
+    first stages) is 7.75 ms fused, 5.43 ms with 128; distilbert, t5 and gpt2 (64 and 128
+    keys) were the same with 64, 128 and any (docs/bench/issue28/hf_mk*.log)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         profile = target_profile(self, op)
