@@ -837,21 +837,24 @@ def _explicit_pads(n: _Node, in_hw, kernel, strides, dilations) -> list[int]:
     n.fail(f"auto_pad '{auto_pad}' is not supported")
 
 
+def _conv_operands(n: _Node, what: str):
+    """(x, its shape, w, its shape, spatial rank, strides, dilations) of a Conv or
+    ConvTranspose: 1-D (N x C x L) or 2-D (N x C x H x W) only, weights of the same rank."""
+    x, w = n.input(0), n.input(1)
+    xs, ws = graph.shape_of(x), graph.shape_of(w)
+    if len(xs) not in (3, 4) or len(ws) != len(xs):
+        n.fail(f"only 1-D and 2-D {what} (3-D NCL / 4-D NCHW inputs) are supported, got input shape "
+               f"{list(xs)} and weight shape {list(ws)}")
+    rank = len(xs) - 2
+    return x, xs, w, ws, rank, list(n.attr("strides", [1] * rank)), list(n.attr("dilations", [1] * rank))
+
+
 @importer("Conv")
 def _conv(n: _Node):
     """2-D; 1-D (N x C x L: audio encoders, temporal models) as 2-D over N x C x 1 x L
     with a 1 x K window, the weights reshaped to O x C x 1 x K (folded at import), so
     every conv schedule (NCHW4c, images, Winograd does not apply to 1-row windows) serves it."""
-    x = n.input(0)
-    xs = graph.shape_of(x)
-    w = n.input(1)
-    ws = graph.shape_of(w)
-    if len(xs) not in (3, 4) or len(ws) != len(xs):
-        n.fail(f"only 1-D and 2-D convolutions (3-D NCL / 4-D NCHW inputs) are supported, got input shape "
-               f"{list(xs)} and weight shape {list(ws)}")
-    rank = len(xs) - 2
-    strides = list(n.attr("strides", [1] * rank))
-    dil = list(n.attr("dilations", [1] * rank))
+    x, xs, w, ws, rank, strides, dil = _conv_operands(n, "convolutions")
     if not len(strides) == len(dil) == rank:
         n.fail(f"strides {strides} and dilations {dil} must have {rank} values")
     pads = _explicit_pads(n, xs[2:], ws[2:], strides, dil)
@@ -1682,14 +1685,7 @@ def _conv_transpose(n: _Node):
     its reference and onnxruntime split them: SAME_UPPER puts the smaller half first,
     otherwise the larger. An output_shape beyond what the input reaches adds rows at
     the end (output_padding), as onnxruntime does."""
-    x, w = n.input(0), n.input(1)
-    xs, ws = graph.shape_of(x), graph.shape_of(w)
-    if len(xs) not in (3, 4) or len(ws) != len(xs):
-        n.fail(f"only 1-D and 2-D transposed convolutions (3-D NCL / 4-D NCHW inputs) are supported, got "
-               f"input shape {list(xs)} and weight shape {list(ws)}")
-    rank = len(xs) - 2
-    strides = list(n.attr("strides", [1] * rank))
-    dil = list(n.attr("dilations", [1] * rank))
+    x, xs, w, ws, rank, strides, dil = _conv_operands(n, "transposed convolutions")
     out_pad = list(n.attr("output_padding", [0] * rank))
     kernel = list(n.attr("kernel_shape", ws[2:]))
     if not len(strides) == len(dil) == len(out_pad) == rank:
