@@ -16,11 +16,12 @@ from adreno_mlir.errors import AdrenoError
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from adreno_mlir.cli_run import shape_options
     from adreno_mlir.frontend import import_onnx
     from adreno_mlir.printing import module_to_text
     from adreno_mlir.weights import save_beside
 
-    module = import_onnx(args.model)
+    module = import_onnx(args.model, **shape_options(args))
     if args.output and args.output != "-":
         out = Path(args.output)
         save_beside(module, out)
@@ -69,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="import an ONNX model as graph-dialect IR")
     imp.add_argument("model", help="path of the .onnx file")
     imp.add_argument("-o", "--output", help="output .mlir file (weights go to <name>.weights/); default stdout")
+    from adreno_mlir.cli_run import shape_arguments
+
+    shape_arguments(imp)
     imp.set_defaults(func=_cmd_import)
 
     ex = sub.add_parser("example", help="write an ONNX model the project builds itself")

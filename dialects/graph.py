@@ -892,11 +892,14 @@ class MulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
         from adreno_mlir.passes.graph_canonicalize import (
             FoldConstantElementwise,
             FoldScalarMulChain,
+            FoldScaleIntoRmsNorm,
             RecognizeGelu,
+            RecognizeRmsNorm,
             SinkTransposeBelowScalarOp,
         )
 
-        return (FoldConstantElementwise(), RecognizeGelu(), SinkTransposeBelowScalarOp(), FoldScalarMulChain())
+        return (FoldConstantElementwise(), RecognizeGelu(), RecognizeRmsNorm(), FoldScaleIntoRmsNorm(),
+                SinkTransposeBelowScalarOp(), FoldScalarMulChain())
 
 
 @irdl_op_definition
@@ -2055,7 +2058,12 @@ class LogSoftmaxOp(GraphOp):
 class LayerNormOp(GraphOp):
     """ONNX LayerNormalization: each row over the trailing axes `[axis, rank)` becomes
     `(x - mean) / sqrt(var + epsilon) * scale + bias` (biased variance, as ONNX and
-    PyTorch). `scale` and the optional `bias` broadcast to those trailing axes."""
+    PyTorch). `scale` and the optional `bias` broadcast to those trailing axes.
+
+    `center = 0` is the RMS normalization of T5, Llama and their kin (ONNX
+    RMSNormalization, com.microsoft SimplifiedLayerNormalization, or the decomposed
+    `x * 1/sqrt(mean(x^2) + eps) * w` that graph-canonicalize recognizes):
+    `x / sqrt(mean(x^2) + epsilon) * scale (+ bias)`, no mean subtracted."""
 
     name = "graph.layer_norm"
     input = operand_def(AnyTensor)
@@ -2064,6 +2072,7 @@ class LayerNormOp(GraphOp):
     result = result_def(AnyTensor)
     axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(-1, 64))
     epsilon = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1e-5))
+    center = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
     traits = traits_def(Pure())
     assembly_format = (
         "$input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale) (`,` type($bias)^)? "
@@ -2094,6 +2103,9 @@ class LayerNormOp(GraphOp):
                 )
         if self.epsilon.value.data < 0:
             raise VerifyException(f"'graph.layer_norm' epsilon {self.epsilon.value.data} is negative")
+        if self.center.value.data not in (0, 1):
+            raise VerifyException(f"'graph.layer_norm' center must be 0 (RMS normalization) or 1, got "
+                                  f"{self.center.value.data}")
         _expect_shape(self, shape_of(self.result), x)
 
 

@@ -398,6 +398,96 @@ class RecognizeGelu(RewritePattern):
         return None
 
 
+class RecognizeRmsNorm(RewritePattern):
+    """The RMS normalization exporters write for T5's and Llama's norms,
+    `x * 1/sqrt(mean(x^2 over the trailing axes) + eps)` (Reciprocal or Div(1, .) of the
+    Sqrt; Pow by 2 or x * x; operands in either order; every intermediate used once),
+    becomes one `graph.layer_norm {center = 0}` with a scale of ones; a following
+    multiply by a constant weight of the normalized axes then folds into its scale
+    (`FoldScaleIntoRmsNorm`). Seven kernels and four round trips of a row become one."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MulOp, rewriter: PatternRewriter, /):
+        for x, r in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            found = _rms_chain(x, r, op)
+            if found is None:
+                continue
+            axis, eps = found
+            shape = graph.shape_of(x)
+            ones = new_constant(store_of(module_of(op)), np.ones(shape[axis:], np.float32), "rms_scale")
+            rewriter.insert_op(ones, InsertPoint.before(op))
+            norm = graph.LayerNormOp(operands=[x, ones.result, []], result_types=[op.result.type], properties={
+                "axis": graph.IntegerAttr(axis, 64), "epsilon": graph.f32_attr(eps),
+                "center": graph.IntegerAttr(0, 64)})
+            norm.location = op.location
+            rewriter.replace(op, norm)
+            return
+
+
+def _rms_chain(x, r, user) -> tuple[int, float] | None:
+    """(first normalized axis, epsilon) when `r` is 1/sqrt(mean(x^2) + eps) over x's
+    trailing axes with every link used once, else None."""
+    if not _only_user(r, user):
+        return None
+    inv = r.owner
+    if isinstance(inv, graph.ReciprocalOp):
+        root = inv.input
+    elif isinstance(inv, graph.DivOp) and _scalar(inv.lhs, 1.0):
+        root = inv.rhs
+    else:
+        return None
+    sqrt = root.owner
+    if not isinstance(sqrt, graph.SqrtOp) or not _only_user(root, inv):
+        return None
+    add = sqrt.input.owner
+    if not isinstance(add, graph.AddOp) or not _only_user(sqrt.input, sqrt):
+        return None
+    for mean_v, eps_v in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+        arr = constant_value(eps_v) if isinstance(eps_v.owner, graph.ConstantOp) else None
+        mean = mean_v.owner
+        if arr is None or arr.size != 1 or not isinstance(mean, graph.ReduceMeanOp) or not _only_user(mean_v, add):
+            continue
+        rank = len(graph.shape_of(x))
+        axes = sorted(graph.ints(mean.axes))
+        if not axes or axes != list(range(axes[0], rank)) or not mean.keepdims.value.data:
+            return None
+        sq = mean.input.owner
+        if not _only_user(mean.input, mean):
+            return None
+        squares = (isinstance(sq, graph.PowOp) and sq.input is x and sq.exponent.value.data == 2.0) or \
+            (isinstance(sq, graph.MulOp) and sq.lhs is x and sq.rhs is x)
+        eps = float(arr.reshape(-1)[0])
+        if squares and eps >= 0 and graph.shape_of(user.results[0]) == graph.shape_of(x):
+            return axes[0], eps
+        return None
+    return None
+
+
+class FoldScaleIntoRmsNorm(RewritePattern):
+    """`graph.layer_norm {center = 0}` with a scale of ones and no bias, whose only user
+    multiplies it by a constant that broadcasts to the normalized axes (T5's and Llama's
+    weight): the constant becomes the scale."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MulOp, rewriter: PatternRewriter, /):
+        for n, w in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            norm = n.owner
+            if not isinstance(norm, graph.LayerNormOp) or norm.center.value.data or norm.bias is not None:
+                continue
+            if not _only_user(n, op) or not _scalar(norm.scale, 1.0) or not isinstance(w.owner, graph.ConstantOp):
+                continue
+            trailing = graph.shape_of(norm.input)[norm.norm_axis():]
+            ws = graph.shape_of(w)
+            if len(ws) > len(trailing) or graph.broadcast_shapes(ws, trailing) != tuple(trailing) \
+                    or graph.shape_of(op.result) != graph.shape_of(n):
+                continue
+            new = graph.LayerNormOp(operands=[norm.input, w, []], result_types=[op.result.type],
+                                    properties=dict(norm.properties))
+            new.location = op.location
+            rewriter.replace(op, new)
+            return
+
+
 PRETRANSPOSE_MIN_ROWS = 16
 """Output rows from which a Gemm's constant transB weight is transposed at compile time."""
 

@@ -46,6 +46,7 @@ TEST_STEMS = {
     "ReduceLogSum": ["reduce_log_sum"],  # also matches reduce_log_sum_exp (accepted too)
     "ReduceLogSumExp": ["reduce_log_sum_exp"],
     "InstanceNormalization": ["instancenorm"],
+    "RMSNormalization": ["rms_normalization"],
     "Conv": ["conv", "basic_conv"],
     "ConvTranspose": ["convtranspose"],
     "LayerNormalization": ["layer_normalization"],

@@ -1450,6 +1450,21 @@ def _softmax(n: _Node):
                              properties={"axis": graph.IntegerAttr(axis, 64)}))
 
 
+@importer("RMSNormalization")
+def _rms_norm(n: _Node):
+    """ONNX RMSNormalization (opset 23): x / sqrt(mean(x^2 over [axis, rank)) + epsilon) *
+    scale, a `graph.layer_norm {center = 0}`; `stash_type` is float32 here anyway."""
+    x = n.input(0)
+    rank = len(graph.shape_of(x))
+    axis = n.attr("axis", -1)
+    if not -rank <= axis < rank:
+        n.fail(f"axis {axis} is out of range for an input of rank {rank}")
+    return _emit(n, graph.LayerNormOp(
+        operands=[x, n.input(1), []], result_types=[n.out_type()],
+        properties={"axis": graph.IntegerAttr(axis % rank, 64), "epsilon": graph.f32_attr(float(n.attr("epsilon", 1e-5))),
+                    "center": graph.IntegerAttr(0, 64)}))
+
+
 @importer("LayerNormalization")
 def _layer_norm(n: _Node):
     x = n.input(0)

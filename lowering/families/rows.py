@@ -254,7 +254,7 @@ class LayerNormPattern(KernelPattern):
         spec = LayerNormSpec(
             rows=numel(shape[:axis]), row_shape=row_shape, scale_strides=broadcast_strides(graph.shape_of(op.scale), row_shape),
             bias_strides=None if bias is None else broadcast_strides(graph.shape_of(bias), row_shape),
-            epsilon=op.epsilon.value.data, items=cfg["reduce_items"])
+            epsilon=op.epsilon.value.data, items=cfg["reduce_items"], center=bool(op.center.value.data))
         ins = [hb.buffer(op.input), hb.buffer(op.scale)] + ([] if bias is None else [hb.buffer(bias)])
         hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
 

@@ -1,5 +1,5 @@
-"""Row normalizations: LayerNorm over the trailing axes, one row per work-item or per
-work-group."""
+"""Row normalizations: LayerNorm (and RMS normalization, `center` False) over the
+trailing axes, one row per work-item or per work-group."""
 
 from __future__ import annotations
 
@@ -31,13 +31,15 @@ class LayerNormSpec(KernelSpec):
     bias_strides: tuple[int, ...] | None
     epsilon: float
     items: int = 1
+    center: bool = True
+    """False: RMS normalization (no mean subtracted: x / sqrt(mean(x^2) + eps))."""
 
     @property
     def length(self) -> int:
         return numel(self.row_shape)
 
     def base_name(self) -> str:
-        return "layer_norm" + (f"_wg{self.items}" if self.items > 1 else "")
+        return ("layer_norm" if self.center else "rms_norm") + (f"_wg{self.items}" if self.items > 1 else "")
 
     def input_names(self) -> tuple[str, ...]:
         return ("input", "scale") + (("bias",) if self.bias_strides is not None else ())
@@ -70,10 +72,10 @@ class LayerNormSpec(KernelSpec):
             total = work_group_allsum(kb, partial, lid, self.items, hint) if grouped else partial
             return kb.fmul(total, 1.0 / n, hint)
 
-        mean = row_sum(lambda k, v: v, "mean")
+        mean = row_sum(lambda k, v: v, "mean") if self.center else None
 
         def square(k: KernelBuilder, v: SSAValue) -> SSAValue:
-            d = k.fsub(v, mean)
+            d = k.fsub(v, mean) if mean is not None else v
             return k.fmul(d, d)
 
         var = row_sum(square, "var")
@@ -81,7 +83,9 @@ class LayerNormSpec(KernelSpec):
 
         def write(k: KernelBuilder, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
             idx = k.add(base, j)
-            y = k.fmul(k.fmul(k.fsub(k.load(x, idx), mean), inv), k.load(scale, self._param_index(k, j, self.scale_strides)))
+            v = k.load(x, idx)
+            centered = k.fsub(v, mean) if mean is not None else v
+            y = k.fmul(k.fmul(centered, inv), k.load(scale, self._param_index(k, j, self.scale_strides)))
             if bias is not None:
                 y = k.fadd(y, k.load(bias, self._param_index(k, j, self.bias_strides)))
             k.store(y, out, idx)
