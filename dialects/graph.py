@@ -1227,11 +1227,11 @@ class TruncOp(UnaryOp):
 
     @classmethod
     def emit(cls, kb, x, params=()):
-        return kb.trunc(x)
+        return kb.fadd(kb.trunc(x), 0.0)  # + 0: -0.5 -> 0, not -0 (an integer has no sign of zero)
 
     @classmethod
     def evaluate(cls, x, *, params=()):
-        return np.trunc(x)
+        return np.trunc(x) + np.zeros((), np.asarray(x).dtype)
 
 
 class IntBinaryOp(BinaryOp):
@@ -1268,8 +1268,8 @@ class IntBinaryOp(BinaryOp):
     def evaluate(cls, a, b, *, params=()):
         a, b = np.asarray(a), np.asarray(b)
         dtype = a.dtype if a.dtype.kind == "f" else np.float32
-        with np.errstate(all="ignore"):  # as `kb.exact_int`: outside (-2**24, 2**24) counts as 0
-            ai, bi = (np.where(np.abs(x) < FLOAT_EXACT_INT, np.trunc(x), 0).astype(np.int64) for x in (a, b))
+        with np.errstate(all="ignore"):  # as `kb.exact_int`: outside [-2**24, 2**24] counts as 0
+            ai, bi = (np.where(np.abs(x) <= FLOAT_EXACT_INT, np.trunc(x), 0).astype(np.int64) for x in (a, b))
             ai, bi = np.broadcast_arrays(ai, bi)
             zero = bi == 0
             r = cls.int_evaluate(ai, np.where(zero, 1, bi))

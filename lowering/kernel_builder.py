@@ -441,11 +441,11 @@ class KernelBuilder:
         return self._op(math.TruncOp, self.f(a))
 
     def exact_int(self, x: SSAValue) -> SSAValue:
-        """The float-held integer `x` (a scalar) as an i32. A value outside (-2**24, 2**24),
-        where floats stop holding every integer (NaN and inf too), becomes 0 first, so the
-        conversion is always in range: an out-of-range float -> int conversion has no
-        defined result (poison in LLVM, which PoCL compiles through)."""
-        inside = self.fcmp("olt", self.absf(x), float(1 << 24))
+        """The float-held integer `x` (a scalar) as an i32. A value outside [-2**24, 2**24]
+        (the range the runtime admits, where floats hold every integer; NaN and inf too)
+        becomes 0 first, so the conversion is always in range: an out-of-range float -> int
+        conversion has no defined result (poison in LLVM, which PoCL compiles through)."""
+        inside = self.fcmp("ole", self.absf(x), float(1 << 24))
         return self.to_int(self.select(inside, x, self.const_like(0.0, x.type)))
 
     # ------------------------------------------------------------------ memory and ids

@@ -127,6 +127,10 @@ class LayoutConverter:
         adds the shape and attribute conditions those kernels need."""
         if not op.has_trait(graph.NCHW4cConvertible):
             return False
+        if self.element == f16 and isinstance(op, (graph.CompareOp, graph.TruncOp, graph.IsInfOp, graph.IntBinaryOp)):
+            # Exact-value ops: half storage would round their integer constants (2049 -> 2048)
+            # and flip a mask; they stay on f32 tensors (docs/op_support.md, "integers").
+            return False
         if isinstance(op, graph.Conv2dOp):
             x, w = graph.shape_of(op.input), graph.shape_of(op.weight)
             g = op.groups.value.data

@@ -139,7 +139,7 @@ class SelectKernelConfig(CheckedPass):
         profile = target_profile(self, op)  # the other options are checked when the pass is made
         rules = Rules(profile.is_gpu, self.conv_co_block, self.conv_x_block, self.vectorize,
                       self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group),
-                      self.compute, profile.compute_units)
+                      self.compute, profile.compute_units, profile.max_work_group_size, profile.local_memory_bytes)
         overrides = load_overrides(self.overrides) if self.overrides else {}
         pattern = SelectConfig(rules, overrides, self.overrides)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -88,6 +88,7 @@ def _head(ashape, bshape):
     ([64, 768], [768, 768], 132, 16),  # 48 of 32 x 32, 192 of 16 x 16
     ([1, 1280], [1280, 1000], 132, 0),  # a GEMV: 63 of 16 x 16, split-K instead
     ([2048, 2048], [2048, 2048], 0, 0),  # compute units unknown (the named Adreno profiles)
+    ([2048, 2048], [2048, 2048], 6, 0),  # a mobile GPU's few compute units: not measured there
 ])
 def test_default_local_tile_rule(ashape, bshape, units, expected):
     import dataclasses
@@ -107,3 +108,13 @@ def test_a_given_local_tile_of_0_keeps_the_other_rules():
     head = _head([128, 3072], [3072, 768])
     assert GEMM.defaults(head, rules, {})["local_tile"] == 32
     assert GEMM.defaults(head, rules, {"local_tile": 0}) == GEMM.defaults(head, DEFAULT_RULES, {})
+
+
+def test_no_default_local_tile_where_the_work_group_or_local_memory_does_not_fit():
+    import dataclasses
+
+    head = _head([2048, 2048], [2048, 2048])
+    rules = dataclasses.replace(DEFAULT_RULES, compute_units=132, max_work_group_size=128)
+    assert GEMM.defaults(head, rules, {})["local_tile"] == 0
+    small = dataclasses.replace(DEFAULT_RULES, compute_units=132, local_memory_bytes=12 * 1024)
+    assert GEMM.defaults(head, small, {})["local_tile"] == 64  # 128's slices (16.5 KB) do not fit

@@ -115,6 +115,10 @@ class Rules:
     compute: str = "f32"
     compute_units: int = 0
     """The target's compute units (0: unknown, as for the named Adreno profiles)."""
+    max_work_group_size: int = 0
+    """The target's largest work-group (0: unknown)."""
+    local_memory_bytes: int = 0
+    """The target's local memory per work-group (0: unknown)."""
 
 
 DEFAULT_RULES = Rules(gpu=True, conv_co_block=8, conv_x_block=4, vectorize=True, packed_co_blocks=1,

@@ -7,7 +7,7 @@
 | `tile_m` | 1, 2, 4, 8 | rows per work-item (register tile; with k_split 1) |
 | `tile_n` | 1, 4 | columns per work-item (4: a float4 of B, where B's rows are aligned float4s) |
 | `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the reduction loop (0: none, the OpenCL compiler decides) |
-| `local_tile` | 0, 16, 32, 64 | a T x T output tile per work-group of 16 x 16, A and B staged in local memory (0: off; excludes k_split and tile_m/tile_n) |
+| `local_tile` | 0, 16, 32, 64, 128 | a T x T output tile per work-group of 16 x 16, A and B staged in local memory (0: off; excludes k_split and tile_m/tile_n) |
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from adreno_mlir.lowering.expr import Bin, In, Src, Un
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, value_numel
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides
-from adreno_mlir.lowering.kernels.matmul import LOCAL_TILE_ITEMS, LOCAL_TILES, GemmSpec, MatMulSpec
+from adreno_mlir.lowering.kernels.matmul import LOCAL_TILE_ITEMS, LOCAL_TILE_K, LOCAL_TILES, GemmSpec, MatMulSpec
+
+LOCAL_TILE_MIN_UNITS = 16
+"""Compute units from which `local_tile` is a default (see Gemm._local_tile)."""
 from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
 
 
@@ -99,6 +102,11 @@ class Gemm(Family):
         (64: 1.12), whisper's scores 0.12 (64: 0.16), but its 1500x384x1536 0.149 with 144
         work-groups against 0.116 with 64, hence the higher bar.
 
+        Only for GPUs of LOCAL_TILE_MIN_UNITS compute units or more (desktop and data-center
+        GPUs, like the H200 it was measured on) that run 256-item work-groups and hold the
+        staged slices in local memory; mobile GPUs (a few compute units, `target=auto` on an
+        Adreno or Mali) keep the previous schedules until measured there.
+
         Measured on the H200 (132 compute units; bench/gemm_local_tile.py, device ms,
         docs/bench/issue28): 2048^3 3.72 ms untiled -> 1.12 with 64 (cuBLAS 0.35);
         1024^3 0.44 -> 0.12; whisper's 1500x384x1536 0.30 -> 0.12 (64) and its attention
@@ -109,11 +117,16 @@ class Gemm(Family):
         nothing either way. Off for targets without a compute-unit count (the named
         Adreno profiles: not measured there) and for CPUs (PoCL: barriers made a 12 x
         128x64x128 product 4-10x slower)."""
-        if not rules.gpu or not rules.compute_units or not tileable(op):
+        if not rules.gpu or rules.compute_units < LOCAL_TILE_MIN_UNITS or not tileable(op):
+            return 0
+        if rules.max_work_group_size and rules.max_work_group_size < LOCAL_TILE_ITEMS ** 2:
             return 0
         m, n, batch = matmul_dims(op)
         cu = rules.compute_units
         for t, share in ((128, 1.5), (64, 0.7), (32, 0.5), (16, 0.5)):
+            staged = 2 * LOCAL_TILE_K * (t + 1) * 4  # the A and B slices in local memory
+            if rules.local_memory_bytes and staged > rules.local_memory_bytes:
+                continue
             if cdiv(m, t) * cdiv(n, t) * batch >= share * cu:
                 return t
         return 0

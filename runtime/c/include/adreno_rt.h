@@ -16,8 +16,9 @@
  *     adreno_get_output(m, 0, y, adreno_output_count(m, 0));
  *     adreno_close(m);
  *
- * Inputs are float32 (ADRENO_DTYPE_F32) or, in format version 2 and later, int32 token ids
- * (ADRENO_DTYPE_I32: an embedding lookup's indices) with a bound: adreno_input_dtype and
+ * Inputs are float32 (ADRENO_DTYPE_F32) or, in format version 2 and later, int32 values
+ * (ADRENO_DTYPE_I32: an embedding lookup's token ids, or an integer input such as an attention
+ * mask that the model computes with, bound 2^24) with a bound: adreno_input_dtype and
  * adreno_input_bound say which. Give an int32 input with adreno_set_input_i32, or run with
  * adreno_run_typed, whose input pointers each point to their input's own element type. Every
  * id is checked against [-bound, bound) before anything is uploaded (the kernels index a table
