@@ -118,3 +118,13 @@ def test_no_default_local_tile_where_the_work_group_or_local_memory_does_not_fit
     assert GEMM.defaults(head, rules, {})["local_tile"] == 0
     small = dataclasses.replace(DEFAULT_RULES, compute_units=132, local_memory_bytes=12 * 1024)
     assert GEMM.defaults(head, small, {})["local_tile"] == 64  # 128's slices (16.5 KB) do not fit
+
+
+def test_few_tiles_over_a_long_k_take_split_k():
+    """vit_b_32's MLP down projection, 50 x 3072 x 768: 16 x 16 tiles would be the rule's
+    pick, but over K >= 1024 split-K is faster (H200: 0.68 vs 1.52 ms)."""
+    import dataclasses
+
+    rules = dataclasses.replace(DEFAULT_RULES, compute_units=132)
+    cfg = GEMM.defaults(_head([1, 50, 3072], [3072, 768]), rules, {})
+    assert cfg["local_tile"] == 0 and cfg["k_split"] == 8
