@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from adreno_mlir.errors import CompileError
+from adreno_mlir.runtime.plan import row_key
 
 __all__ = ["LaunchTiming", "NodeRow", "Profile", "format_table", "plot_profile", "profile_model", "write_trace"]
 
@@ -147,11 +148,6 @@ class Profile:
         return {"traceEvents": events, "displayTimeUnit": "ms",
                 "otherData": {"model": self.model, "device": self.device, "plan": self.plan,
                               "span_ms": self.span_ms}}
-
-
-def row_key(node: str, kernel: str) -> str:
-    """The row a launch counts towards: its node, or `<kernel>` without one."""
-    return node or f"<{kernel}>"
 
 
 # --------------------------------------------------------------------------- measuring

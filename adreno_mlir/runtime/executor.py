@@ -257,7 +257,7 @@ class Executable:
             medians = [float(ms) for ms in np.median(self.profile_launches(inputs, repeat), axis=0)]
         totals: dict[str, float] = {}
         for launch, ms in zip(self.plan.launches, medians):
-            key = launch.kernel if by == "kernel" else (launch.node or f"<{launch.kernel}>")
+            key = launch.kernel if by == "kernel" else launch.row
             totals[key] = totals.get(key, 0.0) + ms
         return totals
 

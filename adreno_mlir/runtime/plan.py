@@ -169,6 +169,16 @@ class Launch:
     name `analyze` gives the kernel), "" when it has none (a layout conversion the passes
     inserted). Informational: profilers key their rows by it, a runtime may ignore it."""
 
+    @property
+    def row(self) -> str:
+        """The profile row the launch counts towards: its node, or `<kernel>` without one."""
+        return row_key(self.node, self.kernel)
+
+
+def row_key(node: str, kernel: str) -> str:
+    """A profile row's name: the ONNX node, or `<kernel name>` for an inserted kernel."""
+    return node or f"<{kernel}>"
+
 
 @dataclass(frozen=True)
 class Plan:
