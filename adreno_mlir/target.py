@@ -190,6 +190,29 @@ register_profile(
     )
 )
 
+# NVIDIA H200 (SXM), the GPU the project's desktop measurements run on (docs/measurements.md):
+# 132 streaming multiprocessors; "FP32 67 teraFLOPS", "GPU memory bandwidth 4.8TB/s" (NVIDIA's
+# H200 datasheet). Compiling for it on another machine gives the schedules the live H200 gets
+# (the gemm family's local tiles and K groups need the compute-unit count; tests check them
+# on PoCL: tests/test_hf_models.py).
+register_profile(
+    TargetProfile(
+        name="nvidia-h200",
+        max_image_width=32768,
+        max_image_height=32768,
+        preferred_work_group_size=(32, 4, 2),
+        max_work_group_size=1024,
+        supports_fp16=False,
+        local_memory_bytes=48 * 1024,
+        is_gpu=True,
+        supports_images=True,
+        peak_gflops_fp32=67000.0,
+        memory_gbps=4800.0,
+        compute_units=132,
+        peak_source="published: NVIDIA H200 datasheet (FP32 67 TFLOPS, 4.8 TB/s)",
+    )
+)
+
 # A deliberately tiny device for tests: any image above 64x64 does not fit, which forces the
 # global-buffer fallback of annotate-texture-scope.
 register_profile(

@@ -5,16 +5,20 @@
 |---|---|---|
 | `k_split` | 1, 2, 4 ... 256 | work-items sharing one output's reduction (1: one per output) |
 | `tile_m` | 1, 2, 4, 8 | rows per work-item (register tile; with k_split 1) |
-| `tile_n` | 1, 4 | columns per work-item (4: a float4 of B, where B's rows are aligned float4s) |
+| `tile_n` | 1, 4 (2, 8 with local_tile) | columns per work-item (without local_tile, 4 is a float4 of B, where B's rows are aligned float4s) |
 | `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the reduction loop (0: none, the OpenCL compiler decides) |
-| `local_tile` | 0, 16, 32, 64, 128 | a T x T output tile per work-group of 16 x 16, A and B staged in local memory (0: off; excludes k_split and tile_m/tile_n) |
+| `local_tile` | 0, 16, 32, 64, 128 | a T x T output tile per work-group of (T / tile_n) x (T / tile_m) work-items, A and B staged in local memory (0: off; excludes k_split) |
+| `k_tile` | 16, 32 | with local_tile: K extent of the slices staged per step |
+| `k_groups` | 1, 2, 4, 8, 16 | with local_tile: work-groups sharing each tile's reduction, their partial sums added by a second kernel that applies the epilogue |
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from adreno_mlir.dialects import graph
@@ -23,11 +27,26 @@ from adreno_mlir.lowering.expr import Bin, In, Src, Un
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, value_numel
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides
-from adreno_mlir.lowering.kernels.matmul import LOCAL_TILE_ITEMS, LOCAL_TILE_K, LOCAL_TILES, GemmSpec, MatMulSpec
+from adreno_mlir.lowering.kernels.matmul import (
+    K_GROUPS,
+    LOCAL_K_TILES,
+    LOCAL_TILE_K,
+    LOCAL_TILE_MAX_ITEMS,
+    LOCAL_TILES,
+    GemmSpec,
+    MatMulKSumSpec,
+    MatMulSpec,
+)
+from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
 
 LOCAL_TILE_MIN_UNITS = 16
 """Compute units from which `local_tile` is a default (see Gemm._local_tile)."""
-from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
+REGISTER_TILE = {16: (1, 1), 32: (4, 4), 64: (8, 4), 128: (8, 8)}
+"""The default (tile_m, tile_n) per local_tile: work-groups of 256, 64, 128 and 256 work-items
+(bench/gemm_proto.py on the H200: 64 x 64 tiles of 8 x 4 were the fastest on seven of the
+eight transformer products measured, 32 x 32 of 4 x 4 within 5% of them)."""
+DEFAULT_K_GROUPS_MAX = 8
+"""The largest k_groups the default rule picks (the most measured)."""
 
 
 def tileable(op: Operation) -> bool:
@@ -79,70 +98,113 @@ class Gemm(Family):
     keys = (
         Key("k_split", (1, 2, 4, 8, 16, 32, 64, 128, 256), "work-items sharing one output's reduction", off=1),
         Key("tile_m", (1, 2, 4, 8), "rows per work-item (k_split 1)", off=1),
-        Key("tile_n", (1, 4), "columns per work-item (k_split 1)", off=1),
+        Key("tile_n", (1, 2, 4, 8), "columns per work-item (k_split 1; 2 and 8 with local_tile)", off=1),
         Key("k_unroll", (0, 2, 4, 8), "#pragma unroll N on the reduction loop (0: none)", off=0),
-        Key("local_tile", LOCAL_TILES, "T x T outputs per 16 x 16 work-group through local memory (0: off)", off=0),
+        Key("local_tile", LOCAL_TILES, "T x T outputs per work-group through local memory (0: off)", off=0),
+        Key("k_tile", LOCAL_K_TILES, "K extent of the slices staged per step (with local_tile)", off=LOCAL_TILE_K),
+        Key("k_groups", K_GROUPS, "work-groups sharing a tile's reduction (with local_tile)", off=1),
     )
-    exclusive = (("local_tile", "k_split"), ("local_tile", "tile_m"), ("local_tile", "tile_n"))
+    exclusive = (("local_tile", "k_split"), ("k_split", "k_groups"), ("k_split", "tile_m"), ("k_split", "tile_n"))
+    LOCAL_ONLY = ("k_tile", "k_groups")
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, (graph.GemmOp, graph.MatMulOp))
 
+    def applicable(self, head: Operation, cfg: dict[str, Any]) -> tuple[str, ...]:
+        """k_tile and k_groups only with local_tile."""
+        local = bool(cfg.get("local_tile", 0))
+        return tuple(k.name for k in self.keys if local or k.name not in self.LOCAL_ONLY)
+
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        tile = self._local_tile(op, rules) if given.get("local_tile") is None else 0
-        if tile == 16 and isinstance(op, graph.MatMulOp) and _gemm_k(op) >= 1024:
-            # Few output tiles over a long K: split-K shares each reduction instead (vit_b_32's
-            # 50x3072x768 MLP products on the H200: 1.52 ms with 16 x 16 tiles, 0.68 with
-            # k_split 8; tiny_bert's 0.118 vs 0.065). With 32 x 32 tiles the tiles win
-            # (distilbert's 128x3072x768: 0.107 vs 0.135 split).
-            tile = 0
-        if tile:  # (a given local_tile = 0 asks for the rules below: split-K, register tiles)
-            return {"k_split": 1, "tile_m": 1, "tile_n": 1, "k_unroll": 0, "local_tile": tile}
+        tile = self._local_tile(op, rules) if given.get("local_tile") is None else given["local_tile"]
+        if tile and tileable(op):  # (a given local_tile = 0 asks for the rules below: split-K, register tiles)
+            tm, tn = REGISTER_TILE[tile]
+            return {"k_split": 1, "tile_m": tm, "tile_n": tn, "k_unroll": 0, "local_tile": tile,
+                    "k_tile": LOCAL_TILE_K, "k_groups": self._k_groups(op, rules, tile, given.get("k_tile"))}
         return {**self._tiles(op, rules, self._split(op, rules)), "k_unroll": 0, "local_tile": 0}
+
+    def _k_groups(self, op: Operation, rules: Rules, tile: int, k_tile: int | None) -> int:
+        """Work-groups per output tile: the fewest (a power of two up to DEFAULT_K_GROUPS_MAX)
+        that make 4 work-groups per compute unit, each with at least two slices of K to add
+        up (else the most that keep two). On the H200 (bench/gemm_proto.py, 64 x 64 tiles):
+        distilbert's 128x768x768 0.049 ms with 1 group, 0.021 with 8 (cuBLAS 0.023); its
+        128x3072x768 0.178 -> 0.050 (8); gpt2's 64x3072x768 0.179 -> 0.034 (8, cuBLAS
+        0.034); whisper's 1500x384x384 0.045 -> 0.038 (4); its 1500x384x1536 (576 tiles)
+        fastest with 1. Targets without a compute-unit count: 1."""
+        if not rules.compute_units:
+            return 1
+        m, n, batch = matmul_dims(op)
+        tiles = cdiv(m, tile) * cdiv(n, tile) * batch
+        k, bk = _gemm_k(op), k_tile or LOCAL_TILE_K
+        groups = 1
+        while groups < DEFAULT_K_GROUPS_MAX and tiles * groups < 4 * rules.compute_units \
+                and k // (2 * groups) >= 2 * bk:
+            groups *= 2
+        return groups
 
     def _local_tile(self, op: Operation, rules: Rules) -> int:
         """GPUs whose compute units are known: 128 x 128 output tiles per work-group
-        (through local memory) when that makes 1.5 work-groups per compute unit, else
-        64 x 64 at 0.7, 32 x 32 at 0.5, 16 x 16 at 0.5, else none (the per-output kernels
-        or split-K: a GEMV). 128 x 128 tiles (8 x 8 outputs per work-item): 2048^3 0.79 ms
-        (64: 1.12), whisper's scores 0.12 (64: 0.16), but its 1500x384x1536 0.149 with 144
-        work-groups against 0.116 with 64, hence the higher bar.
+        (through local memory, 8 x 8 per work-item) when that makes 1.5 work-groups per
+        compute unit; else the largest of 64, 32 and 16 whose tiles, with as many K groups
+        as K allows (`_k_groups`' bound), make one work-group per compute unit, skipping a
+        tile that would hang a third or more past M or N (segformer's 32-wide products take
+        32 x 32 tiles, not half-empty 64 x 64 ones); none for products of fewer than 16 rows
+        or columns (a GEMV: split-K) or too few tiles.
 
         Only for GPUs of LOCAL_TILE_MIN_UNITS compute units or more (desktop and data-center
-        GPUs, like the H200 it was measured on) that run 256-item work-groups and hold the
+        GPUs, like the H200 it was measured on) that run the tile's work-groups and hold the
         staged slices in local memory; mobile GPUs (a few compute units, `target=auto` on an
         Adreno or Mali) keep the previous schedules until measured there.
 
-        Measured on the H200 (132 compute units; bench/gemm_local_tile.py, device ms,
-        docs/bench/issue28): 2048^3 3.72 ms untiled -> 1.12 with 64 (cuBLAS 0.35);
-        1024^3 0.44 -> 0.12; whisper's 1500x384x1536 0.30 -> 0.12 (64) and its attention
-        scores 6 x 1500x64x1500 3.50 -> 0.16 (64); distilbert's 128x768x3072 0.119 ->
-        0.049 (64, 96 work-groups) and 128x3072x768 0.134 -> 0.107 (32); gpt2's 64x768x2304
-        0.048 -> 0.043 (32); llama's 64x512x1376 0.027 -> 0.023 (32); distilbert's 12 x
-        128x128x64 context product 0.0109 untiled vs 0.0120 (32): products this small gain
-        nothing either way. Off for targets without a compute-unit count (the named
-        Adreno profiles: not measured there) and for CPUs (PoCL: barriers made a 12 x
-        128x64x128 product 4-10x slower)."""
+        Measured on the H200 (132 compute units; bench/gemm_proto.py, bench/gemm_local_tile.py,
+        docs/bench/issue28, docs/bench/gemm-proto): 64 x 64 tiles of 8 x 4 with K groups
+        0.64-1.5x cuBLAS's time on the encoders' products (distilbert, gpt2, whisper); with
+        the previous 16 x 16 work-groups of spread outputs, 2048^3 took 0.79 ms with 128 x 128
+        tiles (64: 1.12, cuBLAS 0.35) and whisper's 6 x 1500x64x1500 scores 0.12 (64: 0.16).
+        Off for targets without a compute-unit count (the named Adreno profiles: not
+        measured there) and for CPUs (PoCL: barriers made a 12 x 128x64x128 product 4-10x
+        slower)."""
         if not rules.gpu or rules.compute_units < LOCAL_TILE_MIN_UNITS or not tileable(op):
             return 0
-        if rules.max_work_group_size and rules.max_work_group_size < LOCAL_TILE_ITEMS ** 2:
-            return 0
         m, n, batch = matmul_dims(op)
+        if m < 16 or n < 16:
+            return 0
         cu = rules.compute_units
-        for t, share in ((128, 1.5), (64, 0.7), (32, 0.5), (16, 0.5)):
-            staged = 2 * LOCAL_TILE_K * (t + 1) * 4  # the A and B slices in local memory
+        k = _gemm_k(op)
+        for t, share in ((128, 1.5), (64, 1.0), (32, 1.0), (16, 1.0)):
+            if t > 16 and (cdiv(m, t) * t > 1.5 * m or cdiv(n, t) * t > 1.5 * n):
+                continue  # a third of the tile or more past the edge: a smaller tile (segformer's N = 32)
+            tm, tn = REGISTER_TILE[t]
+            if rules.max_work_group_size and rules.max_work_group_size < (t // tm) * (t // tn):
+                continue
+            staged = 2 * LOCAL_TILE_K * (t + 4) * 4  # the A and B slices in local memory
             if rules.local_memory_bytes and staged > rules.local_memory_bytes:
                 continue
-            if cdiv(m, t) * cdiv(n, t) * batch >= share * cu:
+            groups = 1 if t == 128 else max(1, min(DEFAULT_K_GROUPS_MAX, k // (2 * LOCAL_TILE_K)))
+            if cdiv(m, t) * cdiv(n, t) * batch * groups >= share * cu:
                 return t
         return 0
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
-        if cfg.get("local_tile", 0):
-            if cfg.get("k_split", 1) > 1 or (cfg.get("tile_m", 1), cfg.get("tile_n", 1)) != (1, 1):
-                return "local_tile sets the work-group and register tiles itself: k_split, tile_m and tile_n must be 1"
+        t = cfg.get("local_tile", 0)
+        tm, tn = cfg.get("tile_m", 1), cfg.get("tile_n", 1)
+        if t:
+            if cfg.get("k_split", 1) > 1:
+                return "local_tile shares K over work-groups (k_groups), not inside one: k_split must be 1"
             if not tileable(head):
                 return "local_tile needs a matmul-shaped product (a Gemm without transA, transB only with a constant B)"
+            if tm > t or tn > t:
+                return f"tile_m and tile_n (a work-item's rows and columns) must be at most local_tile = {t}"
+            items = (t // tm) * (t // tn)
+            if not 32 <= items <= LOCAL_TILE_MAX_ITEMS:
+                return (f"local_tile = {t} with tile_m = {tm}, tile_n = {tn} makes work-groups of {items} work-items; "
+                        f"they must hold 32 to {LOCAL_TILE_MAX_ITEMS} (the defaults per tile: "
+                        + ", ".join(f"{k}: {a} x {b}" for k, (a, b) in REGISTER_TILE.items()) + ")")
+            return None
+        if tn not in (1, 4):
+            return f"tile_n = {tn} needs local_tile; without it a work-item takes 1 or 4 columns"
+        if cfg.get("k_groups", 1) != 1:
+            return "k_groups splits a local tile's reduction over work-groups: it needs local_tile"
         return None
 
     def _split(self, op: Operation, rules: Rules) -> dict[str, Any]:
@@ -226,12 +288,24 @@ class Gemm(Family):
         dims.append(("k_unroll", (0, 4, 8)))
         if tileable(head):
             dims.append(("local_tile", LOCAL_TILES))
+            dims.append(("k_tile", LOCAL_K_TILES))
+            dims.append(("k_groups", tuple(g for g in K_GROUPS if g == 1 or k // g >= 32)))
         return dims
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
-        if cfg.get("local_tile", 0):  # its own tiles: the others off, the unroll meaningless
-            cfg.update(k_split=1, tile_m=1, tile_n=1, k_unroll=0)
+        t = cfg.get("local_tile", 0)
+        if t:  # its register tile from tile_m / tile_n, no split inside a work-group, no unroll pragma
+            cfg.update(k_split=1, k_unroll=0)
+            cfg.setdefault("k_tile", LOCAL_TILE_K)
+            cfg.setdefault("k_groups", 1)
+            tm, tn = cfg.get("tile_m", 1), cfg.get("tile_n", 1)
+            if tm > t or tn > t or not 32 <= (t // tm) * (t // tn) <= 256:
+                cfg["tile_m"], cfg["tile_n"] = REGISTER_TILE[t]
             return cfg
+        for key in self.LOCAL_ONLY:
+            cfg.pop(key, None)
+        if cfg.get("tile_n", 1) not in (1, 4):
+            cfg["tile_n"] = 1
         if cfg.get("k_split", 1) > 1:
             # Untiled, explicitly: select-kernel-config merges an override onto its own
             # choice, so a key left out keeps the default's tile_n = 4, which split-K refuses.
@@ -241,13 +315,21 @@ class Gemm(Family):
         return cfg
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
-        """Outputs / (tile_m * tile_n) x k_split; with local_tile T, 256 per T x T block."""
+        """Outputs / (tile_m * tile_n) x k_split; with local_tile T, (T / tile_m) x (T / tile_n)
+        per T x T block and K group."""
         if cfg.get("local_tile", 0):
             m, n, batch = matmul_dims(head)
             t = cfg["local_tile"]
-            return cdiv(m, t) * cdiv(n, t) * batch * LOCAL_TILE_ITEMS * LOCAL_TILE_ITEMS
+            return cdiv(m, t) * cdiv(n, t) * batch * cfg.get("k_groups", 1) \
+                * (t // cfg.get("tile_m", 1)) * (t // cfg.get("tile_n", 1))
         return cdiv(value_numel(head.results[0]), cfg.get("tile_m", 1) * cfg.get("tile_n", 1)) \
             * cfg.get("k_split", 1)
+
+
+    def extra_bytes(self, head: Operation, cfg: dict[str, Any], out_bytes: int) -> int:
+        """k_groups G > 1: G partial sums of every output written and read back."""
+        groups = cfg.get("k_groups", 1) if cfg.get("local_tile", 0) else 1
+        return 2 * groups * out_bytes if groups > 1 else 0
 
 
 def _gemm_k(head) -> int:
@@ -299,10 +381,10 @@ class GemmPattern(KernelPattern):
             try:
                 spec = MatMulSpec(batch=(), a_batch_strides=(), b_batch_strides=(), m=m, n=n, k=k,
                                   tile_rows=tiles[0], tile_cols=tiles[1], unroll=cfg["k_unroll"],
-                                  local_tile=local_tile, epilogue=epi)
+                                  local_tile=local_tile, **_local_keys(cfg), epilogue=epi)
             except ValueError as e:
                 raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
-            hb.launch(spec, [hb.buffer(op.a), b, *extras, hb.alloc(group.result)], loc)
+            launch_matmul(hb, spec, [hb.buffer(op.a), b], extras, hb.alloc(group.result), loc)
             return
         spec = GemmSpec(m=m, n=n, k=k, trans_a=bool(op.trans_a.value.data), trans_b=bool(op.trans_b.value.data),
                         alpha=op.alpha.value.data, k_parts=cfg["k_split"], unroll=cfg["k_unroll"], epilogue=epi)
@@ -341,10 +423,35 @@ class MatMulPattern(KernelPattern):
                               b_batch_strides=geo.b_batch_strides, m=geo.m, n=geo.n, k=geo.k,
                               a_strides=geo.a_strides, b_strides=geo.b_strides,
                               k_parts=cfg["k_split"], tile_rows=cfg["tile_m"], tile_cols=cfg["tile_n"],
-                              unroll=cfg["k_unroll"], local_tile=cfg.get("local_tile", 0), epilogue=epi)
+                              unroll=cfg["k_unroll"], local_tile=cfg.get("local_tile", 0), **_local_keys(cfg),
+                              epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {_in_key_terms(e)}") from None
-        hb.launch(spec, [hb.buffer(op.lhs), hb.buffer(op.rhs), *extras, hb.alloc(group.result)], loc)
+        launch_matmul(hb, spec, [hb.buffer(op.lhs), hb.buffer(op.rhs)], extras, hb.alloc(group.result), loc)
+
+
+def _local_keys(cfg: dict[str, Any]) -> dict[str, int]:
+    """MatMulSpec's k_tile / k_groups from a config (keys it holds only with local_tile)."""
+    if not cfg.get("local_tile", 0):
+        return {}
+    return {"k_tile": cfg["k_tile"], "k_groups": cfg["k_groups"]}
+
+
+def launch_matmul(hb, spec: MatMulSpec, operands: list, extras: list, out, loc) -> None:
+    """One launch of `spec`; with k_groups G > 1 two: the product's G partial sums into a
+    buffer of their own ([G][batch][M][N], f32), then MatMulKSumSpec adding them up with
+    the epilogue into `out`."""
+    if spec.k_groups == 1:
+        hb.launch(spec, [*operands, *extras, out], loc)
+        return
+    from adreno_mlir.dialects import opencl
+
+    outputs = max(1, int(np.prod(spec.batch))) * spec.m * spec.n
+    partial = hb.emit(opencl.AllocBufferOp(opencl.BufferType(spec.k_groups * outputs, f32))).results[0]
+    partial.name_hint = "k_partials"
+    hb.launch(dataclasses.replace(spec, epilogue=Epilogue()), [*operands, partial], loc)
+    hb.launch(MatMulKSumSpec(batch=spec.batch, m=spec.m, n=spec.n, parts=spec.k_groups, epilogue=spec.epilogue),
+              [partial, *extras, out], loc)
 
 
 Gemm.patterns = (GemmPattern(), MatMulPattern())

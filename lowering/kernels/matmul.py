@@ -45,10 +45,17 @@ from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_su
 
 LOCAL_TILES = (0, 16, 32, 64, 128)
 """`local_tile` values: off, or the side of a work-group's square output tile."""
-LOCAL_TILE_K = 16
-"""K extent of the slices a local-tile work-group stages per step."""
-LOCAL_TILE_ITEMS = 16
-"""Work-items along each side of a local-tile work-group (16 x 16 = 256)."""
+LOCAL_TILE_K = 32
+"""K extent of the slices a local-tile work-group stages per step, by default (`k_tile`)."""
+LOCAL_K_TILES = (16, 32)
+"""`k_tile` values."""
+LOCAL_REGISTER_TILES = (1, 2, 4, 8)
+"""`tile_m` / `tile_n` values with local_tile: a work-item's rows / columns of the tile."""
+LOCAL_TILE_MAX_ITEMS = 1024
+"""The largest work-group a local-tile configuration may ask for (the rules' defaults stay
+within 256, which every profile's devices run)."""
+K_GROUPS = (1, 2, 4, 8, 16)
+"""`k_groups` values."""
 
 SPLIT_K_GROUP = 256
 """Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
@@ -288,10 +295,14 @@ class MatMulSpec(KernelSpec):
     """(K stride, column stride) of B; None: contiguous, (N, 1)."""
     local_tile: int = 0
     """Work-group tiles in local memory (kernel_config `local_tile`, 0: off): a work-group
-    of 16 x 16 work-items computes a T x T block of the output, T = `local_tile` (16, 32,
-    64 or 128), each work-item (T/16) x (T/16) outputs spaced 16 apart (neighbouring work-items
-    store neighbouring columns), from T x LOCAL_TILE_K slices of A and B staged in local
-    memory (`_local_tile_body`)."""
+    of (T / tile_cols) x (T / tile_rows) work-items computes a T x T block of the output,
+    T = `local_tile` (16, 32, 64 or 128), from T x `k_tile` slices of A and B staged in
+    local memory (`_local_tile_body`)."""
+    k_tile: int = LOCAL_TILE_K
+    """K extent of the slices a local-tile work-group stages per step (16 or 32)."""
+    k_groups: int = 1
+    """With local_tile: work-groups sharing one tile's reduction (1: one); their partial
+    sums are added by MatMulKSumSpec."""
 
     def __post_init__(self):
         # Strides of extents of 1 are never multiplied by anything but 0: normalised, so
@@ -308,6 +319,11 @@ class MatMulSpec(KernelSpec):
         object.__setattr__(self, "b_strides", (b_ks, b_cs))
         if self.local_tile:  # its K loop steps by slices, fully unrolled inside: no pragma
             object.__setattr__(self, "unroll", 0)
+            self._check_local_tile()
+            return
+        object.__setattr__(self, "k_tile", LOCAL_TILE_K)  # meaningless without local tiles: one spec
+        if self.k_groups != 1:
+            raise ValueError(f"k_groups = {self.k_groups} splits a local tile's reduction: it needs local_tile")
         if not _is_pow2(self.k_parts):
             raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
         if self.tile_cols not in (1, 4) or (self.tile_cols == 4 and self.n % 4):
@@ -321,11 +337,24 @@ class MatMulSpec(KernelSpec):
             raise ValueError(f"tile_rows must be 1, 2, 4 or 8, got {self.tile_rows}")
         if self.k_parts > 1 and (self.tile_rows, self.tile_cols) != (1, 1):
             raise ValueError("split-K matmuls compute one output per work-group: tile_rows and tile_cols must be 1")
-        if self.local_tile not in LOCAL_TILES:
-            raise ValueError(f"local_tile must be one of {LOCAL_TILES}, got {self.local_tile}")
-        if self.local_tile and (self.k_parts > 1 or (self.tile_rows, self.tile_cols) != (1, 1)):
-            raise ValueError("local_tile sets the work-group and register tiles itself: it needs k_parts = 1 and "
-                             "tile_rows = tile_cols = 1")
+
+    def _check_local_tile(self) -> None:
+        t = self.local_tile
+        if t not in LOCAL_TILES:
+            raise ValueError(f"local_tile must be one of {LOCAL_TILES}, got {t}")
+        if self.k_parts > 1:
+            raise ValueError("local_tile shares K over work-groups (k_groups), not inside one: it needs k_parts = 1")
+        for name, r in (("tile_rows", self.tile_rows), ("tile_cols", self.tile_cols)):
+            if r not in LOCAL_REGISTER_TILES or r > t:
+                raise ValueError(f"{name} must be one of {LOCAL_REGISTER_TILES} and at most local_tile = {t}, got {r}")
+        items = (t // self.tile_rows) * (t // self.tile_cols)
+        if not 32 <= items <= LOCAL_TILE_MAX_ITEMS:
+            raise ValueError(f"local_tile = {t} with a {self.tile_rows} x {self.tile_cols} register tile makes "
+                             f"work-groups of {items} work-items; they must hold 32 to {LOCAL_TILE_MAX_ITEMS}")
+        if self.k_tile not in LOCAL_K_TILES:
+            raise ValueError(f"k_tile must be one of {LOCAL_K_TILES}, got {self.k_tile}")
+        if self.k_groups not in K_GROUPS:
+            raise ValueError(f"k_groups must be one of {K_GROUPS}, got {self.k_groups}")
 
     @property
     def a_contiguous(self) -> bool:
@@ -349,7 +378,9 @@ class MatMulSpec(KernelSpec):
         if self.k_parts > 1:
             return "matmul_ksplit" + self._layout_suffix() + unroll_suffix(self.unroll) + self.epilogue.suffix()
         if self.local_tile:
-            return f"matmul_lt{self.local_tile}{self._layout_suffix()}{self.epilogue.suffix()}"
+            groups = f"_kg{self.k_groups}" if self.k_groups > 1 else ""
+            return (f"matmul_lt{self.local_tile}_{self.tile_rows}x{self.tile_cols}_k{self.k_tile}{groups}"
+                    f"{self._layout_suffix()}{self.epilogue.suffix()}")
         tile = f"_{self.tile_rows}x{self.tile_cols}" if (self.tile_rows, self.tile_cols) != (1, 1) else ""
         return f"matmul{tile}{self._layout_suffix()}{unroll_suffix(self.unroll)}{self.epilogue.suffix()}"
 
@@ -365,13 +396,14 @@ class MatMulSpec(KernelSpec):
             return self.split().global_size()
         if self.local_tile:
             t = self.local_tile
-            return (-(-self.n // t) * LOCAL_TILE_ITEMS, -(-self.m // t) * LOCAL_TILE_ITEMS, max(1, numel(self.batch)))
+            wx, wy = self.local_size()[:2]
+            return (-(-self.n // t) * wx, -(-self.m // t) * wy, max(1, numel(self.batch)) * self.k_groups)
         return (self.n // self.tile_cols if self.tile_cols > 1 else self.n, -(-self.m // self.tile_rows),
                 max(1, numel(self.batch)))
 
     def local_size(self) -> tuple[int, ...] | None:
         if self.local_tile:
-            return (LOCAL_TILE_ITEMS, LOCAL_TILE_ITEMS, 1)
+            return (self.local_tile // self.tile_cols, self.local_tile // self.tile_rows, 1)
         return self.split().local_size() if self.k_parts > 1 else None
 
     def _coords(self, kb: KernelBuilder, z: SSAValue) -> list[SSAValue]:
@@ -457,72 +489,169 @@ class MatMulSpec(KernelSpec):
                 store_row(kb)
 
     def _local_tile_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        """The work-group tile (`local_tile` = T): per step of LOCAL_TILE_K along K, the
-        256 work-items copy a T x TK slice of A and a TK x T slice of B into local memory
-        (each operand read once per work-group instead of once per output, the loads
-        along whichever of K or M/N is contiguous in memory so they coalesce), wait, and
-        accumulate their R x R outputs (R = T / 16) from local memory; wait again before
-        the next slice overwrites it. The local rows are T + 1 floats long, so the
-        transposing copies do not hit one memory bank. Out-of-range rows, columns and K
-        steps read 0 (masked loads, addresses clamped) and are never stored."""
+        """The work-group tile (`local_tile` = T): a T x T block of the output per work-group
+        of (T / tile_cols) x (T / tile_rows) work-items, each tile_rows x tile_cols outputs
+        in registers. Per step of `k_tile` (BK) along K, the work-items copy a T x BK slice
+        of A and a BK x T slice of B into local memory (each operand read once per
+        work-group instead of once per output; float4 loads along whichever of K or M/N is
+        contiguous where the strides keep them aligned, else scalar loads in that order, so
+        they coalesce) and accumulate their outputs from it. A is stored transposed,
+        [BK][T + 4], B as [BK][T + 4]: a work-item's rows (and columns) are float4 groups
+        (float2 for a tile of 2) spread over the tile, group g at g * 4 * (work-items along
+        that side) + 4 * id, so one vload reads four of them and neighbouring work-items
+        read neighbouring float4s; the 4 floats of padding keep the groups aligned and
+        spread the transposing stores over the banks.
+
+        The next slices are loaded from global memory into registers before the current
+        ones are multiplied (one barrier after the copy into local memory, one before the
+        next copy overwrites it), so their latency hides behind the arithmetic.
+
+        `k_groups` = G > 1: K is split over G work-groups (grid axis 2 counts batch entries
+        times G), each adding up its share of the slices into a partial sum that it stores
+        raw to `out`, a [G][batch][M][N] buffer that MatMulKSumSpec adds up (with the
+        epilogue). Out-of-range rows, columns and K steps read 0 (masked loads, addresses
+        clamped) and are never stored."""
         (a, b), extras, out = self.split_args(args)
-        t, tk, items = self.local_tile, LOCAL_TILE_K, LOCAL_TILE_ITEMS
-        r = t // items
-        ls = t + 1  # local row stride (padding against bank conflicts)
+        t, bk, groups = self.local_tile, self.k_tile, self.k_groups
+        rm, rn = self.tile_rows, self.tile_cols
+        wx, wy = t // rn, t // rm
+        items = wx * wy
+        va, vb = min(rm, 4), min(rn, 4)
+        ls = t + 4  # local row stride: aligned float4 groups, transposing stores spread over banks
         m, n, k = self.m, self.n, self.k
         a_rs, a_ks = self.a_strides
         b_ks, b_cs = self.b_strides
-        a_s = kb.local_alloc(tk * ls, f32, "a_tile")
-        b_s = kb.local_alloc(tk * ls, f32, "b_tile")
+        a_s = kb.local_alloc(bk * ls, f32, "a_tile")
+        b_s = kb.local_alloc(bk * ls, f32, "b_tile")
         tx, ty = kb.local_id(0, "tx"), kb.local_id(1, "ty")
         row0 = kb.mul(kb.group_id(1), t, "row0")
         col0 = kb.mul(kb.group_id(0), t, "col0")
-        z = kb.global_id(2, "z")
+        gz = kb.group_id(2, "z")
+        z, kz = (kb.div(gz, groups, "b"), kb.rem(gz, groups, "kz")) if groups > 1 else (gz, None)
         bc = self._coords(kb, z)
-        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else 0
-        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else 0
-        lid = kb.add(kb.mul(ty, items), tx, "lid")
-        copies = t * tk // (items * items)  # elements of each slice per work-item
+        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
+        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
+        lid = kb.add(kb.mul(ty, wx), tx, "lid")
+        span = self.k_span()
+        slices = span // bk
+        kbeg = kb.mul(kz, span, "kbeg") if groups > 1 else kb.i(0)
+        if groups > 1 and span * groups != k:
+            kend, k_check = kb.min_i(kb.add(kbeg, span), k), True
+        else:
+            kend, k_check = kb.i(k), k % bk != 0
+        batch_aligned_a = all(st % 4 == 0 for st in self.a_batch_strides)
+        batch_aligned_b = all(st % 4 == 0 for st in self.b_batch_strides)
+        a4 = a_ks == 1 and k % 4 == 0 and a_rs % 4 == 0 and batch_aligned_a and (not k_check or span % 4 == 0)
+        b4 = b_cs == 1 and n % 4 == 0 and b_ks % 4 == 0 and batch_aligned_b
 
-        def copy(k1: KernelBuilder, src: SSAValue, dst: SSAValue, k0: SSAValue, base, along_k: bool,
-                 outer0: SSAValue, outer_extent: int, outer_stride: int, k_stride: int) -> None:
-            """Slice element e = lid + 256 i: (outer, kk) with kk fastest when the source
-            is contiguous along K, else outer fastest; stored at dst[kk * ls + outer]."""
-            for i in range(copies):
-                e = k1.add(lid, i * items * items)
-                if along_k:
-                    outer, kk = k1.div(e, tk), k1.rem(e, tk)
-                else:
-                    kk, outer = k1.div(e, t), k1.rem(e, t)
+        def plan(outer_t: int, along_k: bool, vec: bool) -> list[tuple[int, bool]]:
+            """Per copy of one operand's slice: (element offset e0 added to lid, guarded)."""
+            per = outer_t * bk // (4 if vec else 1)
+            return [(i * items, (i + 1) * items > per) for i in range(-(-per // items))]
+
+        def coords(k1: KernelBuilder, e: SSAValue, along_k: bool, vec: bool, outer_t: int):
+            """(outer, kk) of slice element e (float4 e when vec: four K steps or four columns)."""
+            if along_k:
+                per_row = bk // 4 if vec else bk
+                return k1.div(e, per_row), k1.mul(k1.rem(e, per_row), 4) if vec else k1.rem(e, per_row)
+            per_row = outer_t // 4 if vec else outer_t
+            return (k1.mul(k1.rem(e, per_row), 4) if vec else k1.rem(e, per_row)), k1.div(e, per_row)
+
+        def load(k1: KernelBuilder, src, base, slice_: SSAValue, along_k: bool, vec: bool, outer0, extent: int,
+                 outer_stride: int, k_stride: int) -> list[SSAValue]:
+            k0 = k1.add(kbeg, k1.mul(slice_, bk))
+            values = []
+            per = t * bk // (4 if vec else 1)
+            for e0, guarded in plan(t, along_k, vec):
+                e = k1.add(lid, e0)
+                outer, kk = coords(k1, e, along_k, vec, t)
                 go, gk = k1.add(outer0, outer), k1.add(k0, kk)
-                conds = ([k1.cmp("slt", go, outer_extent)] if outer_extent % t else []) + \
-                    ([k1.cmp("slt", gk, k)] if k % tk else [])
+                conds = ([k1.cmp("slt", e, per)] if guarded else []) + \
+                    ([k1.cmp("slt", go, extent)] if extent % t else []) + ([k1.cmp("slt", gk, kend)] if k_check else [])
                 index = k1.add(base, k1.add(k1.mul(go, outer_stride), k1.mul(gk, k_stride)))
-                k1.store(k1.masked_load(src, index, k1.all_of(conds)), dst, k1.add(k1.mul(kk, ls), outer))
+                valid = k1.all_of(conds)
+                if vec:
+                    safe = k1.select(valid, index, k1.i(0)) if valid is not None else index
+                    v = k1.vload4(src, k1.div(safe, 4))
+                    values.append(k1.select(valid, v, k1.vector(f32).f(0.0)) if valid is not None else v)
+                else:
+                    values.append(k1.masked_load(src, index, valid))
+            return values
 
-        def step(k1: KernelBuilder, kt: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-            k0 = k1.mul(kt, tk)
-            copy(k1, a, a_s, k0, a_base, a_ks == 1, row0, m, a_rs, a_ks)
-            copy(k1, b, b_s, k0, b_base, b_ks == 1, col0, n, b_cs, b_ks)
-            k1.barrier()
-            acc = list(acc)
-            for kk in range(tk):
-                av = [k1.load(a_s, k1.add(ty, kk * ls + items * i)) for i in range(r)]
-                bv = [k1.load(b_s, k1.add(tx, kk * ls + items * j)) for j in range(r)]
-                for i in range(r):
-                    for j in range(r):
-                        acc[i * r + j] = k1.fma(av[i], bv[j], acc[i * r + j])
-            k1.barrier()
-            return acc
+        def store(k1: KernelBuilder, dst, values: list[SSAValue], along_k: bool, vec: bool, a_side: bool) -> None:
+            per = t * bk // (4 if vec else 1)
+            for (e0, guarded), v in zip(plan(t, along_k, vec), values):
+                def put(k2: KernelBuilder, e0=e0, v=v) -> None:
+                    e = k2.add(lid, e0)
+                    outer, kk = coords(k2, e, along_k, vec, t)
+                    if not vec:
+                        k2.store(v, dst, k2.add(k2.mul(kk, ls), outer))
+                    elif a_side:  # four K steps of one row: four rows of the transposed slice
+                        for j in range(4):
+                            k2.store(k2.lane(v, j), dst, k2.add(k2.mul(k2.add(kk, j), ls), outer))
+                    else:  # four columns of one K step
+                        k2.vstore(v, dst, k2.add(k2.mul(kk, ls), outer))
+                if guarded:
+                    k1.if_(k1.cmp("slt", k1.add(lid, e0), per), put)
+                else:
+                    put(k1)
 
-        accs = kb.for_(0, -(-k // tk), 1, [kb.f(0.0)] * (r * r), step, "kt")
-        for i in range(r):
-            row = kb.add(kb.add(row0, ty), items * i)
-            for j in range(r):
-                col = kb.add(kb.add(col0, tx), items * j)
+        def load_both(k1: KernelBuilder, slice_: SSAValue) -> list[SSAValue]:
+            return load(k1, a, a_base, slice_, a_ks == 1, a4, row0, m, a_rs, a_ks) + \
+                load(k1, b, b_base, slice_, b_ks == 1 and not b4, b4, col0, n, b_cs, b_ks)
+
+        na = len(plan(t, a_ks == 1, a4))
+
+        def fragment(k1: KernelBuilder, ptr, kk: int, tid: SSAValue, side: int, r: int, v: int) -> list[SSAValue]:
+            vals = []
+            for g in range(r // v):
+                off = k1.add(k1.mul(tid, v), kk * ls + g * side * v)
+                if v == 1:
+                    vals.append(k1.load(ptr, off))
+                else:
+                    vec = k1.vload(ptr, off, v)
+                    vals += [k1.lane(vec, j) for j in range(v)]
+            return vals
+
+        def step(k1: KernelBuilder, sl: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            acc, regs = list(carried[:rm * rn]), carried[rm * rn:]
+            store(k1, a_s, regs[:na], a_ks == 1, a4, True)
+            store(k1, b_s, regs[na:], b_ks == 1 and not b4, b4, False)
+            k1.barrier()
+            nxt = load_both(k1, k1.min_i(k1.add(sl, 1), slices - 1)) if slices > 1 else regs
+            for kk in range(bk):
+                av = fragment(k1, a_s, kk, ty, wy, rm, va)
+                bv = fragment(k1, b_s, kk, tx, wx, rn, vb)
+                for i in range(rm):
+                    for j in range(rn):
+                        acc[i * rn + j] = k1.fma(av[i], bv[j], acc[i * rn + j])
+            k1.barrier()
+            return acc + list(nxt)
+
+        first = load_both(kb, kb.i(0))
+        carried = kb.for_(0, slices, 1, [kb.f(0.0)] * (rm * rn) + first, step, "sl")
+        accs = carried[:rm * rn]
+        for i in range(rm):
+            gi, ii = divmod(i, va)
+            row = kb.add(row0, kb.add(kb.mul(ty, va), gi * wy * va + ii))
+            for j in range(rn):
+                gj, jj = divmod(j, vb)
+                col = kb.add(col0, kb.add(kb.mul(tx, vb), gj * wx * vb + jj))
                 conds = ([kb.cmp("slt", row, m)] if m % t else []) + ([kb.cmp("slt", col, n)] if n % t else [])
-                kb.guard(conds, lambda k1, v=accs[i * r + j], row=row, col=col:
-                         self._store(k1, v, out, extras, bc, z, row, col))
+                v = accs[i * rn + j]
+                if groups > 1:
+                    index = kb.add(kb.mul(kb.add(kb.mul(kb.add(kb.mul(kz, max(1, numel(self.batch))), z), m), row),
+                                          n), col)
+                    kb.guard(conds, lambda k1, v=v, index=index: k1.store(v, out, index))
+                else:
+                    kb.guard(conds, lambda k1, v=v, row=row, col=col:
+                             self._store(k1, v, out, extras, bc, z, row, col))
+
+    def k_span(self) -> int:
+        """K steps per work-group: all of K rounded up to whole slices, or with `k_groups`
+        G, an equal share of whole slices (the last group's may be shorter)."""
+        bk = self.k_tile
+        return -(-(-(-self.k // self.k_groups)) // bk) * bk
 
     def split_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         """As GemmSpec's, per batch entry (grid axis 2). B's K stride picks the layout: a
@@ -549,3 +678,37 @@ class MatMulSpec(KernelSpec):
             self._store(k1, total, out, extras, bc, z, row, col)
 
         sk.reduce(kb, scratch, partial, s, c, col, finish)
+
+
+@dataclass(frozen=True)
+class MatMulKSumSpec(KernelSpec):
+    """out[b, m, n] = epilogue(sum_g P[g, b, m, n]): the partial sums of a local-tile
+    matmul whose K is split over `parts` work-groups (MatMulSpec.k_groups), added in a fixed
+    order (the result does not depend on scheduling), with the product's fused epilogue
+    applied at its (batch..., M, N) coordinates. One work-item per output element, grid
+    (N, M, batch)."""
+
+    batch: tuple[int, ...]
+    m: int
+    n: int
+    parts: int
+
+    def base_name(self) -> str:
+        return f"matmul_ksum{self.parts}{self.epilogue.suffix()}"
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("partial",)
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.n, self.m, max(1, numel(self.batch)))
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (p,), extras, out = self.split_args(args)
+        col, row, z = kb.global_id(0, "col"), kb.global_id(1, "row"), kb.global_id(2, "z")
+        index = kb.add(kb.mul(kb.add(kb.mul(z, self.m), row), self.n), col, "i")
+        total = max(1, numel(self.batch)) * self.m * self.n
+        acc = kb.load(p, index)
+        for g in range(1, self.parts):
+            acc = kb.fadd(acc, kb.load(p, kb.add(index, g * total)))
+        bc = kb.unravel(z, self.batch) if self.batch else []
+        kb.store(self.epilogue.apply(kb, acc, [*bc, row, col], extras), out, index)
