@@ -59,7 +59,7 @@
 // STORAGE: error: convert-layout-nchw4c: option storage must be a string, one of f32, f16; got 'f8'
 
 // RUN: not adreno-opt %s -p 'fuse-attention{target=nope}' 2>&1 | filecheck %s --check-prefix=TARGET
-// TARGET: error: fuse-attention: option target must be a target profile: adreno-660, adreno-740, pocl-cpu, nvidia-opencl, tiny-test, auto or device-<OpenCL device name>; got 'nope'
+// TARGET: error: fuse-attention: option target must be a target profile: adreno-660, adreno-740, pocl-cpu, nvidia-opencl, nvidia-h200, tiny-test, auto or device-<OpenCL device name>; got 'nope'
 
 // RUN: not adreno-opt %s -p 'graph-canonicalize,fuse-depthwise-load{target=7}' 2>&1 | filecheck %s --check-prefix=TARGET-TYPE
 // TARGET-TYPE: error: fuse-depthwise-load: option target must be a target profile: {{.*}}; got 7
