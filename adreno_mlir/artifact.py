@@ -60,19 +60,22 @@ if TYPE_CHECKING:
     from adreno_mlir.api import CompiledModel
     from adreno_mlir.runtime.program_cache import CacheArg
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """Bumped on any change a reader of the previous version would misread (docs/artifact.md,
 "Versioning"). Version 2 added i32 inputs (token ids, with a `bound`); version 3 constant
-outputs (an output entry with a `constant` instead of an `allocation`). An artifact is
+outputs (an output entry with a `constant` instead of an `allocation`); version 4 i32
+weights (the packed words of quantized weights, `graph.matmul_nbits`). An artifact is
 written with the lowest version that holds it (`format_version_of`): one whose inputs
 are all f32 and whose outputs are all computed is still version 1, which every earlier
-reader (the C runtime included) runs. `load()` accepts versions 1 to 3."""
+reader (the C runtime included) runs. `load()` accepts versions 1 to 4."""
 
-READ_VERSIONS = (1, 2, 3)
+READ_VERSIONS = (1, 2, 3, 4)
 
 
 def format_version_of(plan: Plan) -> int:
     """The lowest format version that holds `plan`."""
+    if any(w.dtype == "i32" for w in plan.weights):
+        return 4
     if plan.constant_outputs:
         return 3
     return 2 if any(t.dtype != "f32" for t in plan.inputs) else 1

@@ -2305,6 +2305,111 @@ class GemmOp(GraphOp):
         _expect_shape(self, shape_of(self.result), (m, n))
 
 
+QUANT_BITS = (2, 4, 8)
+"""`graph.matmul_nbits` widths: those whose values tile a 32-bit word."""
+
+
+@irdl_op_definition
+class MatMulNBitsOp(GraphOp):
+    """y[..., n] = sum_k a[..., k] * w[n, k] (+ bias[n]) with W held quantized, as
+    com.microsoft MatMulNBits: `bits`-bit unsigned integers q in blocks of `block_size`
+    along K, w = (q - zero_point) * scale per (n, block); a quantized matmul stays one op
+    (its kernel dequantizes in registers, lowering/kernels/qmatmul.py), never a float W.
+
+    - `packed`: tensor<N x blocks x words, i32>, the blocks as little-endian 32-bit words
+      (ORT's uint8 blob read four bytes at a time): value j of a block is bits
+      [bits * (j % per_word), ...) of word j // per_word, per_word = 32 / bits.
+    - `scales`: tensor<N x blocks, f32>.
+    - `zero_points` (optional): tensor<N x blocks, f32> (unpacked at import); without it
+      2**(bits - 1), as ORT.
+    - `bias` (optional): tensor<N, f32>.
+    K is `a`'s last extent: blocks = ceil(K / block_size); the values of a last, partial
+    block past K are never read."""
+
+    name = "graph.matmul_nbits"
+    a = operand_def(AnyTensor)
+    packed = operand_def(AnyTensor)
+    scales = operand_def(AnyTensor)
+    zero_points = opt_operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    bits = prop_def(IntegerAttr[I64])
+    block_size = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
+    traits = traits_def(Pure(), EpilogueHead())
+    assembly_format = (
+        "$a `,` $packed `,` $scales (`zero_points` $zero_points^)? (`bias` $bias^)? attr-dict `:` "
+        "type($a) `,` type($packed) `,` type($scales) (`zero_points` type($zero_points)^)? (`bias` type($bias)^)? "
+        "`->` type($result)"
+    )
+
+    @property
+    def k(self) -> int:
+        return int(shape_of(self.a)[-1])
+
+    @property
+    def n(self) -> int:
+        return int(shape_of(self.packed)[0])
+
+    @property
+    def blocks(self) -> int:
+        return int(shape_of(self.packed)[1])
+
+    @property
+    def words(self) -> int:
+        """32-bit words per block."""
+        return self.block_size.value.data * self.bits.value.data // 32
+
+    def verify_shapes(self) -> None:
+        bits, bs = self.bits.value.data, self.block_size.value.data
+        if bits not in QUANT_BITS:
+            raise VerifyException(f"'graph.matmul_nbits' bits must be one of {QUANT_BITS}, got {bits}")
+        if bs < 16 or bs & (bs - 1):
+            raise VerifyException(f"'graph.matmul_nbits' block_size must be a power of two >= 16, got {bs}")
+        for what, v in (("packed", self.packed), ("scales", self.scales), ("zero_points", self.zero_points)):
+            if v is not None and isinstance(v.type, TensorType) and v.type.element_type != (
+                    i32 if what == "packed" else f32):
+                raise VerifyException(f"'graph.matmul_nbits' {what} must be a tensor of "
+                                      f"{'i32' if what == 'packed' else 'f32'}, got {v.type}")
+        packed = shape_of(self.packed)
+        if len(packed) != 3 or packed[2] != self.words:
+            raise VerifyException(f"'graph.matmul_nbits' packed must be [N, blocks, {self.words}] (block_size "
+                                  f"{bs} x {bits} bits in 32-bit words), got {list(packed)}")
+        n, blocks = packed[0], packed[1]
+        a = shape_of(self.a)
+        if not a:
+            raise VerifyException("'graph.matmul_nbits' a must have rank >= 1")
+        if -(-a[-1] // bs) != blocks:
+            raise VerifyException(f"'graph.matmul_nbits' K = {a[-1]} needs {-(-a[-1] // bs)} blocks of {bs}, "
+                                  f"packed has {blocks}")
+        for what, v in (("scales", self.scales), ("zero_points", self.zero_points)):
+            if v is not None and tuple(shape_of(v)) != (n, blocks):
+                raise VerifyException(f"'graph.matmul_nbits' {what} must be [{n}, {blocks}], got {list(shape_of(v))}")
+        if self.bias is not None and tuple(shape_of(self.bias)) != (n,):
+            raise VerifyException(f"'graph.matmul_nbits' bias must be [{n}], got {list(shape_of(self.bias))}")
+        _expect_shape(self, shape_of(self.result), (*a[:-1], n))
+
+    @staticmethod
+    def unpack(packed: np.ndarray, bits: int, k: int) -> np.ndarray:
+        """The integers of `packed` ([N, blocks, words] int32) as [N, K] (reference)."""
+        words = np.ascontiguousarray(packed).view(np.uint32)
+        per = 32 // bits
+        shifts = (np.arange(per, dtype=np.uint32) * bits)
+        q = (words[..., None] >> shifts) & np.uint32((1 << bits) - 1)
+        return q.reshape(packed.shape[0], -1)[:, :k].astype(np.float32)
+
+    @classmethod
+    def evaluate(cls, a: np.ndarray, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None,
+                 bias: np.ndarray | None, *, bits: int, block_size: int) -> np.ndarray:
+        """numpy reference: dequantize W and multiply."""
+        k = a.shape[-1]
+        q = cls.unpack(packed, bits, k)
+        zp = zero_points if zero_points is not None else np.full(scales.shape, 2.0 ** (bits - 1), np.float32)
+        w = (q - np.repeat(zp, block_size, axis=1)[:, :k]) * np.repeat(scales, block_size, axis=1)[:, :k]
+        y = a @ w.T
+        return y + bias if bias is not None else y
+
+
 def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     if len(a) < 1 or len(b) < 1:
         raise VerifyException("'graph.matmul' operands must have rank >= 1")
@@ -2882,6 +2987,7 @@ Graph = Dialect(
         IntToFloatOp,
         CumSumOp,
         GemmOp,
+        MatMulNBitsOp,
         MatMulOp,
         AttentionOp,
         FusedOp,

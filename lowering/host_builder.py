@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, f16, f32, i32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f16, f32, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from adreno_mlir.dialects import graph, opencl, texture
@@ -151,7 +151,9 @@ class HostBuilder:
             if name is None:
                 arr = np.array(owner.value.get_values(), dtype=np.float32)
                 name = self.store.add(value.name_hint or "const", arr)
-            buf = self.emit(opencl.WeightOp(name, opencl.BufferType(numel(value.type), f32))).results[0]
+            # i32 constants (a quantized weight's packed words) stay integers
+            element = i32 if isinstance(value.type, TensorType) and value.type.element_type == i32 else f32
+            buf = self.emit(opencl.WeightOp(name, opencl.BufferType(numel(value.type), element))).results[0]
             buf.name_hint = value.name_hint
         else:
             raise LoweringError(f"value {value.name_hint or ''} is used before it is computed")
@@ -194,7 +196,7 @@ class HostBuilder:
     def weight(self, hint: str, array: np.ndarray) -> SSAValue:
         """Upload an array computed at lowering time as a new weight."""
         name = self.store.add(hint, array)
-        element = f16 if array.dtype == np.float16 else f32
+        element = f16 if array.dtype == np.float16 else i32 if array.dtype == np.int32 else f32
         return self.emit(opencl.WeightOp(name, opencl.BufferType(array.size, element))).results[0]
 
     def packed_constant(self, op: texture.PackOp) -> SSAValue:

@@ -115,7 +115,7 @@ def test_format_version_mismatch(tiny_artifact, tmp_path):
         adreno_mlir.load(path)
     message = str(e.value)
     assert str(path / "manifest.json") in message
-    assert f"format version {FORMAT_VERSION + 1}" in message and "format versions 1, 2, 3 only" in message
+    assert f"format version {FORMAT_VERSION + 1}" in message and "format versions 1, 2, 3, 4 only" in message
     assert "Recompile" in message
 
 

@@ -281,9 +281,13 @@ class OnnxImporter:
         inputs, so shape inference never serializes megabytes of weights."""
         g = self.model.graph
         used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
+        nodes, extra = [], []
+        for node in g.node:
+            stand_ins, inputs = _shape_stand_ins(node)
+            nodes += stand_ins
+            extra += inputs
         light = onnx.helper.make_model(
-            onnx.helper.make_graph([_shape_stand_in(node) for node in g.node], g.name, list(self.graph_inputs),
-                                   list(g.output)),
+            onnx.helper.make_graph(nodes, g.name, list(self.graph_inputs) + extra, list(g.output)),
             opset_imports=list(self.model.opset_import),
             # IR version 4 is the first whose initializers need not be graph inputs (how the
             # small constants are listed here); shape inference ignores them before it.
@@ -457,6 +461,16 @@ class OnnxImporter:
         self.values[name] = op.result
         return op.result
 
+    def int32_constant(self, name: str, arr: np.ndarray) -> SSAValue:
+        """A constant kept as int32 words (a quantized weight's packed blocks): never
+        converted to floats, always a weight of the store."""
+        t = TensorType(i32, list(arr.shape))
+        op = graph.ConstantOp(t, ref=self.store.add(name, np.ascontiguousarray(arr, np.int32)))
+        assert self.builder is not None
+        self.builder.insert(op)
+        op.result.name_hint = _hint(name)
+        return op.result
+
     def _constant_outputs(self) -> dict[str, Attribute]:
         """The model outputs that are constants of an element type other than float32
         (a Shape is int64, a comparison bool): no graph tensor can hold them, so they
@@ -481,8 +495,9 @@ class OnnxImporter:
         nodes = [_Node(n, self) for n in g.node]
         unsupported: dict[str, list[str]] = {}
         for n in nodes:
-            if n.proto.op_type not in IMPORTERS or n.proto.domain not in ("", "ai.onnx"):
-                unsupported.setdefault(n.proto.op_type, []).append(n.name)
+            if _importer_of(n.proto) is None:
+                op = n.proto.op_type if n.proto.domain in ("", "ai.onnx") else f"{n.proto.domain}.{n.proto.op_type}"
+                unsupported.setdefault(op, []).append(n.name)
         if unsupported:
             lines = [
                 f"  {op} ({len(ns)} node{'s' if len(ns) > 1 else ''}): " + ", ".join(ns)
@@ -490,7 +505,8 @@ class OnnxImporter:
             ]
             raise FrontendError(
                 "the model uses operators adreno-mlir does not support:\n" + "\n".join(lines)
-                + f"\nsupported operators: {', '.join(sorted(IMPORTERS))}"
+                + f"\nsupported operators: {', '.join(sorted(IMPORTERS))}; of the com.microsoft domain (onnxruntime's "
+                f"contrib operators): {', '.join(sorted(CONTRIB_IMPORTERS))}"
             )
 
         in_types = [self.tensor_type(vi.name) for vi in self.graph_inputs]
@@ -520,10 +536,12 @@ class OnnxImporter:
                            "and computed by " + ", ".join(sorted(INT_TENSOR_OPS)) + " only; parameters such as "
                            "shapes and axes must be constants)")
             before = len(block.ops)
-            results = IMPORTERS[n.proto.op_type](n)
+            results = _importer_of(n.proto)(n)
             if not isinstance(results, (list, tuple)):
                 results = [results]
             for name, r in zip(n.proto.output, results):
+                if not name or r is None:  # an optional output the model leaves out (or never reads)
+                    continue
                 self.values[name] = r
                 r.name_hint = _hint(name)
                 if r.type != self.tensor_type(name, n):
@@ -600,6 +618,11 @@ Importer = Callable[[_Node], SSAValue]
 IMPORTERS: dict[str, Importer] = {}
 
 
+CONTRIB_IMPORTERS: dict[str, Importer] = {}
+"""Importers of onnxruntime's contrib operators (domain com.microsoft, docs/ContribOperators.md)."""
+CONTRIB_DOMAIN = "com.microsoft"
+
+
 def importer(*op_types: str):
     def register(fn: Importer) -> Importer:
         for t in op_types:
@@ -607,6 +630,23 @@ def importer(*op_types: str):
         return fn
 
     return register
+
+
+def contrib_importer(*op_types: str):
+    def register(fn: Importer) -> Importer:
+        for t in op_types:
+            CONTRIB_IMPORTERS[t] = fn
+        return fn
+
+    return register
+
+
+def _importer_of(node: onnx.NodeProto) -> Importer | None:
+    if node.domain in ("", "ai.onnx"):
+        return IMPORTERS.get(node.op_type)
+    if node.domain == CONTRIB_DOMAIN:
+        return CONTRIB_IMPORTERS.get(node.op_type)
+    return None
 
 
 def _emit(n: _Node, op):
@@ -1525,14 +1565,27 @@ def _instance_norm(n: _Node):
 _SAME_SHAPE_AS_INPUT = {"GroupNormalization"}
 """Ops whose output has their first input's shape and type, but which ONNX's shape
 inference leaves without a shape (GroupNormalization-18/21 have no inference function):
-shape inference sees an Identity in their place (`_shape_stand_in`)."""
+shape inference sees an Identity in their place (`_shape_stand_ins`)."""
 
 
-def _shape_stand_in(node: onnx.NodeProto) -> onnx.NodeProto:
-    """`node`, or for shape inference an Identity of its first input to its first output."""
-    if node.domain in ("", "ai.onnx") and node.op_type in _SAME_SHAPE_AS_INPUT and node.input:
-        return onnx.helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
-    return node
+def _shape_stand_ins(node: onnx.NodeProto) -> tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto]]:
+    """`node`, or for shape inference the nodes (and extra typed inputs) that give its
+    outputs their shapes: an Identity of the first input for the ops of
+    _SAME_SHAPE_AS_INPUT and the RMS normalizations of onnxruntime (one per output),
+    a MatMul by a [K, N] input standing for the quantized weights of MatMulNBits."""
+    if node.domain in ("", "ai.onnx") and node.input and (
+            node.op_type in _SAME_SHAPE_AS_INPUT or node.op_type == "SimplifiedLayerNormalization"):
+        return [onnx.helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)], []
+    if node.domain == CONTRIB_DOMAIN and node.op_type == "SkipSimplifiedLayerNormalization" and node.input:
+        outs = [o for i, o in enumerate(node.output) if o and i in (0, 3)]
+        return [onnx.helper.make_node("Identity", [node.input[0]], [o], name=f"{node.name}_{o}") for o in outs], []
+    if node.domain == CONTRIB_DOMAIN and node.op_type == "MatMulNBits" and node.input:
+        k, n = _attr(node, "K"), _attr(node, "N")
+        if isinstance(k, int) and isinstance(n, int) and k > 0 and n > 0:
+            b = f"{node.output[0]}__weights_stand_in"
+            return ([onnx.helper.make_node("MatMul", [node.input[0], b], [node.output[0]], name=node.name)],
+                    [onnx.helper.make_tensor_value_info(b, onnx.TensorProto.FLOAT, [k, n])])
+    return [node], []
 
 
 @importer("GroupNormalization")
@@ -1862,3 +1915,6 @@ def import_onnx(model: str | Path | onnx.ModelProto, store: WeightStore | None =
     except Exception as e:
         raise FrontendError(f"imported IR does not verify: {e}") from None
     return module
+
+
+from adreno_mlir.frontend import contrib_ops  # noqa: E402,F401 - registers the com.microsoft importers

@@ -39,8 +39,9 @@ WEIGHT_ALIGNMENT = 64
 """Byte alignment of every weight in the weights blob (a cache line; also enough for
 any OpenCL vector type, so a C runtime may map the file and point at it directly)."""
 
-DTYPES = {"f32": np.float32, "f16": np.float16}
-"""Element types a plan's weights, inputs and outputs may have, by manifest name."""
+DTYPES = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
+"""Element types a plan's weights, inputs and outputs may have, by manifest name (i32
+weights: the packed words of quantized weights, format version 4)."""
 
 TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32}
 """Element types of model inputs and outputs: f32, and i32 for integer inputs (token ids
@@ -95,7 +96,7 @@ class Weight:
     converted to `dtype`), so a runtime uploads the bytes as they are."""
 
     name: str
-    dtype: str  # "f32" | "f16"
+    dtype: str  # "f32" | "f16" | "i32"
     count: int  # elements
     offset: int  # bytes into the blob, a multiple of WEIGHT_ALIGNMENT
     nbytes: int  # count * element size
@@ -513,7 +514,7 @@ def plan_from_module(
                 raise PlanError(f"weight @{op.symbol.root_reference.data} is an image; the runtime "
                                 "uploads weights as buffers only")
             name = op.symbol.root_reference.data
-            dtype = "f16" if t.element == f16 else "f32"
+            dtype = "f16" if t.element == f16 else "i32" if t.element == i32 else "f32"
             key = (name, dtype)
             value = op.results[0]
             if value in pinned:  # a constant output: the runtime returns these values itself

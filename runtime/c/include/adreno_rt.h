@@ -49,10 +49,11 @@ extern "C" {
 
 #define ADRENO_RT_VERSION "0.1.0"
 /* The artifact format versions this library reads (docs/artifact.md, "Versioning"): 1 (f32
- * tensors), 2 (i32 inputs: token ids with a bound) and 3 (constant outputs; f32 ones: the C API
- * returns float arrays). Constant outputs of other dtypes are refused by name. */
+ * tensors), 2 (i32 inputs: token ids with a bound), 3 (constant outputs; f32 ones: the C API
+ * returns float arrays) and 4 (i32 weights: quantized weights' packed words). Constant outputs of
+ * other dtypes are refused by name. */
 #define ADRENO_FORMAT_VERSION_MIN 1
-#define ADRENO_FORMAT_VERSION 3
+#define ADRENO_FORMAT_VERSION 4
 
 typedef enum adreno_status {
     ADRENO_OK = 0,

@@ -551,7 +551,13 @@ static adreno_status read_plan(reader *r, const json_value *root) {
             if ((st = need_string(r, w, "name", where, &d->name))) return st;
             if ((st = need(r, w, "dtype", JSON_STRING, where, &dtype))) return st;
             int size = strcmp(dtype->string, "f32") == 0 ? 4 : strcmp(dtype->string, "f16") == 0 ? 2 : 0;
-            if (!size) return bad(r, where, "unknown dtype '%s' (f32 or f16)", dtype->string);
+            if (strcmp(dtype->string, "i32") == 0) { /* packed quantized weights (format version 4) */
+                if (m->format_version < 4)
+                    return bad(r, where, "i32 weights need format version 4 (this manifest says %d)",
+                               m->format_version);
+                size = 4;
+            }
+            if (!size) return bad(r, where, "unknown dtype '%s' (f32, f16 or i32)", dtype->string);
             if ((st = need_int(r, w, "count", where, 1, MAX_BYTES / 4, &d->count))) return st;
             if ((st = need_int(r, w, "offset", where, 0, MAX_BYTES, &d->offset))) return st;
             if ((st = need_int(r, w, "bytes", where, 1, MAX_BYTES, &d->bytes))) return st;

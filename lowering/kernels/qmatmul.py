@@ -1,0 +1,172 @@
+"""Matrix products with quantized weights (`graph.matmul_nbits`, com.microsoft MatMulNBits):
+the kernel reads W's packed blocks (32-bit words of `bits`-bit integers), its scales and
+zero points, and dequantizes in registers; W is never stored as floats.
+
+out[r, n] = sum_blocks scale[n, b] * sum_{k in block b} a[r, k] * (q[n, k] - zero_point[n, b])
+
+One kernel, generated from the block format (bits, block size, zero points or not): the
+inner loop over a block is unrolled over its words and each word's values (a 4-bit word
+holds 8, an 8-bit one 4, a 2-bit one 16), a value being `(word >> (bits * j)) & mask`. The
+scale multiplies the block's sum once. A is read as float4s where K % 4 == 0 (every word's
+values are consecutive k), else a float at a time.
+
+Schedule (kernel_config of the `qgemm` family, lowering/families/qgemm.py):
+- `k_split` S: S work-items of one work-group share one output column's blocks (item s takes
+  blocks s, s + S, ...; neighbouring items read neighbouring blocks), their sums added in
+  local memory (`work_group_sum`); grid (S * N, rows / tile_m). The decode GEMV of an LLM
+  (one row) needs this to fill a GPU.
+- `tile_m` R: each work-item computes R rows of its column, dequantizing each weight once for
+  all R (prefill: the weight bytes are read M / R times instead of M).
+Rows past M (the last tile of a ragged M) read row M - 1 and are not stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from adreno_mlir.lowering.kernel_builder import GLOBAL_I32, KernelBuilder
+from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_sum
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class QMatMulSpec(KernelSpec):
+    m: int
+    """Rows of A (its leading extents collapsed)."""
+    n: int
+    k: int
+    bits: int
+    block: int
+    zero_points: bool
+    bias: bool
+    k_parts: int = 1
+    tile_rows: int = 1
+
+    def __post_init__(self):
+        if self.bits not in (2, 4, 8):
+            raise ValueError(f"bits must be 2, 4 or 8, got {self.bits}")
+        if self.block < 16 or self.block & (self.block - 1):
+            raise ValueError(f"block_size must be a power of two >= 16, got {self.block}")
+        if self.k_parts < 1 or self.k_parts & (self.k_parts - 1):
+            raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
+        if self.tile_rows not in (1, 2, 4, 8):
+            raise ValueError(f"tile_rows must be 1, 2, 4 or 8, got {self.tile_rows}")
+        if self.k_parts > 1 and self.tile_rows > 1:
+            raise ValueError("k_parts > 1 (a GEMV's split) computes one row per work-item: tile_rows must be 1")
+
+    @property
+    def blocks(self) -> int:
+        return _cdiv(self.k, self.block)
+
+    @property
+    def words(self) -> int:
+        return self.block * self.bits // 32
+
+    def base_name(self) -> str:
+        zp = "_zp" if self.zero_points else ""
+        split = "_ksplit" if self.k_parts > 1 else ""
+        rows = f"_r{self.tile_rows}" if self.tile_rows > 1 else ""
+        return f"qmatmul_q{self.bits}b{self.block}{zp}{split}{rows}{self.epilogue.suffix()}"
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("a", "packed", "scales", *(("zero_points",) if self.zero_points else ()),
+                *(("bias",) if self.bias else ()))
+
+    def pointer_types(self):
+        return {"packed": GLOBAL_I32}
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.k_parts * self.n, _cdiv(self.m, self.tile_rows))
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.k_parts, 1) if self.k_parts > 1 else None
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split_args(args)
+        a, packed, scales = ins[:3]
+        zps = ins[3] if self.zero_points else None
+        bias = ins[-1] if self.bias else None
+        split = self.k_parts
+        scratch = kb.local_alloc(split, f32, "partial") if split > 1 else None
+        if split > 1:
+            col, s = kb.group_id(0, "col"), kb.local_id(0, "s")
+        else:
+            col, s = kb.global_id(0, "col"), kb.i(0)
+        rid = kb.global_id(1, "rid")
+        m, k, tr = self.m, self.k, self.tile_rows
+        row0 = kb.mul(rid, tr, "row0") if tr > 1 else rid
+        rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) if m % tr else kb.add(row0, r) for r in range(1, tr)]
+        a_rows = [kb.mul(r, k) for r in rows]
+        per = 32 // self.bits
+        mask = (1 << self.bits) - 1
+        vec = k % 4 == 0
+        ragged = k % self.block != 0  # the last block's values past K are not read
+        w_col = kb.mul(col, self.blocks * self.words, "w_col")
+        s_col = kb.mul(col, self.blocks, "s_col")
+
+        def block_step(k1: KernelBuilder, b: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
+            k0 = k1.mul(b, self.block, "k0")
+            scale = k1.load(scales, k1.add(s_col, b), "scale")
+            zp = k1.load(zps, k1.add(s_col, b), "zp") if zps is not None else k1.f(float(2 ** (self.bits - 1)))
+            sums = [k1.f(0.0)] * tr
+            wbase = k1.add(w_col, k1.mul(b, self.words))
+            for j in range(self.words):
+                word = k1.load(packed, k1.add(wbase, j))
+                values = []
+                for i in range(per):
+                    # an arithmetic shift (>> of a signed int): the mask drops the sign bits too
+                    q = word if i == 0 else k1._op(arith.ShRSIOp, word, k1.i(self.bits * i))
+                    q = k1.and_(q, k1.i(mask))
+                    values.append(k1.fsub(k1.to_float(q), zp))
+                kw = j * per  # this word's first k inside the block
+                for r, ar in enumerate(a_rows):
+                    base = k1.add(ar, k1.add(k0, kw))
+                    if vec:
+                        for g in range(per // 4):
+                            cond = [k1.cmp("slt", k1.add(k0, kw + 4 * g), k)] if ragged else []
+                            valid = k1.all_of(cond)
+                            idx = k1.add(base, 4 * g)
+                            if valid is not None:
+                                idx = k1.select(valid, idx, k1.i(0))
+                            av = k1.vload(a, idx, 4)
+                            for t in range(4):
+                                x = k1.lane(av, t)
+                                if valid is not None:
+                                    x = k1.select(valid, x, k1.f(0.0))
+                                sums[r] = k1.fma(x, values[4 * g + t], sums[r])
+                    else:
+                        for t in range(per):
+                            cond = [k1.cmp("slt", k1.add(k0, kw + t), k)] if ragged else []
+                            x = k1.masked_load(a, k1.add(base, t), k1.all_of(cond))
+                            sums[r] = k1.fma(x, values[t], sums[r])
+            return [k1.fma(sums[r], scale, accs[r]) for r in range(tr)]
+
+        accs = kb.for_(s, self.blocks, split, [kb.f(0.0)] * tr, block_step, "b")
+
+        def finish_rows(k1: KernelBuilder, totals: list[SSAValue]) -> None:
+            for r in range(tr):
+                row = k1.add(row0, r) if r else row0
+
+                def store(k2: KernelBuilder, r: int = r, row: SSAValue = row) -> None:
+                    v = totals[r]
+                    if bias is not None:
+                        v = k2.fadd(v, k2.load(bias, col))
+                    v = self.epilogue.apply(k2, v, [row, col], extras)
+                    k2.store(v, out, k2.add(k2.mul(row, self.n), col))
+
+                if m % tr and r:
+                    k1.if_(k1.cmp("slt", row, m), store)
+                else:
+                    store(k1)
+
+        if split == 1:
+            finish_rows(kb, accs)
+            return
+        work_group_sum(kb, accs[0], s, split, lambda k1, total: finish_rows(k1, [total]), scratch=scratch)
