@@ -16,6 +16,8 @@ SHARED = Path(os.environ.get("ADRENO_SHARED", REPO.parent / "shared"))
 GRAPHS = SHARED / "models" / "graphs"
 NEXT = SHARED / "models" / "next"
 HF = SHARED / "models" / "hf"
+LLM = SHARED / "models" / "llm"
+"""onnxruntime-genai decoders (issue 29): int4 and fp32, materialize.py fills their float weights."""
 """Transformers and newer CNNs (issue 12); tests list the ones that run by name."""
 MODEL_NAMES = sorted(p.stem for p in GRAPHS.glob("*.onnx"))
 

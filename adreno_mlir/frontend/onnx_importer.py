@@ -1877,8 +1877,41 @@ def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         # (0.2 s of ResNet-50's import).
         onnx.checker.check_model(str(path))
     except Exception as e:
-        raise FrontendError(f"{path}: invalid ONNX model: {str(e).splitlines()[0]}") from None
+        if not _only_onnxruntime_ops(path, e):
+            raise FrontendError(f"{path}: invalid ONNX model: {str(e).splitlines()[0]}") from None
     return m
+
+
+ORT_DEFAULT_DOMAIN_OPS = {"SimplifiedLayerNormalization"}
+"""Operators onnxruntime registers in the default ONNX domain that ONNX itself does not
+define (onnxruntime-genai's decoders use them); onnx's checker refuses them."""
+
+
+def _only_onnxruntime_ops(path: Path, error: Exception) -> bool:
+    """Whether the checker's `error` is about an op of ORT_DEFAULT_DOMAIN_OPS and the model
+    is otherwise valid: checked again with those nodes as Identities (weights not loaded)."""
+    import re
+
+    found = re.match(r"No Op registered for (\w+) with domain_version", str(error))
+    if not found or found.group(1) not in ORT_DEFAULT_DOMAIN_OPS:
+        return False
+    light = onnx.load(str(path), load_external_data=False)
+    for node in light.graph.node:
+        if node.domain in ("", "ai.onnx") and node.op_type in ORT_DEFAULT_DOMAIN_OPS:
+            inputs, outputs = node.input[:1], [o for o in node.output[:1]]
+            node.Clear()
+            node.op_type = "Identity"
+            node.input.extend(inputs)
+            node.output.extend(outputs)
+    for init in light.graph.initializer:  # the checker reads no external data of a proto
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            del init.external_data[:]
+            init.data_location = onnx.TensorProto.DEFAULT
+    try:
+        onnx.checker.check_model(light)
+    except Exception as e:  # noqa: BLE001 - another problem: reported as the model's
+        raise FrontendError(f"{path}: invalid ONNX model: {str(e).splitlines()[0]}") from None
+    return True
 
 
 def _graph_copy(m: onnx.ModelProto) -> onnx.ModelProto:
