@@ -70,6 +70,35 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def torch_matmul_ms(a_shape, b_shape, repeat: int, dtype: str = "float32", transpose_b: bool = False):
+    """Median CUDA-event time (ms) of `torch.matmul(a, b)` for random operands of these shapes
+    (b of `b_shape` transposed in its last two axes when `transpose_b`: a K-contiguous B), TF32
+    off; None without PyTorch or a CUDA device. The cuBLAS reference of the GEMM benches."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dt = getattr(torch, dtype)
+    a = torch.randn(*a_shape, device="cuda", dtype=dt)
+    b = torch.randn(*b_shape, device="cuda", dtype=dt)
+    if transpose_b:
+        b = b.transpose(-1, -2)
+    for _ in range(3):
+        torch.matmul(a, b)
+    times = []
+    for _ in range(repeat):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.matmul(a, b)
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
 def shared_dir(arg: str | None) -> Path:
     return Path(arg or os.environ.get("ADRENO_SHARED") or REPO.parent / "shared").resolve()
 

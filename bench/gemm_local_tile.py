@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH_DIR.parent), str(BENCH_DIR)]
 
-from bench import log  # noqa: E402
+from bench import log, torch_matmul_ms  # noqa: E402
 
 SHAPES = [  # (name, batch, M, K, N, B transposed (K-contiguous, as attention's keys))
     ("distilbert qkv/out", (), 128, 768, 768, False),
@@ -69,27 +68,7 @@ def model(batch, m, k, n, trans):
 
 
 def cublas_ms(batch, m, k, n, trans, repeat):
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.randn(*batch, m, k, device="cuda")
-    b = torch.randn(*batch, n, k, device="cuda").transpose(-1, -2) if trans else torch.randn(*batch, k, n,
-                                                                                              device="cuda")
-    for _ in range(3):
-        torch.matmul(a, b)
-    times = []
-    for _ in range(repeat):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.matmul(a, b)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+    return torch_matmul_ms((*batch, m, k), (*batch, n, k) if trans else (*batch, k, n), repeat, transpose_b=trans)
 
 
 def main(argv=None):

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import torch_matmul_ms  # noqa: E402
+
 SHAPES = [  # (name, M, K, N)
     ("distilbert qkv/out", 128, 768, 768),
     ("distilbert ffn up", 128, 768, 3072),
@@ -195,29 +198,6 @@ def name(c):
     return f"{c['bm']}x{c['bn']}/{c['bk']} r{c['rm']}x{c['rn']} pf{c['pf']} kg{c['kg']}"
 
 
-def cublas_ms(m, k, n, repeat):
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.randn(m, k, device="cuda")
-    b = torch.randn(k, n, device="cuda")
-    for _ in range(3):
-        torch.matmul(a, b)
-    times = []
-    for _ in range(repeat):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.matmul(a, b)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
-
-
 def main(argv=None):
     import pyopencl as cl
 
@@ -250,7 +230,7 @@ def main(argv=None):
         db = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
         dc = cl.Buffer(ctx, mf.READ_WRITE, size=m * n * 4)
         dp = cl.Buffer(ctx, mf.READ_WRITE, size=8 * m * n * 4)
-        cb = cublas_ms(m, k, n, args.repeat)
+        cb = torch_matmul_ms((m, k), (k, n), args.repeat)
         row = {"shape": sname, "m": m, "k": k, "n": n, "cublas_ms": cb, "ours": {}}
         for c in configs(m, k, n, args.quick):
             try:
