@@ -12,9 +12,14 @@ Keys (`kernel_config`):
 | `dw_rows` | 0, 1 | depthwise: 1 reads each input row segment once per work-item, 0 once per tap |
 | `reduce_items` | 1, 2, 4 ... 256 | groups 1: work-items of a work-group sharing one output block's input channels, summed in local memory (split-K in one launch: GEMVs of 1x1 outputs); a depthwise conv writing pool partials: work-items per tile |
 | `dw_tile` | 0-256 | a conv reading a `graph.fused {on_load}` depthwise region: work-items along a row per work-group, which computes the row segment's depthwise values once into local memory for all its output channel blocks; 0: each work-item computes those it loads |
+| `local_tile` | 0, 32, 64, 128 | a groups-1 1x1 conv, stride 1, no padding, plain input: a GEMM (output channels x pixels) whose work-groups compute T x T blocks from weight and input slices staged in local memory (`PackedConvTileSpec`); 0: off |
 
 `split_k` and `reduce_items` exclude each other (two ways to split the input channels), and
-so do `dw_tile` and `reduce_items` (two ways to set the work-group).
+so do `dw_tile` and `reduce_items` (two ways to set the work-group). `local_tile` is a kernel
+of its own: with it the other keys hold the values that mean "not used" (`LOCAL_TILE_OFF`:
+x_block 1, co_blocks 1, split_k 1, reduce_items 1, dw_tile 0), and a configuration holds the
+key only where it is on (or set to 0 by hand), so the configurations of the other kernels
+read as before.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from adreno_mlir.dialects import graph
@@ -29,9 +35,10 @@ from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, where
 from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue
 from adreno_mlir.lowering.kernels.packed import packed_of as packed
-from adreno_mlir.lowering.kernels.packed_conv import (ConvSource, Depthwise, DepthwiseLoad, Load, PackedConvSpec,
-                                                      PackedDwPoolSpec, PoolTiles, ScaledLoad, Serial, SplitK,
-                                                      TiledLoad, WorkGroup)
+from adreno_mlir.lowering.kernels.packed_conv import (LOCAL_REGISTER_TILE, LOCAL_TILE_K, LOCAL_TILES, ConvSource,
+                                                      Depthwise, DepthwiseLoad, Load, PackedConvSpec,
+                                                      PackedConvTileSpec, PackedDwPoolSpec, PoolTiles, ScaledLoad,
+                                                      Serial, SplitK, TiledLoad, WorkGroup)
 from adreno_mlir.lowering.packed_lowering import EpiloguePattern
 
 MAX_DW_TILE_ITEMS = 256
@@ -68,6 +75,49 @@ def pooled(op: Operation) -> bool:
     return isinstance(parent, graph.FusedOp) and parent.partials is not None and parent.head is op
 
 
+LOCAL_TILE_MIN_UNITS = 16
+"""Compute units from which the default rule picks `local_tile` (Conv4c._local_tile)."""
+LOCAL_TILE_MIN_CHANNELS = 64
+"""Input and output channels (each) from which the default rule picks `local_tile`."""
+LOCAL_TILE_MIN_PIXELS = 1024
+"""Output pixels (H * W) from which the default rule picks `local_tile`."""
+LOCAL_TILE_MIN_MACS = 1 << 27
+"""Multiply-adds (N x H x W x Cin x Cout) from which the default rule picks `local_tile`. On the
+H200 (docs/bench/issue28-gemm/final): segformer-b0's 1024 -> 256 conv on 128 x 128 (4.3 G)
+took 2.30 ms direct, and the model 5.28 -> 3.78 ms device time with the tile; with every 1x1
+conv from 64 channels and 1024 pixels tiled (25-100 M each: DenseNet-121's first block,
+ResNet-50's layer1), DenseNet-121 went 4.12 -> 4.71 ms, EfficientNet-B0 1.76 -> 1.83,
+ResNet-50 3.40 -> 3.25, MobileNetV2 unchanged: the small ones stay direct until measured per
+signature (the tuner's space holds the key)."""
+LOCAL_TILE_MIN_GROUPS_PER_UNIT = 1.0
+"""Work-groups (output blocks) per compute unit that a default `local_tile` must make."""
+LOCAL_TILE_DEFAULTS = (64, 32)
+"""The tiles the default rule tries, in order (128 is the tuner's, unmeasured as a default)."""
+LOCAL_TILE_OFF = {"x_block": 1, "co_blocks": 1, "split_k": 1, "dw_rows": 0, "reduce_items": 1, "dw_tile": 0}
+"""The other keys' values in a `local_tile` configuration: none of their mechanisms is used."""
+
+
+def local_tile_refusal(op: Operation) -> str | None:
+    """Why conv `op` cannot run as a local-tile GEMM (`PackedConvTileSpec`), or None: it must
+    be a groups-1 1x1 convolution with stride 1 and no padding, not split (split-K), reading
+    its input as it is (not pool partials, a channel scale or an on_load depthwise region)
+    and writing no pool partials."""
+    if not isinstance(op, graph.Conv2dOp):
+        return "a direct convolution (not a split-K partial sum)"
+    kernel = tuple(graph.weight_shape(op.weight)[2:])
+    strides, pads = graph.ints(op.strides), graph.ints(op.pads)
+    if op.groups.value.data != 1 or kernel != (1, 1) or tuple(strides) != (1, 1) or any(pads):
+        return (f"a groups-1 1x1 convolution with stride 1 and no padding, got groups {op.groups.value.data}, "
+                f"kernel {kernel[0]}x{kernel[1]}, strides {list(strides)}, pads {list(pads)}")
+    owner = op.input.owner
+    if graph.on_load_region(op.input) is not None or isinstance(owner, (graph.ScaleChannelsOp,
+                                                                         graph.SumPartialsOp)):
+        return "a plain input (not a fused channel scale, pool partials or on_load depthwise region)"
+    if pooled(op):
+        return "a conv that writes no graph.pool_partials"
+    return None
+
+
 def dw_tile_groups(op: Operation, cfg: dict[str, Any]) -> int:
     """G of a `dw_tile` work-group: the conv's output channel blocks per co_blocks."""
     return -(-graph.shape_of(op.results[0])[1] // 4) // cfg.get("co_blocks", 1)
@@ -93,13 +143,80 @@ class Conv4c(Family):
         Key("reduce_items", (1, 2, 4, 8, 16, 32, 64, 128, 256),
             "work-items per output block summing its input channels in local memory", off=1),
         Key("dw_tile", range(0, 257), "on_load reader: work-items along a row per work-group", off=0),
+        Key("local_tile", LOCAL_TILES, "1x1 conv as a GEMM: T x T outputs per work-group through local memory",
+            off=0),
     )
-    exclusive = (("split_k", "reduce_items"), ("dw_tile", "reduce_items"))
+    exclusive = (("split_k", "reduce_items"), ("dw_tile", "reduce_items"), ("local_tile", "split_k"),
+                 ("local_tile", "reduce_items"), ("local_tile", "dw_tile"), ("local_tile", "co_blocks"))
+
+    def applicable(self, head: Operation, cfg: dict[str, Any]) -> tuple[str, ...]:
+        """local_tile only where it is given (a configuration of the other kernels has no
+        such key, and reads as before it existed)."""
+        return tuple(k.name for k in self.keys if k.name != "local_tile" or "local_tile" in cfg)
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, (graph.Conv2dOp, graph.Conv2dSplitKOp)) and graph.is_packed_value(head.input)
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        tile = given.get("local_tile")
+        if tile is None:
+            tile = self._local_tile(op, rules, given)
+        if tile:  # (a given local_tile = 0 asks for the other kernels' rules)
+            return {**LOCAL_TILE_OFF, "local_tile": tile}
+        return self._direct(op, rules)
+
+    def _local_tile(self, op: Operation, rules: Rules, given: dict[str, Any]) -> int:
+        """The default `local_tile`: the first of LOCAL_TILE_DEFAULTS (64, then 32) whose T x T
+        output blocks make LOCAL_TILE_MIN_GROUPS_PER_UNIT work-groups per compute unit and
+        do not hang a third or more past the output channels, for a groups-1 1x1 stride-1
+        unpadded conv on a plain input (`local_tile_refusal`) with at least
+        LOCAL_TILE_MIN_CHANNELS input and output channels, LOCAL_TILE_MIN_PIXELS output
+        pixels and LOCAL_TILE_MIN_MACS multiply-adds; 0 (the direct kernels) otherwise, or where a key given with it asks for a
+        direct kernel's mechanism (x_block 2, split_k 4, ...).
+
+        Why: such a conv is a GEMM (output channels x input channels times input channels x
+        pixels), and the direct kernel (x_block pixels x 4 output channels per work-item,
+        each reading every input channel of its pixels and every weight of its channels
+        from global memory / cache) uses each value it loads for 4 output channels (an input
+        pixel) or x_block pixels (a weight); a T x T work-group tile uses each weight it
+        stages for T pixels and each input value for T output channels, read from local
+        memory. On the H200 segformer-b0's 1024 -> 256 channel 1x1 conv on a
+        128 x 128 plane took 2.3 ms with x_block 4 (3.7 TFLOP/s, 42% of the model's device
+        time); a tiled GEMM of that size runs at ~20 TFLOP/s (the matmul family's
+        local_tile); measured, the model's conv device time fell from 3.11 to 1.25 ms (that conv
+        about 0.45 ms; the model 5.28 -> 3.78 ms). The thresholds keep small convs (few channels: little reuse to gain;
+        small planes: too few work-groups to fill the GPU, where the direct kernels' or
+        split-K's grids do better; products under LOCAL_TILE_MIN_MACS: DenseNet-121 lost 14%
+        with them tiled) on the direct kernels.
+
+        Only for GPUs of LOCAL_TILE_MIN_UNITS compute units or more (desktop and data-center
+        GPUs) whose work-group and local memory limits hold the tile: mobile GPUs (a few
+        compute units or none known: the named Adreno profiles) and CPUs keep the direct
+        kernels (PoCL's barriers are slow: the matmul family saw 4-10x slower products)."""
+        if not rules.gpu or rules.compute_units < LOCAL_TILE_MIN_UNITS or local_tile_refusal(op) is not None:
+            return 0
+        if any(given.get(k, v) != v for k, v in LOCAL_TILE_OFF.items()):
+            return 0  # a direct kernel's mechanism asked for
+        n, co4, h, w, _ = op.result.type.shape
+        ci, co, pixels = op.input.type.shape[1] * 4, co4 * 4, h * w
+        if ci < LOCAL_TILE_MIN_CHANNELS or co < LOCAL_TILE_MIN_CHANNELS or pixels < LOCAL_TILE_MIN_PIXELS:
+            return 0
+        if n * pixels * ci * co < LOCAL_TILE_MIN_MACS:
+            return 0
+        for t in LOCAL_TILE_DEFAULTS:
+            if cdiv(co, t) * t > 1.5 * co:
+                continue  # a third of the block or more past the output channels: a smaller tile
+            rm, rn = LOCAL_REGISTER_TILE[t]
+            if rules.max_work_group_size and rules.max_work_group_size < (t // rm) * (t // rn):
+                continue
+            if rules.local_memory_bytes and 2 * LOCAL_TILE_K * (t + 4) * 4 > rules.local_memory_bytes:
+                continue
+            if cdiv(co, t) * cdiv(pixels, t) * n >= LOCAL_TILE_MIN_GROUPS_PER_UNIT * rules.compute_units:
+                return t
+        return 0
+
+    def _direct(self, op: Operation, rules: Rules) -> dict[str, Any]:
+        """The direct kernels' configuration (PackedConvSpec)."""
         n, c4, h, w, _ = op.result.type.shape
         if isinstance(op, graph.Conv2dSplitKOp):
             n //= op.parts.value.data
@@ -166,6 +283,18 @@ class Conv4c(Family):
         """Why an NCHW4c convolution cannot take `cfg`: checked by select-kernel-config (so
         the autotuner prunes such candidates before compiling), the verifier and the
         lowering alike."""
+        local = cfg.get("local_tile", 0)
+        if local:
+            why = local_tile_refusal(op)
+            if why is not None:
+                return (f"kernel_config local_tile = {local} (a 1x1 convolution as a GEMM tiled in local memory) "
+                        f"needs {why}; use 0 or drop the key")
+            clash = [f"{k} = {cfg[k]}" for k, v in LOCAL_TILE_OFF.items() if cfg.get(k, v) != v]
+            if clash:
+                return (f"kernel_config local_tile = {local} sets its own work-group and register tile: "
+                        f"{', '.join(clash)} cannot go with it ("
+                        + ", ".join(f"{k} = {v}" for k, v in LOCAL_TILE_OFF.items()) + ", or local_tile = 0)")
+            return None
         co_blocks = cfg.get("co_blocks", 1)
         depthwise = _depthwise(op)
         if cfg.get("split_k", 1) > 1 and depthwise:
@@ -214,7 +343,9 @@ class Conv4c(Family):
     def space(self, head: Operation, default: dict[str, Any]) -> list:
         """x_block 1/2/4, co_blocks 1/2, split_k 1/2/4/8 (up to the input channel blocks);
         depthwise: x_block, dw_rows; reading an on_load depthwise region: dw_tile 0, 4 ...
-        64 (up to the width) and the default; small grids: reduce_items."""
+        64 (up to the width) and the default; small grids: reduce_items; groups-1 1x1 stride-1
+        unpadded convs on a plain input: local_tile 0, 32, 64, 128 (the tiles up to the output
+        channels rounded up to 32, and the default)."""
         dims: list = []
         ci = graph.shape_of(head.input)
         ci_blocks = max(1, cdiv(_logical_channels(head), 4)) if ci else 1
@@ -235,9 +366,19 @@ class Conv4c(Family):
                 dims.append(("dw_tile", tuple(sorted(tiles))))
             elif oh * ow <= 49:  # small grids: also split the channels within a work-group (one launch)
                 dims.append(("reduce_items", tuple(r for r in (1, 4, 8, 16, 32, 64, 128) if r <= ci_blocks)))
+            if local_tile_refusal(head) is None:
+                co = out_blocks * 4
+                tiles = {0, default.get("local_tile", 0), *(t for t in LOCAL_TILES if t and t <= cdiv(co, 32) * 32)}
+                dims.append(("local_tile", tuple(sorted(tiles))))
         return dims
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
+        if cfg.get("local_tile", 0):  # a kernel of its own: the other mechanisms off, its own work-group
+            cfg.update(LOCAL_TILE_OFF)
+            cfg.pop("work_group", None)
+            return cfg
+        if not default.get("local_tile", 0):
+            cfg.pop("local_tile", None)  # off where the default is off: the key left out, as in the default
         if cfg.get("dw_tile", 0):
             cfg.pop("work_group", None)  # a dw_tile work-group is Lx x G work-items, whatever work_group says
         if cfg.get("reduce_items", 1) > 1:
@@ -252,10 +393,15 @@ class Conv4c(Family):
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
         """The kernel's grid (PackedConvSpec.grid): row segments of x_block pixels (times
         reduce_items work-items each; with dw_tile, work-groups of dw_tile x G) x rows x
-        batch x channel blocks / co_blocks x split_k parts."""
+        batch x channel blocks / co_blocks x split_k parts; with local_tile T, work-groups of
+        (T / cols) x (T / rows) work-items per T x T block of output channels x pixels."""
         n, c4, h, w, _ = head.results[0].type.shape
         if isinstance(head, graph.Conv2dSplitKOp):
             n //= head.parts.value.data
+        t = cfg.get("local_tile", 0)
+        if t:
+            rm, rn = LOCAL_REGISTER_TILE[t]
+            return cdiv(c4 * 4, t) * cdiv(h * w, t) * n * (t // rm) * (t // rn)
         xb, cb, split = cfg.get("x_block", 1), cfg.get("co_blocks", 1), cfg.get("split_k", 1)
         tile = cfg.get("dw_tile", 0)
         if tile:
@@ -355,6 +501,8 @@ class PackedConvolution(EpiloguePattern):
         return self.spec(hb, group.head, out, pepi, cfg, group.pool_partials)
 
     def spec(self, hb, op, out, pepi, cfg, pool: graph.PoolPartialsOp | None = None):
+        if cfg.get("local_tile", 0):
+            return local_tile_spec(hb, op, out, pepi, cfg)
         if cfg["split_k"] > 1:
             raise LoweringError(f"{where(op)}: kernel_config split_k = {cfg['split_k']} needs the split-k pass "
                                 "before convert-graph-to-opencl")
@@ -368,6 +516,32 @@ class PackedConvolution(EpiloguePattern):
             return spec, [*ins, hb.alloc(pool.result)], scalars
         spec = PackedConvSpec(out=out, pepi=pepi, has_bias=op.bias is not None, **geometry)
         return spec, ins, scalars
+
+
+def local_tile_spec(hb, op: graph.Conv2dOp, out: Packed, pepi: PackedEpilogue, cfg: dict):
+    """`local_tile`: the conv as a tiled GEMM (PackedConvTileSpec), its OIHW4o weights
+    ([CO/4][CI][1][1][4]) repacked now to [CI][CO] (f32, whatever the kernel computes in)
+    so that a work-group's weight slice is rows of consecutive output channels."""
+    error = CONV4C.check(op, cfg)
+    if error is not None:
+        raise LoweringError(f"{where(op)}: {error}")
+    src = packed(op.input)
+    t = cfg["local_tile"]
+    rows, cols = LOCAL_REGISTER_TILE[t]
+    w = np.asarray(hb.constant_array(op.weight), np.float32)
+    co4, ci = w.shape[0], w.shape[1]
+    if ci != src.shape[1] * 4 or co4 != out.shape[1]:
+        raise LoweringError(f"{where(op)}: local_tile needs OIHW4o weights of {out.shape[1]} x {src.shape[1] * 4} "
+                            f"(the packed channels), got {list(w.shape)}")
+    wt = np.ascontiguousarray(w.reshape(co4, ci, 4).transpose(1, 0, 2).reshape(ci, co4 * 4))
+    weight = hb.weight((getattr(op.weight.owner, "weight_name", None) or "conv_weight") + "_kc", wt)
+    bias = [hb.weight_buffer(op.bias)] if op.bias is not None else []
+    try:
+        spec = PackedConvTileSpec(out=out, pepi=pepi, src=src, tile=t, rows=rows, cols=cols,
+                                  has_bias=op.bias is not None)
+    except ValueError as e:
+        raise LoweringError(f"{where(op)}: kernel_config local_tile: {e}") from None
+    return spec, [hb.buffer(op.input), weight, *bias], []
 
 
 class SplitKPartial(KernelPattern):

@@ -30,7 +30,9 @@ picks it: nothing in the other sources, in any reduction or in the body.
 
 The sources and reductions emit code through a `ConvEmitter`, the SSA values of the
 kernel being built (not part of any spec). `PackedDwPoolSpec` (a depthwise conv that
-also writes pool partials) has a schedule of its own, a loop over a tile's pixels.
+also writes pool partials) has a schedule of its own, a loop over a tile's pixels, and so
+has `PackedConvTileSpec` (`local_tile`: a groups-1 1x1 stride-1 conv as a GEMM tiled in
+local memory, work-groups of T output channels x T pixels).
 """
 
 from __future__ import annotations
@@ -863,3 +865,225 @@ class PackedSplitSumSpec(PackedSpec):
             v = partial.read(kb, ins[0], kb.add(n, p * batch), c4, h, w)
             acc = v if acc is None else vk.fadd(acc, v)
         self.finish_pixel(kb, extras, out, acc, n, c4, h, w)
+
+
+# --------------------------------------------------------------------------- 1x1 convs as tiled GEMMs
+
+LOCAL_TILES = (0, 32, 64, 128)
+"""`local_tile` values of the conv4c family: off, or the side T of a work-group's output
+block (T output channels x T pixels)."""
+LOCAL_TILE_K = 32
+"""Input channels per slice that a `PackedConvTileSpec` work-group stages per step (BK)."""
+LOCAL_REGISTER_TILE = {32: (4, 4), 64: (8, 4), 128: (8, 8)}
+"""A work-item's output channels x pixels per `local_tile`: work-groups of 64, 128 and 256
+work-items (the matmul family's measured choices for the same tiles, lowering/families/gemm.py)."""
+
+
+@dataclass(frozen=True)
+class PackedConvTileSpec(PackedSpec):
+    """A groups-1 1x1 convolution, stride 1, no padding, as a GEMM tiled in local memory:
+    out[n, co, p] = bias[co] + sum_ci W[co, ci] * x[n, ci, p] over the pixels p of the
+    plane, then the fused epilogue (`pepi`) and the store of each float4 of 4 output
+    channels at its pixel. (The schedule of MatMulSpec._local_tile_body,
+    lowering/kernels/matmul.py, on NCHW4c operands.)
+
+    A work-group of (T / cols) x (T / rows) work-items computes a T x T output block: T
+    output channels (T / 4 channel blocks) from channel block group_id(0) * T / 4, T
+    pixels from group_id(1) * T; group_id(2) is the batch entry. Neighbouring work-groups
+    share their pixels (and read the same input slices through the cache). Each
+    work-item holds `rows` / 4 output channel blocks times `cols` pixels as float4
+    accumulators: channel block g at g * (T / rows) + ty of the block, pixel group g of
+    v = min(cols, 4) pixels at g * v * (T / cols) + v * tx, so one `vload4` from local
+    memory reads the four channels (or pixels) of a group and neighbouring work-items read
+    neighbouring float4s.
+
+    Per step of BK = `k_tile` input channels the work-items copy the slices into local
+    memory, both [BK][T + 4] (K-major; 4 floats of padding keep the groups aligned):
+    - the weights, repacked at compile time to [CI][CO] (the lowering's `weight`
+      argument, f32, CI and CO the padded channel counts): float4 e of the slice is 4
+      output channels of one input channel, e % (T / 4) the channel group, so
+      neighbouring work-items read neighbouring float4s and write them with one `vstore4`;
+    - the input: float4 e is input channel block e / T (4 consecutive K steps) at pixel
+      e % T, one NCHW4c pixel read (a `vload4` of a buffer, a `read_imagef` of an image),
+      stored as 4 scalars into rows k .. k + 3 (neighbouring work-items: neighbouring
+      pixels, in global and in local memory).
+    The next slices are loaded into registers (loop-carried values) before the current
+    ones are multiplied, one barrier after the copy and one before the next. Weights of
+    output channels past CO, input channel blocks past CI and pixels past the plane read
+    0 (masked, addresses clamped); output blocks past CO and pixels past the plane are
+    never stored. Sums, local memory and the weights are f32 in a half kernel too (its
+    input is converted as it is loaded, the result before the epilogue)."""
+
+    src: Packed = None  # type: ignore[assignment]
+    tile: int = 64
+    rows: int = 8
+    """Output channels per work-item (a multiple of 4: float4 groups)."""
+    cols: int = 4
+    """Output pixels per work-item."""
+    k_tile: int = LOCAL_TILE_K
+    has_bias: bool = False
+
+    def __post_init__(self):
+        t, rm, rn = self.tile, self.rows, self.cols
+        if t not in LOCAL_TILES[1:]:
+            raise ValueError(f"local_tile must be one of {LOCAL_TILES[1:]}, got {t}")
+        if rm % 4 or not 4 <= rm <= t or rn not in (1, 2, 4, 8) or rn > t or self.k_tile % 4:
+            raise ValueError(f"a {rm} x {rn} register tile of a {t} x {t} block: rows must be a multiple of 4, "
+                             f"cols 1, 2, 4 or 8, both at most {t}, and k_tile ({self.k_tile}) a multiple of 4")
+        if self.src.shape[0] != self.out.shape[0] or self.src.shape[2:] != self.out.shape[2:]:
+            raise ValueError(f"a 1x1 stride-1 conv keeps the batch and the plane: input {self.src.shape}, "
+                             f"output {self.out.shape}")
+
+    @property
+    def items(self) -> tuple[int, int]:
+        """The work-group (x: pixels, y: output channels)."""
+        return self.tile // self.cols, self.tile // self.rows
+
+    def base_name(self) -> str:
+        return f"conv1x1_lt{self.tile}_{self.rows}x{self.cols}_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        return [("input", self.src.arg_type(False)), ("weight", GLOBAL_F32)] + (
+            [("bias", self.weight_type)] if self.has_bias else [])
+
+    def shared(self) -> PackedConvTileSpec:
+        return self  # the kernel's bounds are its extents
+
+    def grid(self):
+        n, c4, h, w = self.out.shape
+        wx, wy = self.items
+        return (-(-c4 * 4 // self.tile) * wx, -(-h * w // self.tile) * wy, n)
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (*self.items, 1)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split(args)
+        x, wt = ins[0], ins[1]
+        bias = ins[2] if self.has_bias else None
+        t, bk, rm, rn = self.tile, self.k_tile, self.rows, self.cols
+        wx, wy = self.items
+        items = wx * wy
+        vb = min(rn, 4)
+        ls = t + 4  # local row stride
+        batch, co4n, oh, ow = self.out.shape
+        hw = oh * ow
+        ci4n = self.src.shape[1]
+        k_n = ci4n * 4
+        slices = -(-k_n // bk)
+        vf = kb.vector(f32)
+        zero4 = vf.f(0.0)
+        w_s = kb.local_alloc(bk * ls, f32, "w_tile")
+        x_s = kb.local_alloc(bk * ls, f32, "x_tile")
+        tx, ty = kb.local_id(0, "tx"), kb.local_id(1, "ty")
+        co4_0 = kb.mul(kb.group_id(0), t // 4, "co4_0")
+        p0 = kb.mul(kb.group_id(1), t, "p0")
+        n = kb.group_id(2, "n") if batch > 1 else 0
+        lid = kb.add(kb.mul(ty, wx), tx, "lid")
+        per = t * bk // 4  # float4s per slice, of either operand
+        copies = [(i * items, (i + 1) * items > per) for i in range(-(-per // items))]
+        k_check, co_check, p_check = k_n % bk != 0, co4n % (t // 4) != 0, hw % t != 0
+
+        def masked(k1: KernelBuilder, conds, read):
+            valid = k1.all_of(conds)
+            if valid is None:
+                return read(lambda i: i)
+            if valid is False:
+                return zero4
+            return k1.select(valid, read(lambda i: k1.select(valid, k1.i(i), k1.i(0))), zero4)
+
+        def w_coords(k1: KernelBuilder, e):  # (K step, channel block) in the slice
+            return k1.div(e, t // 4), k1.rem(e, t // 4)
+
+        def x_coords(k1: KernelBuilder, e):  # (channel block, pixel) in the slice
+            return k1.div(e, t), k1.rem(e, t)
+
+        def load(k1: KernelBuilder, sl) -> list[SSAValue]:
+            values = []
+            for e0, guarded in copies:  # weights: [K][CO4] float4s
+                e = k1.add(lid, e0)
+                kk, m4 = w_coords(k1, e)
+                gk, co4 = k1.add(k1.mul(sl, bk), kk), k1.add(co4_0, m4)
+                conds = ([k1.cmp("slt", e, per)] if guarded else []) + (
+                    [k1.cmp("slt", gk, k_n)] if k_check else []) + ([k1.cmp("slt", co4, co4n)] if co_check else [])
+                values.append(masked(k1, conds, lambda s, gk=gk, co4=co4:
+                                     k1.vload4(wt, s(k1.add(k1.mul(gk, co4n), co4)))))
+            for e0, guarded in copies:  # input: channel blocks x pixels
+                e = k1.add(lid, e0)
+                c4l, pp = x_coords(k1, e)
+                ci4, p = k1.add(k1.mul(sl, bk // 4), c4l), k1.add(p0, pp)
+                conds = ([k1.cmp("slt", e, per)] if guarded else []) + (
+                    [k1.cmp("slt", ci4, ci4n)] if k_check else []) + ([k1.cmp("slt", p, hw)] if p_check else [])
+
+                def read(s, ci4=ci4, p=p):
+                    ps = s(p)
+                    # a buffer pixel is (n, c4) * H * W + p; an image needs its row and column
+                    h, w = (0, ps) if self.src.kind == "buf" or oh == 1 else (k1.div(ps, ow), k1.rem(ps, ow))
+                    return k1.cast(self.src.read(k1, x, n, s(ci4), h, w), f32)
+
+                values.append(masked(k1, conds, read))
+            return values
+
+        def stage(k1: KernelBuilder, values: list[SSAValue]) -> None:
+            for (e0, guarded), v, side in zip(copies * 2, values, [0] * len(copies) + [1] * len(copies)):
+                def put(k2: KernelBuilder, e0=e0, v=v, side=side) -> None:
+                    e = k2.add(lid, e0)
+                    if side == 0:
+                        kk, m4 = w_coords(k2, e)
+                        k2.vstore(v, w_s, k2.add(k2.mul(kk, ls), k2.mul(m4, 4)))
+                    else:  # four K steps of one pixel: four rows
+                        c4l, pp = x_coords(k2, e)
+                        row = k2.add(k2.mul(c4l, 4 * ls), pp)
+                        for j in range(4):
+                            k2.store(k2.lane(v, j), x_s, k2.add(row, j * ls))
+
+                if guarded:
+                    k1.if_(k1.cmp("slt", k1.add(lid, e0), per), put)
+                else:
+                    put(k1)
+
+        groups = rm // 4
+
+        def step(k1: KernelBuilder, sl: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            acc, regs = list(carried[:groups * rn]), carried[groups * rn:]
+            stage(k1, regs)
+            k1.barrier()
+            nxt = load(k1, k1.min_i(k1.add(sl, 1), slices - 1)) if slices > 1 else regs
+            k2 = k1.vector(f32)
+            for kk in range(bk):
+                wv = [k1.vload(w_s, k1.add(k1.mul(ty, 4), kk * ls + g * 4 * wy), 4) for g in range(groups)]
+                xv = []
+                for g in range(rn // vb):
+                    off = k1.add(k1.mul(tx, vb), kk * ls + g * vb * wx)
+                    if vb == 1:
+                        xv.append(k1.load(x_s, off))
+                    else:
+                        vec = k1.vload(x_s, off, vb)
+                        xv += [k1.lane(vec, j) for j in range(vb)]
+                for j in range(rn):
+                    xs = k2.splat(xv[j])
+                    for i in range(groups):
+                        acc[i * rn + j] = k2.fma(wv[i], xs, acc[i * rn + j])
+            k1.barrier()
+            return acc + list(nxt)
+
+        first = load(kb, 0)
+        carried = kb.for_(0, slices, 1, [zero4] * (groups * rn) + first, step, "sl")
+        accs = carried[:groups * rn]
+        for i in range(groups):
+            co4 = kb.add(co4_0, kb.add(ty, i * wy), "co4")
+            b4 = None
+            if bias is not None:  # clamped: a block past CO reads a real one and is not stored
+                b4 = kb.cast(kb.vload4(bias, kb.min_i(co4, co4n - 1) if co_check else co4), f32)
+            for j in range(rn):
+                gj, jj = divmod(j, vb)
+                p = kb.add(p0, kb.add(kb.mul(tx, vb), gj * vb * wx + jj))
+                conds = ([kb.cmp("slt", co4, co4n)] if co_check else []) + ([kb.cmp("slt", p, hw)] if p_check else [])
+
+                def put(k1: KernelBuilder, v=accs[i * rn + j], p=p, co4=co4, b4=b4) -> None:
+                    if b4 is not None:
+                        v = k1.vector(f32).fadd(v, b4)
+                    h, w = (0, p) if oh == 1 else (k1.div(p, ow, "oy"), k1.rem(p, ow, "ox"))
+                    self.finish_pixel(k1, extras, out, k1.cast(v, k1.ftype), n, co4, h, w)
+
+                kb.guard(conds, put)
