@@ -20,7 +20,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType, f32
 
 from adreno_mlir.dialects import graph
-from adreno_mlir.frontend.onnx_importer import _emit, _Node, contrib_importer, importer
+from adreno_mlir.frontend.onnx_importer import _emit, _Node, _rms_norm, contrib_importer, importer
 
 
 def _rms(n: _Node, x, scale, epsilon: float):
@@ -40,19 +40,11 @@ def _unused_outputs(n: _Node, indices: tuple[int, ...], what: str) -> None:
 
 @importer("SimplifiedLayerNormalization")
 def _simplified_layer_norm(n: _Node):
-    """x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale. onnxruntime's kernel
-    normalizes the last axes from `axis` (default -1); output 1 (the inverse standard
-    deviation, kept for training) is refused if read."""
-    x = n.input(0)
-    rank = len(graph.shape_of(x))
-    axis = n.attr("axis", -1)
-    if not -rank <= axis < rank:
-        n.fail(f"axis {axis} is out of range for an input of rank {rank}")
+    """onnxruntime's RMS normalization, ONNX RMSNormalization's semantics (the last axes from
+    `axis`, default -1); output 1 (the inverse standard deviation, kept for training) is
+    refused if read."""
     _unused_outputs(n, (1,), "inv_std_var")
-    return _emit(n, graph.LayerNormOp(
-        operands=[x, n.input(1), []], result_types=[n.out_type()],
-        properties={"axis": graph.IntegerAttr(axis % rank, 64), "epsilon": graph.f32_attr(float(n.attr("epsilon", 1e-5))),
-                    "center": graph.IntegerAttr(0, 64)}))
+    return _rms_norm(n)
 
 
 @contrib_importer("SkipSimplifiedLayerNormalization")

@@ -156,6 +156,23 @@ class KernelSpec:
         return args[len(args) - len(names) + names.index(name)]
 
 
+def local_fragment(kb: KernelBuilder, ptr: SSAValue, tid: SSAValue, offset: int, count: int, width: int,
+                   spacing: int) -> list[SSAValue]:
+    """The `count` floats a work-item reads from a local array as `count / width` groups of
+    `width` neighbours (one vload each; a scalar load for width 1): group g at
+    offset + g * spacing + tid * width. The register tiles of the local-memory GEMMs
+    (matmul.py, packed_conv.py) read their rows and columns so."""
+    values = []
+    for g in range(count // width):
+        off = kb.add(kb.mul(tid, width), offset + g * spacing)
+        if width == 1:
+            values.append(kb.load(ptr, off))
+        else:
+            vec = kb.vload(ptr, off, width)
+            values += [kb.lane(vec, j) for j in range(width)]
+    return values
+
+
 def work_group_sum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items: int,
                    then: Callable[[KernelBuilder, SSAValue], None], *, scratch: SSAValue | None = None,
                    stride: int = 1, offset: SSAValue | int = 0, finish_if: Sequence[SSAValue] = (),

@@ -41,7 +41,7 @@ from xdsl.ir import SSAValue
 
 from adreno_mlir.kernel_math.matmul import _contiguous_batch, float4_columns
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_sum
+from adreno_mlir.lowering.kernels.common import KernelSpec, local_fragment, numel, work_group_sum
 
 LOCAL_TILES = (0, 16, 32, 64, 128)
 """`local_tile` values: off, or the side of a work-group's square output tile."""
@@ -602,17 +602,6 @@ class MatMulSpec(KernelSpec):
 
         na = len(plan(t, a_ks == 1, a4))
 
-        def fragment(k1: KernelBuilder, ptr, kk: int, tid: SSAValue, side: int, r: int, v: int) -> list[SSAValue]:
-            vals = []
-            for g in range(r // v):
-                off = k1.add(k1.mul(tid, v), kk * ls + g * side * v)
-                if v == 1:
-                    vals.append(k1.load(ptr, off))
-                else:
-                    vec = k1.vload(ptr, off, v)
-                    vals += [k1.lane(vec, j) for j in range(v)]
-            return vals
-
         def step(k1: KernelBuilder, sl: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             acc, regs = list(carried[:rm * rn]), carried[rm * rn:]
             store(k1, a_s, regs[:na], a_ks == 1, a4, True)
@@ -620,8 +609,8 @@ class MatMulSpec(KernelSpec):
             k1.barrier()
             nxt = load_both(k1, k1.min_i(k1.add(sl, 1), slices - 1)) if slices > 1 else regs
             for kk in range(bk):
-                av = fragment(k1, a_s, kk, ty, wy, rm, va)
-                bv = fragment(k1, b_s, kk, tx, wx, rn, vb)
+                av = local_fragment(k1, a_s, ty, kk * ls, rm, va, wy * va)
+                bv = local_fragment(k1, b_s, tx, kk * ls, rn, vb, wx * vb)
                 for i in range(rm):
                     for j in range(rn):
                         acc[i * rn + j] = k1.fma(av[i], bv[j], acc[i * rn + j])

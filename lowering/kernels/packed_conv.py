@@ -45,7 +45,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from adreno_mlir.dialects import opencl
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F32, KernelBuilder
-from adreno_mlir.lowering.kernels.common import window_leaves_input, window_loops, work_group_sum
+from adreno_mlir.lowering.kernels.common import local_fragment, window_leaves_input, window_loops, work_group_sum
 from adreno_mlir.lowering.kernels.packed import Packed, PackedEpilogue, PackedSpec, block_sum
 
 DW_CHUNK = 32
@@ -1052,14 +1052,7 @@ class PackedConvTileSpec(PackedSpec):
             k2 = k1.vector(f32)
             for kk in range(bk):
                 wv = [k1.vload(w_s, k1.add(k1.mul(ty, 4), kk * ls + g * 4 * wy), 4) for g in range(groups)]
-                xv = []
-                for g in range(rn // vb):
-                    off = k1.add(k1.mul(tx, vb), kk * ls + g * vb * wx)
-                    if vb == 1:
-                        xv.append(k1.load(x_s, off))
-                    else:
-                        vec = k1.vload(x_s, off, vb)
-                        xv += [k1.lane(vec, j) for j in range(vb)]
+                xv = local_fragment(k1, x_s, tx, kk * ls, rn, vb, vb * wx)
                 for j in range(rn):
                     xs = k2.splat(xv[j])
                     for i in range(groups):
