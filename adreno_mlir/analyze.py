@@ -10,10 +10,10 @@ The model (docs/analyze.md):
   run): a kernel is an op with `is_kernel(op)` at the top level of a function; a
   `graph.fused` region is one kernel, its head's work plus its element-wise tail.
 * FLOPs (an FMA counts 2): convolution 2*N*Co*Ho*Wo*(Ci/groups)*Kh*Kw (the NCHW4c
-  shapes, i.e. with channels padded to blocks of 4: that work is done); Gemm / MatMul
-  2*M*N*K*batch; the three Winograd kernels their actual work (the non-zero transform
-  terms the kernels emit, lowering/kernels/winograd.py, and 2*alpha^2*K*C*P for the
-  product); local pools one op per window element; global pools and reductions the input
+  shapes, i.e. with channels padded to blocks of 4: that work is done); Gemm / MatMul /
+  MatMulNBits 2*M*N*K*batch (not the dequantizing); the three Winograd kernels their actual
+  work (the non-zero transform terms the kernels emit, lowering/kernels/winograd.py, and
+  2*alpha^2*K*C*P for the product); local pools one op per window element; global pools and reductions the input
   numel; LayerNorm and (Log)Softmax 5*numel; fused attention both products plus 5 per
   score; element-wise ops numel each; data movement (pack, unpack, concat, slice,
   transpose, pad, gather, nearest resize, ...) 0. Ops without a formula count the numel of
@@ -230,6 +230,8 @@ def op_flops(op: Operation) -> int:
         return 2 * m * n * k
     if isinstance(op, graph.MatMulOp):
         return 2 * op.lhs_shape()[-1] * _value_numel(op.result)  # 2*M*N*K*batch
+    if isinstance(op, graph.MatMulNBitsOp):  # as a matmul's: the dequantizing shifts and masks are not counted
+        return 2 * op.k * _value_numel(op.result)
     if isinstance(op, graph.AttentionOp):
         scores = _numel(op.scores_shape())
         d, dv = op.read_shape("q")[-1], op.read_shape("v")[-1]

@@ -146,6 +146,18 @@ def test_gpu_default_splits_the_decode_gemv():
     assert config((256,), "nvidia-h200") == {"k_split": 1, "tile_m": 4}  # prefill rows
 
 
+def test_analyze_counts_the_product_and_the_packed_bytes(tmp_path):
+    """analyze: 2*M*N*K FLOPs (plus the fused Relu), and the bytes of the packed words (K * bits / 8 per column), the
+    scales and A, not of a float W."""
+    from adreno_mlir.analyze import analyze_model
+
+    rows, k, n = 4, 512, 64
+    (cost,) = analyze_model(nbits_model((rows,), k, n, 4, 32)).costs
+    assert cost.flops == 2 * rows * n * k + rows * n  # the product and the fused Relu
+    packed, scales, a, out = n * k // 2, n * (k // 32) * 4, rows * k * 4, rows * n * 4
+    assert packed + scales + a + out <= cost.global_bytes < n * k * 4
+
+
 def test_split_and_row_tiles_exclude_each_other():
     with pytest.raises(adreno_mlir.CompileError, match="k_split > 1 computes one row per work-item: tile_m must be 1"):
         adreno_mlir.compile(nbits_model((4,), 64, 8, 4, 32), overrides={"loc:act": {"k_split": 4, "tile_m": 4}})
