@@ -234,25 +234,3 @@ def test_rms_normalizations_of_onnxruntime():
         for (name, v), ref in zip(got.items(), refs):
             assert _err(v, ref) <= REL_TOL, name
 
-
-def test_genai_decoder_imports_up_to_group_query_attention(tmp_path):
-    """shared/models/llm's int4 decoder (onnxruntime-genai's builder): with its dims bound, every
-    operator but GroupQueryAttention imports (MatMulNBits, both RMS normalizations, the mask
-    path); the error names that operator and its four nodes, and onnx's checker accepts the
-    file although onnxruntime's SimplifiedLayerNormalization is not an ONNX operator."""
-    import onnx
-
-    from tests.conftest import LLM, materialized_model
-
-    if not (LLM / "llama_tiny_int4.onnx").exists():
-        pytest.fail(f"{LLM / 'llama_tiny_int4.onnx'} is missing; set ADRENO_SHARED to the shared/ folder")
-    path = materialized_model("llama_tiny_int4", LLM)
-    assert any(n.op_type == "SimplifiedLayerNormalization" for n in onnx.load(str(path), load_external_data=False).graph.node)
-    dims = {"batch_size": 1, "sequence_length": 8, "past_sequence_length": 4, "total_sequence_length": 12,
-            "kv_cache_dim": 64}
-    with pytest.raises(adreno_mlir.CompileError) as e:
-        adreno_mlir.compile(path, dims=dims)
-    message = str(e.value)
-    assert "com.microsoft.GroupQueryAttention (4 nodes): /model/layers.0/attn/GroupQueryAttention" in message
-    first = message.splitlines()[1:]
-    assert len([line for line in first if line.startswith("  ")]) == 1, message  # nothing else is refused

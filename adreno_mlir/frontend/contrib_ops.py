@@ -135,3 +135,143 @@ def _matmul_nbits(n: _Node):
     return _emit(n, graph.MatMulNBitsOp(
         operands=operands, result_types=[n.out_type()],
         properties={"bits": graph.IntegerAttr(bits, 64), "block_size": graph.IntegerAttr(bs, 64)}))
+
+
+@contrib_importer("GroupQueryAttention")
+def _group_query_attention(n: _Node):
+    """com.microsoft GroupQueryAttention at fixed shapes (batch B, S new tokens, a past of P,
+    present T = P + S, bound at compile time), written out in the graph ops the rest of the
+    model uses (slices, rotary multiply-adds, a concat per cache, a matmul per product, a
+    masked softmax) - the first, static-shape form of the op (issue 29); the KV cache that
+    lives on the device and its kernels come with the decode program.
+
+    onnxruntime's semantics (its CPU kernel, the reference): the query is [B, S, H * D] with
+    key/value [B, S, KVH * D], or one packed [B, S, (H + 2 KVH) * D]; seqlens_k[b] = the valid
+    length - 1, so the new tokens sit at positions seqlens_k + 1 - S ... seqlens_k. Rotary
+    (do_rotary): q and k rotated by cos/sin_cache rows at those positions, halves
+    (rotary_interleaved 0) or pairs (1). present = past + the new keys / values along the
+    sequence; each query head h reads KV head h // (H / KVH); query i attends keys j <= its
+    position; scale (0: 1 / sqrt(D)). The new entries are placed after all P past ones, as
+    onnxruntime does when the past is full (seqlens_k + 1 = T: an attention mask of ones);
+    with a shorter valid length onnxruntime writes them earlier, so there the outputs are
+    NaN instead of silently different (a padded batch row is not supported)."""
+    from xdsl.dialects.builtin import TensorType, f32
+
+    from adreno_mlir.frontend.onnx_importer import _slice_along
+
+    h, kvh = n.attr("num_heads"), n.attr("kv_num_heads")
+    if not isinstance(h, int) or not isinstance(kvh, int) or h <= 0 or kvh <= 0 or h % kvh:
+        n.fail(f"num_heads = {h} must be a positive multiple of kv_num_heads = {kvh}")
+    for attr, off in (("local_window_size", -1), ("softcap", 0.0)):
+        if n.attr(attr, off) != off:
+            n.fail(f"{attr} = {n.attr(attr)} is not supported (only {off}: no sliding window, no soft cap)")
+    if n.has_input(9) or n.has_input(10) or n.has_input(11):
+        n.fail("position_ids, attention_bias and head_sink inputs are not supported")
+    if not (n.has_input(3) and n.has_input(4)):
+        n.fail("past_key and past_value are required (bind past_sequence_length to at least 1)")
+    packed = not n.has_input(1)
+    q_in = n.input(0)
+    b, s = graph.shape_of(q_in)[:2]
+    past_k, past_v = n.input(3), n.input(4)
+    pb, pk, p, d = graph.shape_of(past_k)
+    if (pb, pk) != (b, kvh) or graph.shape_of(past_v) != (b, kvh, p, d):
+        n.fail(f"past_key/value must be [B = {b}, {kvh}, P, D], got {list(graph.shape_of(past_k))} and "
+               f"{list(graph.shape_of(past_v))}")
+    t_len, g = p + s, h // kvh
+    scale = float(n.attr("scale", 0.0)) or 1.0 / float(np.sqrt(d))
+
+    def tt(shape):
+        return TensorType(f32, list(shape))
+
+    def emit(op):
+        return _emit(n, op)
+
+    def reshape(x, shape):
+        return emit(graph.ReshapeOp(operands=[x], result_types=[tt(shape)]))
+
+    def transpose(x, perm):
+        xs = graph.shape_of(x)
+        return emit(graph.TransposeOp(operands=[x], result_types=[tt([xs[i] for i in perm])],
+                                      properties={"perm": graph.i64_array(list(perm))}))
+
+    def binary(cls, a, b_, shape):
+        return emit(cls(a, b_, tt(shape)))
+
+    def const(name: str, arr: np.ndarray):
+        return n.imp.constant(f"{n.name}_{name}", np.asarray(arr, np.float32), n)
+
+    if packed:
+        if graph.shape_of(q_in)[2] != (h + 2 * kvh) * d:
+            n.fail(f"the packed query's last extent must be (num_heads + 2 kv_num_heads) * D = {(h + 2 * kvh) * d}, "
+                   f"got {graph.shape_of(q_in)[2]}")
+        heads = reshape(q_in, (b, s, h + 2 * kvh, d))
+        q = _slice_along(n, heads, 2, 0, h)
+        k = _slice_along(n, heads, 2, h, kvh)
+        v = _slice_along(n, heads, 2, h + kvh, kvh)
+    else:
+        q = reshape(q_in, (b, s, h, d))
+        k = reshape(n.input(1), (b, s, kvh, d))
+        v = reshape(n.input(2), (b, s, kvh, d))
+    seqlens = reshape(n.input(5), (b, 1))  # float-held int: the valid length - 1
+    # positions [B, S] of the new tokens
+    first = binary(graph.AddOp, seqlens, const("first_offset", np.full([1, 1], 1 - s)), (b, 1))
+    positions = binary(graph.AddOp, first, const("token_index", np.arange(s).reshape(1, s)), (b, s))
+
+    def rotate(x, heads_n):
+        """x [B, S, heads, D] rotated at `positions` (cos/sin rows of the caches)."""
+        cos_cache, sin_cache = n.input(7), n.input(8)
+        half = graph.shape_of(cos_cache)[1]
+        if half * 2 != d:
+            n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial rotary) "
+                   "is not supported")
+        cos = reshape(emit(graph.TakeOp(operands=[cos_cache, positions], result_types=[tt((b, s, half))],
+                                        properties={"axis": graph.IntegerAttr(0, 64)})), (b, s, 1, half))
+        sin = reshape(emit(graph.TakeOp(operands=[sin_cache, positions], result_types=[tt((b, s, half))],
+                                        properties={"axis": graph.IntegerAttr(0, 64)})), (b, s, 1, half))
+        if n.attr("rotary_interleaved", 0):
+            pairs = reshape(x, (b, s, heads_n, half, 2))
+            x1 = reshape(_slice_along(n, pairs, 4, 0, 1), (b, s, heads_n, half))
+            x2 = reshape(_slice_along(n, pairs, 4, 1, 1), (b, s, heads_n, half))
+        else:
+            x1, x2 = _slice_along(n, x, 3, 0, half), _slice_along(n, x, 3, half, half)
+        shape = (b, s, heads_n, half)
+        r1 = binary(graph.SubOp, binary(graph.MulOp, x1, cos, shape), binary(graph.MulOp, x2, sin, shape), shape)
+        r2 = binary(graph.AddOp, binary(graph.MulOp, x2, cos, shape), binary(graph.MulOp, x1, sin, shape), shape)
+        if n.attr("rotary_interleaved", 0):
+            both = emit(graph.ConcatOp(operands=[[reshape(r1, (*shape, 1)), reshape(r2, (*shape, 1))]],
+                                       result_types=[tt((*shape, 2))], properties={"axis": graph.IntegerAttr(4, 64)}))
+            return reshape(both, (b, s, heads_n, d))
+        return emit(graph.ConcatOp(operands=[[r1, r2]], result_types=[tt((b, s, heads_n, d))],
+                                   properties={"axis": graph.IntegerAttr(3, 64)}))
+
+    if n.attr("do_rotary", 0):
+        if not (n.has_input(7) and n.has_input(8)):
+            n.fail("do_rotary = 1 needs cos_cache and sin_cache")
+        q, k = rotate(q, h), rotate(k, kvh)
+    present = []
+    for new, past in ((k, past_k), (v, past_v)):
+        present.append(emit(graph.ConcatOp(operands=[[past, transpose(new, (0, 2, 1, 3))]],
+                                           result_types=[tt((b, kvh, t_len, d))],
+                                           properties={"axis": graph.IntegerAttr(2, 64)})))
+    # query heads grouped under their KV head: [B, KVH, G * S, D]
+    qg = reshape(transpose(q, (0, 2, 1, 3)), (b, kvh, g * s, d))
+    kt = transpose(present[0], (0, 1, 3, 2))
+    scores = emit(graph.MatMulOp(operands=[qg, kt], result_types=[tt((b, kvh, g * s, t_len))]))
+    scores = binary(graph.MulOp, scores, const("scale", np.full([1], scale)), (b, kvh, g * s, t_len))
+    # key j is visible to query i where j <= its position (causal, within the valid length)
+    rows = reshape(emit(graph.ConcatOp(operands=[[positions] * g], result_types=[tt((b, g * s))],
+                                       properties={"axis": graph.IntegerAttr(1, 64)})) if g > 1 else positions,
+                   (b, 1, g * s, 1))
+    keys = const("key_index", np.arange(t_len).reshape(1, 1, 1, t_len))
+    visible = emit(graph.LessOrEqualOp(keys, rows, tt((b, 1, g * s, t_len))))
+    masked = emit(graph.WhereOp(visible, scores, const("hidden", np.full([1], -np.inf)), tt((b, kvh, g * s, t_len))))
+    probs = emit(graph.SoftmaxOp(operands=[masked], result_types=[tt((b, kvh, g * s, t_len))],
+                                 properties={"axis": graph.IntegerAttr(3, 64)}))
+    ctx = emit(graph.MatMulOp(operands=[probs, present[1]], result_types=[tt((b, kvh, g * s, d))]))
+    out = reshape(transpose(reshape(ctx, (b, h, s, d)), (0, 2, 1, 3)), (b, s, h * d))
+    # a valid length other than T (a padded row): NaN, never a silently different answer
+    full = emit(graph.EqualOp(seqlens, const("last", np.full([1, 1], t_len - 1)), tt((b, 1))))
+    nan = const("nan", np.full([1], np.nan))
+    out = emit(graph.WhereOp(reshape(full, (b, 1, 1)), out, nan, tt((b, s, h * d))))
+    present = [emit(graph.WhereOp(reshape(full, (b, 1, 1, 1)), pr, nan, tt((b, kvh, t_len, d)))) for pr in present]
+    return [out, *present]

@@ -80,6 +80,7 @@ INT_TENSOR_OPS = frozenset({
     "Cast", "CastLike", "CumSum", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Expand",
     "Concat", "Transpose", "Tile", "Split", "Pad", "Gather", "GatherElements",
     "ReduceSum", "ReduceMax", "ReduceMin",
+    "GroupQueryAttention",  # its seqlens_k: the valid length - 1, read as a float (contrib_ops.py)
 })
 """Ops that compute on integer tensors computed at run time (float-held, see the module
 docstring): float arithmetic gives the integer result for these (exactly, below 2**24;
@@ -1579,6 +1580,8 @@ def _shape_stand_ins(node: onnx.NodeProto) -> tuple[list[onnx.NodeProto], list[o
     if node.domain == CONTRIB_DOMAIN and node.op_type == "SkipSimplifiedLayerNormalization" and node.input:
         outs = [o for i, o in enumerate(node.output) if o and i in (0, 3)]
         return [onnx.helper.make_node("Identity", [node.input[0]], [o], name=f"{node.name}_{o}") for o in outs], []
+    if node.domain == CONTRIB_DOMAIN and node.op_type == "GroupQueryAttention" and len(node.input) > 4:
+        return _gqa_stand_ins(node), []
     if node.domain == CONTRIB_DOMAIN and node.op_type == "MatMulNBits" and node.input:
         k, n = _attr(node, "K"), _attr(node, "N")
         if isinstance(k, int) and isinstance(n, int) and k > 0 and n > 0:
@@ -1586,6 +1589,49 @@ def _shape_stand_ins(node: onnx.NodeProto) -> tuple[list[onnx.NodeProto], list[o
             return ([onnx.helper.make_node("MatMul", [node.input[0], b], [node.output[0]], name=node.name)],
                     [onnx.helper.make_tensor_value_info(b, onnx.TensorProto.FLOAT, [k, n])])
     return [node], []
+
+
+def _gqa_stand_ins(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """GroupQueryAttention's output shapes for shape inference: output [B, S, H * D] (the query's
+    extent), present_key/value = past (axis 2) + the new keys/values as [B, KVH, S, D]."""
+    h, kvh = _attr(node, "num_heads"), _attr(node, "kv_num_heads")
+    q, k, v, past_k, past_v = (node.input[i] if len(node.input) > i else "" for i in range(5))
+    p = f"{node.name}__stand_in"
+    nodes = []
+
+    def const(name: str, values) -> str:
+        nodes.append(onnx.helper.make_node("Constant", [], [f"{p}_{name}"], value=onnx.helper.make_tensor(
+            f"{p}_{name}", onnx.TensorProto.INT64, [len(values)], values)))
+        return f"{p}_{name}"
+
+    def heads_of(src: str, begin: int, count: int, total: int, out: str) -> str:
+        """[B, S, count, D]: heads [begin, begin + count) of [B, S, total * D] (a Split's part)."""
+        split = f"{p}_{out}_split"
+        nodes.append(onnx.helper.make_node("Reshape", [src, const(f"{out}_heads", [0, 0, total, -1])], [split]))
+        nodes.append(onnx.helper.make_node("Slice", [split, const(f"{out}_b", [begin]), const(f"{out}_e", [begin + count]),
+                                                     const(f"{out}_a", [2])], [f"{p}_{out}"]))
+        return f"{p}_{out}"
+
+    outs = list(node.output) + [""] * 3
+    if k:  # separate query [B, S, H * D], key and value [B, S, KVH * D]
+        query = q
+        key = heads_of(k, 0, kvh, kvh, "k")
+        value = heads_of(v, 0, kvh, kvh, "v")
+    else:  # packed [B, S, (H + 2 KVH) * D]
+        total = h + 2 * kvh
+        qh = heads_of(q, 0, h, total, "q")
+        query = f"{p}_query"
+        nodes.append(onnx.helper.make_node("Reshape", [qh, const("q_flat", [0, 0, -1])], [query]))
+        key = heads_of(q, h, kvh, total, "k")
+        value = heads_of(q, h + kvh, kvh, total, "v")
+    if outs[0]:
+        nodes.append(onnx.helper.make_node("Identity", [query], [outs[0]]))
+    for new, past, out in ((key, past_k, outs[1]), (value, past_v, outs[2])):
+        if out:
+            moved = f"{p}_{out}_moved"
+            nodes.append(onnx.helper.make_node("Transpose", [new], [moved], perm=[0, 2, 1, 3]))
+            nodes.append(onnx.helper.make_node("Concat", [past, moved] if past else [moved], [out], axis=2))
+    return nodes
 
 
 @importer("GroupNormalization")
