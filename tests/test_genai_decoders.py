@@ -19,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import adreno_mlir
 from tests.conftest import LLM, materialized_model
+from tests.test_native_runtime import cache, native_dir, run_env  # noqa: F401 - fixtures
 
 B, S, P = 1, 8, 4
 T = P + S
@@ -135,3 +136,28 @@ def test_unsupported_group_query_attention_forms_name_the_attribute():
     model.graph.node[0].attribute.append(helper.make_attribute("local_window_size", 4))
     with pytest.raises(adreno_mlir.CompileError, match=r"node 'gqa' \(GroupQueryAttention\): local_window_size = 4"):
         adreno_mlir.compile(model)
+
+
+def test_int4_decoder_through_the_c_runtime(native_dir, run_env, cache, tmp_path):  # noqa: F811
+    """The int4 decoder as an artifact (format version 4: i32 weights; i32 inputs) run by
+    `adreno-run`: its logits match onnxruntime's as the Python runtime's do."""
+    import json
+
+    from tests.test_native_runtime import run_c
+
+    path = _decoder("llama_tiny_int4")
+    art = tmp_path / "llm.adreno"
+    adreno_mlir.compile(path, dims=DIMS, cache=cache, runtime="pyopencl").save(art)
+    manifest = json.loads((art / "manifest.json").read_text())
+    assert manifest["format_version"] == 4
+    feeds = _feeds()
+    args = []
+    for k, v in feeds.items():
+        f = tmp_path / f"{k}.npy"
+        np.save(f, v)
+        args += ["--input", f"{k}={f}"]
+    run_c(native_dir / "adreno-run", art, run_env, *args, "--output", tmp_path / "logits.npy", "--repeat", "1",
+          "--warmup", "0")
+    ref = _reference(path, feeds, accuracy_level_0=True)["logits"]
+    got = np.load(tmp_path / "logits.npy").reshape(ref.shape)
+    assert _err(got, ref) <= REL_TOL
