@@ -2356,6 +2356,11 @@ class MatMulNBitsOp(GraphOp):
         return int(shape_of(self.packed)[1])
 
     @property
+    def rows(self) -> int:
+        """Rows of the product: a's leading extents as one axis."""
+        return math.prod(shape_of(self.a)[:-1])
+
+    @property
     def words(self) -> int:
         """32-bit words per block."""
         return self.block_size.value.data * self.bits.value.data // 32

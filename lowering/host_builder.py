@@ -237,6 +237,13 @@ class HostBuilder:
         self.buffers[value] = buf
         return buf
 
+    def scratch(self, count: int, hint: str) -> SSAValue:
+        """A buffer of `count` f32 that a kernel hands to the next one (split-K partial
+        sums) and no graph value names; the launch plan frees it after its last reader."""
+        buf = self.emit(opencl.AllocBufferOp(opencl.BufferType(count, f32))).results[0]
+        buf.name_hint = hint
+        return buf
+
     def channel_offset(self, value: SSAValue) -> int:
         """The channel block at which `value` starts in its shared allocation (0 if it
         has its own): the `c4_offset` its writer adds to the output channel block."""

@@ -275,6 +275,10 @@ class KernelBuilder:
     def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self._op(arith.AndIOp, a, b)
 
+    def shr(self, a: SSAValue, bits: int | SSAValue) -> SSAValue:
+        """`a >> bits` on i32: an arithmetic shift (the sign bit is copied in)."""
+        return self._op(arith.ShRSIOp, a, self.i(bits))
+
     def all_of(self, conds: Sequence[SSAValue | bool]) -> SSAValue | bool | None:
         """Conjunction; None when there is nothing to check (all statically true),
         False when one condition is statically false."""

@@ -197,6 +197,10 @@ def _group_query_attention(n: _Node):
     def binary(cls, a, b_, shape):
         return emit(cls(a, b_, tt(shape)))
 
+    def concat(values, axis: int, shape):
+        return emit(graph.ConcatOp(operands=[list(values)], result_types=[tt(shape)],
+                                   properties={"axis": graph.IntegerAttr(axis, 64)}))
+
     def const(name: str, arr: np.ndarray):
         return n.imp.constant(f"{n.name}_{name}", np.asarray(arr, np.float32), n)
 
@@ -224,10 +228,9 @@ def _group_query_attention(n: _Node):
         if half * 2 != d:
             n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial rotary) "
                    "is not supported")
-        cos = reshape(emit(graph.TakeOp(operands=[cos_cache, positions], result_types=[tt((b, s, half))],
-                                        properties={"axis": graph.IntegerAttr(0, 64)})), (b, s, 1, half))
-        sin = reshape(emit(graph.TakeOp(operands=[sin_cache, positions], result_types=[tt((b, s, half))],
-                                        properties={"axis": graph.IntegerAttr(0, 64)})), (b, s, 1, half))
+        cos, sin = (reshape(emit(graph.TakeOp(operands=[cache, positions], result_types=[tt((b, s, half))],
+                                              properties={"axis": graph.IntegerAttr(0, 64)})), (b, s, 1, half))
+                    for cache in (cos_cache, sin_cache))
         if n.attr("rotary_interleaved", 0):
             pairs = reshape(x, (b, s, heads_n, half, 2))
             x1 = reshape(_slice_along(n, pairs, 4, 0, 1), (b, s, heads_n, half))
@@ -238,30 +241,23 @@ def _group_query_attention(n: _Node):
         r1 = binary(graph.SubOp, binary(graph.MulOp, x1, cos, shape), binary(graph.MulOp, x2, sin, shape), shape)
         r2 = binary(graph.AddOp, binary(graph.MulOp, x2, cos, shape), binary(graph.MulOp, x1, sin, shape), shape)
         if n.attr("rotary_interleaved", 0):
-            both = emit(graph.ConcatOp(operands=[[reshape(r1, (*shape, 1)), reshape(r2, (*shape, 1))]],
-                                       result_types=[tt((*shape, 2))], properties={"axis": graph.IntegerAttr(4, 64)}))
+            both = concat([reshape(r1, (*shape, 1)), reshape(r2, (*shape, 1))], 4, (*shape, 2))
             return reshape(both, (b, s, heads_n, d))
-        return emit(graph.ConcatOp(operands=[[r1, r2]], result_types=[tt((b, s, heads_n, d))],
-                                   properties={"axis": graph.IntegerAttr(3, 64)}))
+        return concat([r1, r2], 3, (b, s, heads_n, d))
 
     if n.attr("do_rotary", 0):
         if not (n.has_input(7) and n.has_input(8)):
             n.fail("do_rotary = 1 needs cos_cache and sin_cache")
         q, k = rotate(q, h), rotate(k, kvh)
-    present = []
-    for new, past in ((k, past_k), (v, past_v)):
-        present.append(emit(graph.ConcatOp(operands=[[past, transpose(new, (0, 2, 1, 3))]],
-                                           result_types=[tt((b, kvh, t_len, d))],
-                                           properties={"axis": graph.IntegerAttr(2, 64)})))
+    present = [concat([past, transpose(new, (0, 2, 1, 3))], 2, (b, kvh, t_len, d))
+               for new, past in ((k, past_k), (v, past_v))]
     # query heads grouped under their KV head: [B, KVH, G * S, D]
     qg = reshape(transpose(q, (0, 2, 1, 3)), (b, kvh, g * s, d))
     kt = transpose(present[0], (0, 1, 3, 2))
     scores = emit(graph.MatMulOp(operands=[qg, kt], result_types=[tt((b, kvh, g * s, t_len))]))
     scores = binary(graph.MulOp, scores, const("scale", np.full([1], scale)), (b, kvh, g * s, t_len))
     # key j is visible to query i where j <= its position (causal, within the valid length)
-    rows = reshape(emit(graph.ConcatOp(operands=[[positions] * g], result_types=[tt((b, g * s))],
-                                       properties={"axis": graph.IntegerAttr(1, 64)})) if g > 1 else positions,
-                   (b, 1, g * s, 1))
+    rows = reshape(concat([positions] * g, 1, (b, g * s)) if g > 1 else positions, (b, 1, g * s, 1))
     keys = const("key_index", np.arange(t_len).reshape(1, 1, 1, t_len))
     visible = emit(graph.LessOrEqualOp(keys, rows, tt((b, 1, g * s, t_len))))
     masked = emit(graph.WhereOp(visible, scores, const("hidden", np.full([1], -np.inf)), tt((b, kvh, g * s, t_len))))

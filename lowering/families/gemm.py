@@ -18,7 +18,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from adreno_mlir.dialects import graph
@@ -157,7 +156,7 @@ class Gemm(Family):
         Adreno or Mali) keep the previous schedules until measured there.
 
         Measured on the H200 (132 compute units; bench/gemm_proto.py, bench/gemm_local_tile.py,
-        docs/bench/issue28, docs/bench/gemm-proto): 64 x 64 tiles of 8 x 4 with K groups
+        docs/bench/issue28, docs/bench/issue28-gemm): 64 x 64 tiles of 8 x 4 with K groups
         0.64-1.5x cuBLAS's time on the encoders' products (distilbert, gpt2, whisper); with
         the previous 16 x 16 work-groups of spread outputs, 2048^3 took 0.79 ms with 128 x 128
         tiles (64: 1.12, cuBLAS 0.35) and whisper's 6 x 1500x64x1500 scores 0.12 (64: 0.16).
@@ -444,11 +443,8 @@ def launch_matmul(hb, spec: MatMulSpec, operands: list, extras: list, out, loc) 
     if spec.k_groups == 1:
         hb.launch(spec, [*operands, *extras, out], loc)
         return
-    from adreno_mlir.dialects import opencl
-
     outputs = max(1, int(np.prod(spec.batch))) * spec.m * spec.n
-    partial = hb.emit(opencl.AllocBufferOp(opencl.BufferType(spec.k_groups * outputs, f32))).results[0]
-    partial.name_hint = "k_partials"
+    partial = hb.scratch(spec.k_groups * outputs, "k_partials")
     hb.launch(dataclasses.replace(spec, epilogue=Epilogue()), [*operands, partial], loc)
     hb.launch(MatMulKSumSpec(batch=spec.batch, m=spec.m, n=spec.n, parts=spec.k_groups, epilogue=spec.epilogue),
               [partial, *extras, out], loc)

@@ -19,14 +19,8 @@ from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.common import Epilogue
 from adreno_mlir.lowering.kernels.qmatmul import QMatMulSpec
-from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args
-
-
-def _rows(op: graph.MatMulNBitsOp) -> int:
-    rows = 1
-    for d in graph.shape_of(op.a)[:-1]:
-        rows *= d
-    return rows
+from adreno_mlir.lowering.expr import Bin, In, Src
+from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
 
 
 class QGemm(Family):
@@ -45,7 +39,7 @@ class QGemm(Family):
         work-items per output column share its blocks (at most one block each), else 1.
         More rows (prefill): tiles of 4 rows, each weight dequantized once per 4 rows
         (CPUs too). Not measured on a GPU yet: the first choice, to be tuned."""
-        m, n = _rows(op), op.n
+        m, n = op.rows, op.n
         if m * n < rules.min_work_items and rules.gpu:
             split = 1
             while split < 32 and 2 * split <= op.blocks:
@@ -61,7 +55,7 @@ class QGemm(Family):
     def space(self, head: Operation, default: dict[str, Any]) -> list:
         blocks = head.blocks
         return [("k_split", tuple(s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s == 1 or s <= blocks)),
-                ("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(_rows(head), 1)))]
+                ("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(head.rows, 1)))]
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
         if cfg.get("k_split", 1) > 1:
@@ -69,7 +63,7 @@ class QGemm(Family):
         return cfg
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
-        return cfg.get("k_split", 1) * head.n * cdiv(_rows(head), cfg.get("tile_m", 1))
+        return cfg.get("k_split", 1) * head.n * cdiv(head.rows, cfg.get("tile_m", 1))
 
 
 QGEMM = QGemm()
@@ -88,17 +82,18 @@ class QMatMulPattern(KernelPattern):
             raise LoweringError(f"{where(op)}: the fused epilogue reads an input that does not broadcast over the "
                                 "product's rows as one axis; leave that op out of the region (graph-fuse)")
         epi = Epilogue(epi.expr, tuple(collapsed))  # type: ignore[arg-type]
+        if op.bias is not None:  # the bias joins the epilogue as one more extra input, before the fused tail
+            epi = Epilogue(_substitute_src(epi.expr, Bin("add", Src(), In(len(epi.strides)))), epi.strides + ((0, 1),))
+            extras = extras + [hb.buffer(op.bias)]
         try:
-            spec = QMatMulSpec(m=_rows(op), n=op.n, k=op.k, bits=op.bits.value.data, block=op.block_size.value.data,
-                               zero_points=op.zero_points is not None, bias=op.bias is not None,
-                               k_parts=cfg["k_split"], tile_rows=cfg["tile_m"], epilogue=epi)
+            spec = QMatMulSpec(m=op.rows, n=op.n, k=op.k, bits=op.bits.value.data, block=op.block_size.value.data,
+                               zero_points=op.zero_points is not None, k_parts=cfg["k_split"], tile_rows=cfg["tile_m"],
+                               epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
         ins = [hb.buffer(op.a), hb.buffer(op.packed), hb.buffer(op.scales)]
         if op.zero_points is not None:
             ins.append(hb.buffer(op.zero_points))
-        if op.bias is not None:
-            ins.append(hb.buffer(op.bias))
         hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
 
 

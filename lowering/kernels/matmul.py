@@ -539,34 +539,36 @@ class MatMulSpec(KernelSpec):
             kend, k_check = kb.min_i(kb.add(kbeg, span), k), True
         else:
             kend, k_check = kb.i(k), k % bk != 0
-        batch_aligned_a = all(st % 4 == 0 for st in self.a_batch_strides)
-        batch_aligned_b = all(st % 4 == 0 for st in self.b_batch_strides)
-        a4 = a_ks == 1 and k % 4 == 0 and a_rs % 4 == 0 and batch_aligned_a and (not k_check or span % 4 == 0)
-        b4 = b_cs == 1 and n % 4 == 0 and b_ks % 4 == 0 and batch_aligned_b
+        a4 = self.a_float4 and (not k_check or span % 4 == 0)
+        b4 = b_cs == 1 and n % 4 == 0 and b_ks % 4 == 0 and all(st % 4 == 0 for st in self.b_batch_strides)
+        a_along, b_along = a_ks == 1, b_ks == 1 and not b4  # slices copied in K order (else M / N order)
 
-        def plan(outer_t: int, along_k: bool, vec: bool) -> list[tuple[int, bool]]:
+        def elements(vec: bool) -> int:
+            """Elements of one operand's T x BK slice (float4s when vec)."""
+            return t * bk // (4 if vec else 1)
+
+        def plan(vec: bool) -> list[tuple[int, bool]]:
             """Per copy of one operand's slice: (element offset e0 added to lid, guarded)."""
-            per = outer_t * bk // (4 if vec else 1)
+            per = elements(vec)
             return [(i * items, (i + 1) * items > per) for i in range(-(-per // items))]
 
-        def coords(k1: KernelBuilder, e: SSAValue, along_k: bool, vec: bool, outer_t: int):
+        def coords(k1: KernelBuilder, e: SSAValue, along_k: bool, vec: bool):
             """(outer, kk) of slice element e (float4 e when vec: four K steps or four columns)."""
             if along_k:
                 per_row = bk // 4 if vec else bk
                 return k1.div(e, per_row), k1.mul(k1.rem(e, per_row), 4) if vec else k1.rem(e, per_row)
-            per_row = outer_t // 4 if vec else outer_t
+            per_row = t // 4 if vec else t
             return (k1.mul(k1.rem(e, per_row), 4) if vec else k1.rem(e, per_row)), k1.div(e, per_row)
 
         def load(k1: KernelBuilder, src, base, slice_: SSAValue, along_k: bool, vec: bool, outer0, extent: int,
                  outer_stride: int, k_stride: int) -> list[SSAValue]:
             k0 = k1.add(kbeg, k1.mul(slice_, bk))
             values = []
-            per = t * bk // (4 if vec else 1)
-            for e0, guarded in plan(t, along_k, vec):
+            for e0, guarded in plan(vec):
                 e = k1.add(lid, e0)
-                outer, kk = coords(k1, e, along_k, vec, t)
+                outer, kk = coords(k1, e, along_k, vec)
                 go, gk = k1.add(outer0, outer), k1.add(k0, kk)
-                conds = ([k1.cmp("slt", e, per)] if guarded else []) + \
+                conds = ([k1.cmp("slt", e, elements(vec))] if guarded else []) + \
                     ([k1.cmp("slt", go, extent)] if extent % t else []) + ([k1.cmp("slt", gk, kend)] if k_check else [])
                 index = k1.add(base, k1.add(k1.mul(go, outer_stride), k1.mul(gk, k_stride)))
                 valid = k1.all_of(conds)
@@ -578,34 +580,33 @@ class MatMulSpec(KernelSpec):
                     values.append(k1.masked_load(src, index, valid))
             return values
 
-        def store(k1: KernelBuilder, dst, values: list[SSAValue], along_k: bool, vec: bool, a_side: bool) -> None:
-            per = t * bk // (4 if vec else 1)
-            for (e0, guarded), v in zip(plan(t, along_k, vec), values):
+        def store(k1: KernelBuilder, dst, values: list[SSAValue], along_k: bool, vec: bool) -> None:
+            for (e0, guarded), v in zip(plan(vec), values):
                 def put(k2: KernelBuilder, e0=e0, v=v) -> None:
                     e = k2.add(lid, e0)
-                    outer, kk = coords(k2, e, along_k, vec, t)
+                    outer, kk = coords(k2, e, along_k, vec)
                     if not vec:
                         k2.store(v, dst, k2.add(k2.mul(kk, ls), outer))
-                    elif a_side:  # four K steps of one row: four rows of the transposed slice
+                    elif along_k:  # four K steps of one row: four rows of the transposed slice
                         for j in range(4):
                             k2.store(k2.lane(v, j), dst, k2.add(k2.mul(k2.add(kk, j), ls), outer))
                     else:  # four columns of one K step
                         k2.vstore(v, dst, k2.add(k2.mul(kk, ls), outer))
                 if guarded:
-                    k1.if_(k1.cmp("slt", k1.add(lid, e0), per), put)
+                    k1.if_(k1.cmp("slt", k1.add(lid, e0), elements(vec)), put)
                 else:
                     put(k1)
 
         def load_both(k1: KernelBuilder, slice_: SSAValue) -> list[SSAValue]:
-            return load(k1, a, a_base, slice_, a_ks == 1, a4, row0, m, a_rs, a_ks) + \
-                load(k1, b, b_base, slice_, b_ks == 1 and not b4, b4, col0, n, b_cs, b_ks)
+            return load(k1, a, a_base, slice_, a_along, a4, row0, m, a_rs, a_ks) + \
+                load(k1, b, b_base, slice_, b_along, b4, col0, n, b_cs, b_ks)
 
-        na = len(plan(t, a_ks == 1, a4))
+        na = len(plan(a4))
 
         def step(k1: KernelBuilder, sl: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             acc, regs = list(carried[:rm * rn]), carried[rm * rn:]
-            store(k1, a_s, regs[:na], a_ks == 1, a4, True)
-            store(k1, b_s, regs[na:], b_ks == 1 and not b4, b4, False)
+            store(k1, a_s, regs[:na], a_along, a4)
+            store(k1, b_s, regs[na:], b_along, b4)
             k1.barrier()
             nxt = load_both(k1, k1.min_i(k1.add(sl, 1), slices - 1)) if slices > 1 else regs
             for kk in range(bk):

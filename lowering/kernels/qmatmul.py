@@ -24,16 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
+from adreno_mlir.dialects.graph import QUANT_BITS
 from adreno_mlir.lowering.kernel_builder import GLOBAL_I32, KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_sum
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -45,13 +41,12 @@ class QMatMulSpec(KernelSpec):
     bits: int
     block: int
     zero_points: bool
-    bias: bool
     k_parts: int = 1
     tile_rows: int = 1
 
     def __post_init__(self):
-        if self.bits not in (2, 4, 8):
-            raise ValueError(f"bits must be 2, 4 or 8, got {self.bits}")
+        if self.bits not in QUANT_BITS:
+            raise ValueError(f"bits must be one of {QUANT_BITS}, got {self.bits}")
         if self.block < 16 or self.block & (self.block - 1):
             raise ValueError(f"block_size must be a power of two >= 16, got {self.block}")
         if self.k_parts < 1 or self.k_parts & (self.k_parts - 1):
@@ -63,7 +58,7 @@ class QMatMulSpec(KernelSpec):
 
     @property
     def blocks(self) -> int:
-        return _cdiv(self.k, self.block)
+        return -(-self.k // self.block)
 
     @property
     def words(self) -> int:
@@ -76,14 +71,13 @@ class QMatMulSpec(KernelSpec):
         return f"qmatmul_q{self.bits}b{self.block}{zp}{split}{rows}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
-        return ("a", "packed", "scales", *(("zero_points",) if self.zero_points else ()),
-                *(("bias",) if self.bias else ()))
+        return ("a", "packed", "scales", *(("zero_points",) if self.zero_points else ()))
 
     def pointer_types(self):
         return {"packed": GLOBAL_I32}
 
     def global_size(self) -> tuple[int, ...]:
-        return (self.k_parts * self.n, _cdiv(self.m, self.tile_rows))
+        return (self.k_parts * self.n, -(-self.m // self.tile_rows))
 
     def local_size(self) -> tuple[int, ...] | None:
         return (self.k_parts, 1) if self.k_parts > 1 else None
@@ -92,7 +86,6 @@ class QMatMulSpec(KernelSpec):
         ins, extras, out = self.split_args(args)
         a, packed, scales = ins[:3]
         zps = ins[3] if self.zero_points else None
-        bias = ins[-1] if self.bias else None
         split = self.k_parts
         scratch = kb.local_alloc(split, f32, "partial") if split > 1 else None
         if split > 1:
@@ -122,7 +115,7 @@ class QMatMulSpec(KernelSpec):
                 values = []
                 for i in range(per):
                     # an arithmetic shift (>> of a signed int): the mask drops the sign bits too
-                    q = word if i == 0 else k1._op(arith.ShRSIOp, word, k1.i(self.bits * i))
+                    q = word if i == 0 else k1.shr(word, self.bits * i)
                     q = k1.and_(q, k1.i(mask))
                     values.append(k1.fsub(k1.to_float(q), zp))
                 kw = j * per  # this word's first k inside the block
@@ -155,10 +148,7 @@ class QMatMulSpec(KernelSpec):
                 row = k1.add(row0, r) if r else row0
 
                 def store(k2: KernelBuilder, r: int = r, row: SSAValue = row) -> None:
-                    v = totals[r]
-                    if bias is not None:
-                        v = k2.fadd(v, k2.load(bias, col))
-                    v = self.epilogue.apply(k2, v, [row, col], extras)
+                    v = self.epilogue.apply(k2, totals[r], [row, col], extras)
                     k2.store(v, out, k2.add(k2.mul(row, self.n), col))
 
                 if m % tr and r:
