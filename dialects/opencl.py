@@ -104,6 +104,13 @@ def is_float_vector(t: Attribute) -> bool:
     """Whether `t` is a floatN or halfN value type (N in VECTOR_WIDTHS)."""
     return (isinstance(t, VectorType) and t.get_num_dims() == 1 and t.get_shape()[0] in VECTOR_WIDTHS
             and t.element_type in (f32, f16))
+
+
+def is_word_vector(t: Attribute) -> bool:
+    """Whether `t` is an intN value type (N in VECTOR_WIDTHS): packed 32-bit words read
+    with one `opencl.vload` (a quantized weight's block) and taken apart lane by lane."""
+    return (isinstance(t, VectorType) and t.get_num_dims() == 1 and t.get_shape()[0] in VECTOR_WIDTHS
+            and t.element_type == i32)
 POINTEE_TYPES: tuple[Attribute, ...] = (f32, f16, i32, VEC4F32, VEC4F16)
 SCALAR_TYPES: tuple[Attribute, ...] = (f32, f16, i32)
 
@@ -762,7 +769,9 @@ class VLoadOp(IRDLOperation):
     """`%v = opencl.vload %ptr[%off] : !opencl.ptr<global, f32> -> vector<8xf32>` →
     `vload8(0, ptr + off)`: 2, 4, 8 or 16 consecutive elements from element offset `off`
     (any alignment of the element type). Unlike `opencl.vload4`, whose index counts
-    groups of four, the offset counts elements: a row of pixels can start anywhere."""
+    groups of four, the offset counts elements: a row of pixels can start anywhere.
+    Elements are floats, halves or i32 words (a quantized weight's block of packed
+    words in one load: lowering/kernels/qmatmul.py)."""
 
     name = "opencl.vload"
 
@@ -777,9 +786,10 @@ class VLoadOp(IRDLOperation):
 
     def verify_(self) -> None:
         assert isinstance(self.ptr.type, PointerType)
-        if self.ptr.type.element not in (f32, f16):
-            raise VerifyException(f"opencl.vload needs a pointer to f32 or f16, got {self.ptr.type}")
-        if not is_float_vector(self.result.type) or self.result.type.element_type != self.ptr.type.element:
+        if self.ptr.type.element not in (f32, f16, i32):
+            raise VerifyException(f"opencl.vload needs a pointer to f32, f16 or i32, got {self.ptr.type}")
+        rt = self.result.type
+        if not (is_float_vector(rt) or is_word_vector(rt)) or rt.element_type != self.ptr.type.element:
             raise VerifyException(
                 f"opencl.vload result type {self.result.type} must be a vector of 2, 4, 8 or 16 "
                 f"{self.ptr.type.element}")
@@ -1285,7 +1295,8 @@ class VecMakeOp(IRDLOperation):
 @irdl_op_definition
 class VecExtractOp(IRDLOperation):
     """`%s = opencl.vec_extract %v[2] : f32 from vector<4xf32>` → `v.s2` (MLIR's
-    vector.extract syntax; without `from`, the vector is read as a float4)."""
+    vector.extract syntax; without `from`, the vector is read as a float4). Also a word
+    of an intN (`i32 from vector<4xi32>`, an `opencl.vload` of packed words)."""
 
     name = "opencl.vec_extract"
 
@@ -1305,9 +1316,9 @@ class VecExtractOp(IRDLOperation):
 
     def verify_(self) -> None:
         assert isinstance(self.vector.type, VectorType)
-        if not is_float_vector(self.vector.type):
+        if not (is_float_vector(self.vector.type) or is_word_vector(self.vector.type)):
             raise VerifyException(
-                f"{self.name} operand must be a vector of 2, 4, 8 or 16 f32 or f16, got "
+                f"{self.name} operand must be a vector of 2, 4, 8 or 16 f32, f16 or i32, got "
                 f"{self.vector.type}"
             )
         lanes = self.vector.type.get_shape()[0]

@@ -272,12 +272,12 @@ class KernelBuilder:
             return []
         return [self.cmp("sge", v, lo), self.cmp("slt", v, hi)]
 
-    def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self._op(arith.AndIOp, a, b)
+    def and_(self, a: SSAValue, b: SSAValue, hint=None) -> SSAValue:
+        return self._op(arith.AndIOp, a, b, hint=hint)
 
-    def shr(self, a: SSAValue, bits: int | SSAValue) -> SSAValue:
+    def shr(self, a: SSAValue, bits: int | SSAValue, hint=None) -> SSAValue:
         """`a >> bits` on i32: an arithmetic shift (the sign bit is copied in)."""
-        return self._op(arith.ShRSIOp, a, self.i(bits))
+        return self._op(arith.ShRSIOp, a, self.i(bits), hint=hint)
 
     def all_of(self, conds: Sequence[SSAValue | bool]) -> SSAValue | bool | None:
         """Conjunction; None when there is nothing to check (all statically true),
@@ -475,7 +475,8 @@ class KernelBuilder:
         return self.emit(opencl.VLoad4Op(ptr, self.i(index)), hint)
 
     def vload(self, ptr: SSAValue, offset, lanes: int, hint=None) -> SSAValue:
-        """`lanes` floats at ptr[offset .. offset + lanes - 1] (any offset)."""
+        """`lanes` elements at ptr[offset .. offset + lanes - 1] (any offset): floats, or
+        i32 words (an intN) from an int pointer, taken apart with `lane`."""
         return self.emit(opencl.VLoadOp(ptr, self.i(offset), lanes), hint)
 
     def vstore(self, value: SSAValue, ptr: SSAValue, offset) -> None:

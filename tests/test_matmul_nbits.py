@@ -3,7 +3,9 @@
 registers by lowering/kernels/qmatmul.py), against onnxruntime's CPU kernel: 2-, 4- and 8-bit
 values, blocks of 16, 32 and 128, without zero points, with uint8-packed and float ones, a
 ragged last block, a bias, a fused epilogue; the GEMV's split over work-items (the GPU
-default, run here on PoCL); the artifact (format version 4: i32 weights) through the C
+default, run here on PoCL) and its other schedules (several columns per work-group, a
+block's words in one vload, the unroll pragma: every bit width and block size, ragged K and
+N, once under Oclgrind); the artifact (format version 4: i32 weights) through the C
 runtime; and the RMS normalizations of onnxruntime (SimplifiedLayerNormalization,
 SkipSimplifiedLayerNormalization). Tolerance: 1e-5 of max |ort| (fp32, both accumulate in
 float32 from the same dequantized values)."""
@@ -19,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import adreno_mlir
 from tests.test_native_runtime import cache, native_dir, run_c, run_env  # noqa: F401 - fixtures
+from tests.test_oclgrind import RUN_ARTIFACT, oclgrind_env, run_under_oclgrind  # noqa: F401 - fixture
 
 REL_TOL = 1e-5
 
@@ -140,10 +143,109 @@ def test_gpu_default_splits_the_decode_gemv():
         run_stages(make_context(), module, make_plan(target=target).stages(until="config"))
         return [config_of(op) for op in module.walk() if is_kernel(op)][0]
 
-    assert config((1,), "nvidia-h200") == {"k_split": 16, "tile_m": 1}  # 16 blocks: one each
-    assert config((1,), "pocl-cpu")["k_split"] == 1
+    # 64 columns: too few for 4 work-groups per compute unit with several columns each, so one column per
+    # work-group, and 16 items (one block each) to fill a warp
+    assert config((1,), "nvidia-h200") == {"k_split": 16, "tile_m": 1, "cols_per_group": 1, "block_loads": 1,
+                                           "k_unroll": 0}
+    assert config((1,), "adreno-740") == {"k_split": 4, "tile_m": 1, "cols_per_group": 16, "block_loads": 1,
+                                          "k_unroll": 4}  # compute units unknown: 64-item work-groups
+    assert config((1,), "pocl-cpu") == {"k_split": 1, "tile_m": 1, "cols_per_group": 1, "block_loads": 0,
+                                        "k_unroll": 0}
     assert config((64,), "nvidia-h200")["k_split"] == 16  # 4096 outputs: still below min-work-items
-    assert config((256,), "nvidia-h200") == {"k_split": 1, "tile_m": 4}  # prefill rows
+    assert config((256,), "nvidia-h200") == {"k_split": 1, "tile_m": 4, "cols_per_group": 1, "block_loads": 0,
+                                             "k_unroll": 0}  # prefill rows
+
+
+@pytest.mark.parametrize(("k", "n", "bits", "expected"), [
+    (1024, 5632, 4, (8, 8, 4)),  # 32 blocks of 16 bytes: 4 per item, 704 work-groups of 64
+    (1024, 3072, 4, (8, 4, 4)),  # 8 columns would make 384 work-groups, under 4 per compute unit
+    (2816, 1024, 4, (32, 1, 2)),  # 88 blocks: 2-3 per item; 1024 columns, one per work-group
+    (1024, 32000, 4, (8, 8, 4)),  # the lm_head: more outputs than min-work-items, still one row
+    (1024, 5632, 8, (16, 4, 2)),  # 32-byte blocks: 2 per item
+])
+def test_gpu_decode_gemv_defaults(k, n, bits, expected):
+    """The decode GEMV's default on the H200 (132 compute units; QGemm._gemv): (k_split,
+    cols_per_group, k_unroll), block loads on."""
+    from adreno_mlir.lowering.families.qgemm import QGEMM
+    from adreno_mlir.lowering.families.base import Rules
+    from adreno_mlir.dialects import graph
+    from adreno_mlir.frontend import import_onnx
+
+    module = import_onnx(nbits_model((1,), k, n, bits, 32))
+    (op,) = [o for o in module.walk() if isinstance(o, graph.MatMulNBitsOp)]
+    rules = Rules(gpu=True, conv_co_block=8, conv_x_block=4, vectorize=True, packed_co_blocks=1,
+                  min_work_items=16384, split_k_items=0, work_group=(), compute_units=132)
+    cfg = QGEMM.defaults(op, rules, {})
+    assert (cfg["k_split"], cfg["cols_per_group"], cfg["k_unroll"]) == expected and cfg["block_loads"] == 1
+    # an override of k_split keeps it and fits the columns to it
+    assert QGEMM.defaults(op, rules, {"k_split": 128})["cols_per_group"] == 1
+
+
+SCHEDULES = {  # rows, K, N, bits, block, zero points, bias, (k_split, cols_per_group, block_loads, k_unroll, tile_m)
+    "q4_b32_c16_ragged_n": ((1,), 512, 40, 4, 32, None, False, (4, 16, 1, 4, 1)),
+    "q4_b32_u8zp_ragged_k": ((1,), 100, 24, 4, 32, "u8", False, (2, 16, 1, 2, 1)),
+    "q4_b16_f32zp_vload2": ((1,), 200, 30, 4, 16, "f32", False, (8, 4, 1, 2, 1)),  # 13 blocks over 8 items
+    "q4_b128_u8zp_vload16": ((1,), 300, 20, 4, 128, "u8", False, (2, 8, 1, 2, 1)),
+    "q4_b32_words_c8": ((1,), 256, 36, 4, 32, "u8", False, (4, 8, 0, 2, 1)),  # word loads, several columns
+    "q4_b32_bias_s32_c8": ((1,), 1024, 50, 4, 32, None, True, (32, 8, 1, 0, 1)),  # 256 work-items
+    "q4_b32_two_rows": ((2,), 256, 28, 4, 32, "f32", False, (4, 4, 1, 2, 1)),
+    "q4_b32_no_split_c8_rows": ((5,), 128, 21, 4, 32, None, False, (1, 8, 1, 4, 2)),  # ragged M and N
+    "q8_b128_two_vload16": ((1,), 256, 17, 8, 128, None, False, (2, 4, 1, 0, 1)),
+    "q8_b16_u8zp_unroll8": ((1,), 80, 9, 8, 16, "u8", False, (4, 2, 1, 8, 1)),
+    "q8_b32_u8zp_scalar_a": ((1,), 94, 13, 8, 32, "u8", False, (2, 8, 1, 2, 1)),  # K % 4 != 0: float loads of A
+    "q2_b16_one_word": ((1,), 96, 20, 2, 16, "u8", False, (2, 8, 1, 2, 1)),
+    "q2_b32_vload2": ((1,), 160, 11, 2, 32, None, False, (4, 4, 1, 2, 1)),
+    "q2_b128_f32zp": ((1,), 300, 10, 2, 128, "f32", False, (2, 2, 1, 2, 1)),
+}
+
+
+def _schedule(cfg: tuple[int, ...]) -> dict[str, int]:
+    return dict(zip(("k_split", "cols_per_group", "block_loads", "k_unroll", "tile_m"), cfg))
+
+
+@pytest.mark.parametrize("case", sorted(SCHEDULES))
+def test_gemv_schedules_match_onnxruntime(case):
+    """Each qgemm schedule given as an override (the GPU target's rules, run on PoCL) against
+    onnxruntime: columns past N in the last work-group, blocks that do not divide among the
+    split's items, ragged K, block words in one vload (2, 4, 8, 16 and 2 x 16 words)."""
+    rows, k, n, bits, block, zp, bias, cfg = SCHEDULES[case]
+    model = nbits_model(rows, k, n, bits, block, zp, bias)
+    a = np.random.default_rng(1).standard_normal((*rows, k)).astype(np.float32)
+    (ref,) = _ort(model, {"A": a})
+    cfg = _schedule(cfg)
+    cm = adreno_mlir.compile(model, textures=False, layout="nchw", target="nvidia-h200", overrides={"loc:act": cfg})
+    words = bits * block // 32
+    name = (f"qmatmul_q{bits}b{block}" + ("_zp" if zp else "") + ("_ksplit" if cfg["k_split"] > 1 else "") + f"_c{cfg['cols_per_group']}"
+            + ("_vload" if cfg["block_loads"] and words > 1 else "") + (f"_u{cfg['k_unroll']}" if cfg["k_unroll"] else ""))
+    assert name in cm.source, cm.source[:2000]
+    if cfg["block_loads"] and words > 1:
+        assert f"int{min(words, 16)} words = vload{min(words, 16)}(0, packed" in cm.source
+    assert _err(cm.run({"A": a})["y"], ref) <= REL_TOL
+
+
+def test_gemv_schedules_refuse_oversized_work_groups():
+    with pytest.raises(adreno_mlir.CompileError, match="k_split x cols_per_group = 2048 work-items per work-group"):
+        adreno_mlir.compile(nbits_model((1,), 8192, 64, 4, 32), target="nvidia-h200",
+                            overrides={"loc:act": {"k_split": 256, "cols_per_group": 8}})
+
+
+@pytest.mark.parametrize("case", ["q4_b32_u8zp_ragged_k", "q8_b128_two_vload16"])
+def test_gemv_schedules_under_oclgrind(case, oclgrind_env, tmp_path):  # noqa: F811
+    """The several-column GEMV under Oclgrind (every access checked, races between work-items
+    too): the last work-group's columns past N, a ragged last block, the local-memory sums of
+    several columns sharing one array, a block's words read as two int16."""
+    rows, k, n, bits, block, zp, bias, cfg = SCHEDULES[case]
+    model = nbits_model(rows, k, n, bits, block, zp, bias)
+    cm = adreno_mlir.compile(model, textures=False, layout="nchw", target="nvidia-h200",
+                             overrides={"loc:act": _schedule(cfg)})
+    art = cm.save(tmp_path / "q.adreno")
+    a = np.random.default_rng(1).standard_normal((*rows, k)).astype(np.float32)
+    np.savez(tmp_path / "feeds.npz", A=a)
+    _, reports = run_under_oclgrind(oclgrind_env, RUN_ARTIFACT, str(art), str(tmp_path / "feeds.npz"),
+                                    str(tmp_path / "out.npz"))
+    assert not reports, "\n\n".join(reports)
+    (ref,) = _ort(model, {"A": a})
+    assert _err(np.load(tmp_path / "out.npz")["y"], ref) <= REL_TOL
 
 
 def test_analyze_counts_the_product_and_the_packed_bytes(tmp_path):

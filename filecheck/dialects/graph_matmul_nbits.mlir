@@ -4,13 +4,14 @@
 // graph.matmul_nbits: a matrix product by a weight quantized in blocks along K (com.microsoft
 // MatMulNBits), its blocks kept as i32 words. Round trip, and the lowering: the packed words
 // are an i32 weight buffer the kernel unpacks with shifts and masks, the fused Relu ends it;
-// on the default (GPU) target the 8 outputs are too few: 2 work-items share each column.
+// on the default (GPU) target the 8 outputs are too few: 2 work-items share each column,
+// the 8 columns share one work-group, and a work-item reads its block's 4 words in one vload.
 
 // CHECK-LABEL: func.func @q4
 // CHECK:         %y = graph.matmul_nbits %a, %w, %s zero_points %z {bits = 4 : i64, block_size = 32 : i64} : tensor<2x64xf32>, tensor<8x2x4xi32>, tensor<8x2xf32> zero_points tensor<8x2xf32> -> tensor<2x8xf32>
-// LOWER-LABEL: opencl.kernel @qmatmul_q4b32_zp_ksplit_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %zero_points: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
-// LOWER-SAME:    reqd_work_group_size = array<i64: 2, 1, 1>
-// LOWER:         opencl.load %packed
+// LOWER-LABEL: opencl.kernel @qmatmul_q4b32_zp_ksplit_c8_vload_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %zero_points: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
+// LOWER-SAME:    reqd_work_group_size = array<i64: 16, 1, 1>
+// LOWER:         opencl.vload %packed[{{.*}}] : !opencl.ptr<global, i32> -> vector<4xi32>
 // LOWER:         arith.shrsi
 // LOWER:         arith.andi
 // LOWER-LABEL: func.func @q4

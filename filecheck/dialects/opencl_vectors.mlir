@@ -98,6 +98,22 @@ builtin.module {
     opencl.vstore %s16, %h[%o] : vector<16xf16>, !opencl.ptr<global, f16>
     opencl.return
   }
+
+  // Packed i32 words (a quantized weight's block) read as an int4 / int16 and taken apart.
+  // CHECK-LABEL: opencl.kernel @words(%w: !opencl.ptr<global, i32>, %out: !opencl.ptr<global, i32>, %off: i32) {
+  // CHECK-NEXT:    %w4 = opencl.vload %w[%off] : !opencl.ptr<global, i32> -> vector<4xi32>
+  // CHECK-NEXT:    %w16 = opencl.vload %w[%off] : !opencl.ptr<global, i32> -> vector<16xi32>
+  // CHECK-NEXT:    %x = opencl.vec_extract %w4[3] : i32 from vector<4xi32>
+  // CHECK-NEXT:    %y = opencl.vec_extract %w16[12] : i32 from vector<16xi32>
+  opencl.kernel @words(%w: !opencl.ptr<global, i32>, %out: !opencl.ptr<global, i32>, %off: i32) {
+    %w4 = opencl.vload %w[%off] : !opencl.ptr<global, i32> -> vector<4xi32>
+    %w16 = opencl.vload %w[%off] : !opencl.ptr<global, i32> -> vector<16xi32>
+    %x = opencl.vec_extract %w4[3] : i32 from vector<4xi32>
+    %y = opencl.vec_extract %w16[12] : i32 from vector<16xi32>
+    %z = arith.addi %x, %y : i32
+    opencl.store %z, %out[%off] : !opencl.ptr<global, i32>
+    opencl.return
+  }
 }
 
 // As OpenCL C, vloadN/vstoreN at index 0 of `ptr + offset` (the offset counts elements);
@@ -144,6 +160,11 @@ builtin.module {
 // OCL-NEXT:      vstore8(m8 + (float8)(a), 0, out + o);
 // OCL-NEXT:      vstore16(s16, 0, h + o);
 // OCL-NEXT:  }
+// OCL-LABEL: __kernel void words(__global const int* w, __global int* out, int off) {
+// OCL-NEXT:      const int4 w4 = vload4(0, w + off);
+// OCL-NEXT:      const int16 w16 = vload16(0, w + off);
+// OCL-NEXT:      out[off] = w4.s3 + w16.sc;
+// OCL-NEXT:  }
 
 // -----
 
@@ -173,11 +194,19 @@ opencl.kernel @k(%p: !opencl.ptr<global, f32>, %off: i32) {
 
 // -----
 
-opencl.kernel @k(%p: !opencl.ptr<global, i32>, %off: i32) {
-  %v = "opencl.vload"(%p, %off) : (!opencl.ptr<global, i32>, i32) -> vector<8xi32>
+opencl.kernel @k(%p: !opencl.ptr<global, vector<4xf32>>, %off: i32) {
+  %v = "opencl.vload"(%p, %off) : (!opencl.ptr<global, vector<4xf32>>, i32) -> vector<8xf32>
   opencl.return
 }
-// ERR: opencl.vload needs a pointer to f32 or f16, got !opencl.ptr<global, i32>
+// ERR: opencl.vload needs a pointer to f32, f16 or i32, got !opencl.ptr<global, vector<4xf32>>
+
+// -----
+
+opencl.kernel @k(%p: !opencl.ptr<global, i32>, %off: i32) {
+  %v = "opencl.vload"(%p, %off) : (!opencl.ptr<global, i32>, i32) -> vector<3xi32>
+  opencl.return
+}
+// ERR: opencl.vload result type vector<3xi32> must be a vector of 2, 4, 8 or 16 i32
 
 // -----
 

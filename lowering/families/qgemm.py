@@ -6,6 +6,9 @@ in registers.
 |---|---|---|
 | `k_split` | 1, 2, 4 ... 256 | work-items sharing one output column's blocks (1: one per output); a GEMV's split |
 | `tile_m` | 1, 2, 4, 8 | rows per work-item, each weight dequantized once for all of them (k_split 1) |
+| `cols_per_group` | 1, 2, 4 ... 64 | output columns per work-group (k_split x cols_per_group work-items, at most 1024) |
+| `block_loads` | 0, 1 | 1: a work-item reads each block's words with one vload (16 bytes for 4-bit blocks of 32) |
+| `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the block loop: N blocks' loads in flight per work-item |
 """
 
 from __future__ import annotations
@@ -18,9 +21,21 @@ from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.common import Epilogue
-from adreno_mlir.lowering.kernels.qmatmul import QMatMulSpec
+from adreno_mlir.lowering.kernels.qmatmul import QMATMUL_MAX_GROUP, QMatMulSpec
 from adreno_mlir.lowering.expr import Bin, In, Src
 from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
+
+
+GEMV_BYTES_PER_ITEM = 64
+"""What the GPU decode default gives each work-item to read: four 16-byte loads in flight."""
+GEMV_GROUP_ITEMS = 64
+"""Work-items per work-group of the GPU decode default (before the rules below shrink it)."""
+GEMV_GROUPS_PER_UNIT = 4
+"""Work-groups per compute unit the GPU decode default keeps (where the target says how many)."""
+SIMD_WIDTH = 32
+"""Work-items a work-group of the GPU decode default fills at least (a warp; half an Adreno wave)."""
+TUNED_GROUP_MAX = 256
+"""The tuner's largest work-group (every profile's devices run 256)."""
 
 
 class QGemm(Family):
@@ -28,6 +43,10 @@ class QGemm(Family):
     keys = (
         Key("k_split", (1, 2, 4, 8, 16, 32, 64, 128, 256), "work-items sharing one output column's blocks", off=1),
         Key("tile_m", (1, 2, 4, 8), "rows per work-item (k_split 1)", off=1),
+        Key("cols_per_group", (1, 2, 4, 8, 16, 32, 64), "output columns per work-group (k_split work-items each)",
+            off=1),
+        Key("block_loads", (0, 1), "1: each block's words in one vload (coalesced 16-byte chunks)", off=0),
+        Key("k_unroll", (0, 2, 4, 8), "#pragma unroll N on the block loop (0: none)", off=0),
     )
     exclusive = (("k_split", "tile_m"),)
 
@@ -35,35 +54,101 @@ class QGemm(Family):
         return isinstance(head, graph.MatMulNBitsOp)
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        """Fewer outputs than `min_work_items` (an LLM's decode GEMV: one row): on GPUs, 32
-        work-items per output column share its blocks (at most one block each), else 1.
-        More rows (prefill): tiles of 4 rows, each weight dequantized once per 4 rows
-        (CPUs too). Not measured on a GPU yet: the first choice, to be tuned."""
-        m, n = op.rows, op.n
-        if m * n < rules.min_work_items and rules.gpu:
+        """On a GPU, fewer than 4 rows (an LLM's decode GEMV: one row, an lm_head of 32000
+        columns included) or fewer outputs than `min_work_items`: the split GEMV of `_gemv`
+        (one work-item per output would loop over all of K's blocks, one load after the
+        other: the lm_head took 37 us on the H200 that way, 11% of its bandwidth floor).
+        More rows (prefill): tiles of 4 rows, each weight dequantized once per 4 rows, a
+        word at a time (CPUs too, and CPUs for the GEMV: one work-item per output; PoCL
+        gains nothing from work-groups that share a column). Not measured on a GPU yet: the
+        first choice, to be tuned (bench/qmatmul.py sweeps every key)."""
+        m = op.rows
+        gemv = m < 4 or m * op.n < rules.min_work_items
+        if gemv and rules.gpu and given.get("tile_m", 1) == 1:
+            return self._gemv(op, rules, given)
+        return {"k_split": 1, "tile_m": 4 if m >= 4 else 1, "cols_per_group": 1, "block_loads": 0, "k_unroll": 0}
+
+    def _gemv(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        """The decode GEMV on a GPU. It reads each weight byte once and does ~5 integer and
+        float operations per value: bandwidth-bound, so the schedule is about bytes in flight
+        and coalescing, not arithmetic (the H200's 4.8 TB/s at ~0.6 us of DRAM latency needs
+        ~22 KB in flight per compute unit).
+
+        - `block_loads` 1: a block's words in one vload, so the k_split items of a column
+          read neighbouring 16-byte chunks (a 4-bit block of 32) and one instruction loads
+          16 bytes, not 4 (the word-at-a-time kernel reached 2-11% of 4.8 TB/s there).
+        - `k_split` S: the fewest that leave each work-item at most GEMV_BYTES_PER_ITEM of
+          weights (64: four 16-byte loads) -- enough loads per item to keep memory busy, few
+          enough items per column that the tree reduction (log2 S barriers) stays short.
+          K = 1024 in 4-bit blocks of 32 (32 blocks of 16 bytes): S = 8, four blocks each.
+        - `k_unroll`: the largest of 2, 4, 8 that is at most the blocks per item, so all of
+          an item's block loads are issued before the first one is used.
+        - `cols_per_group` C: S x C = GEMV_GROUP_ITEMS (64) work-items, two warps of
+          neighbouring columns whose loads are runs of S x 16 bytes and whose reads of A hit
+          the same S blocks (broadcast), halved while the work-groups would be fewer than
+          GEMV_GROUPS_PER_UNIT (4) per compute unit where the target knows its count (the
+          H200: 132; 5632 columns keep C = 8, the 1024 of a down projection C = 1).
+        - then S doubled (at most one block per item) while S x C is under SIMD_WIDTH (32),
+          so a narrow product still fills a warp.
+        A `k_split` or `cols_per_group` given (an override) is kept and the rest follows it."""
+        blocks, n = op.blocks, op.n
+        block_bytes = 4 * op.words
+        split = given.get("k_split")
+        if split is None:
             split = 1
-            while split < 32 and 2 * split <= op.blocks:
+            while split < 32 and 2 * split <= blocks and cdiv(blocks, split) * block_bytes > GEMV_BYTES_PER_ITEM:
                 split *= 2
-            return {"k_split": split, "tile_m": 1}
-        return {"k_split": 1, "tile_m": 4 if m >= 4 else 1}
+        cols = given.get("cols_per_group")
+        if cols is None:
+            cols = max(1, min(32, GEMV_GROUP_ITEMS // split))
+            while cols > 1 and cols // 2 >= n:  # no more columns than N needs
+                cols //= 2
+            while cols > 1 and rules.compute_units and cdiv(n, cols) < GEMV_GROUPS_PER_UNIT * rules.compute_units:
+                cols //= 2
+        if "k_split" not in given:
+            while split * cols < SIMD_WIDTH and 2 * split <= blocks:
+                split *= 2
+        trips = cdiv(blocks, split)
+        unroll = max((u for u in (2, 4, 8) if u <= trips), default=0)
+        return {"k_split": split, "tile_m": 1, "cols_per_group": cols, "block_loads": 1, "k_unroll": unroll}
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
         if cfg.get("k_split", 1) > 1 and cfg.get("tile_m", 1) > 1:
             return "k_split > 1 computes one row per work-item: tile_m must be 1"
+        items = cfg.get("k_split", 1) * cfg.get("cols_per_group", 1)
+        if items > QMATMUL_MAX_GROUP:
+            return (f"k_split x cols_per_group = {items} work-items per work-group; at most {QMATMUL_MAX_GROUP}")
         return None
 
     def space(self, head: Operation, default: dict[str, Any]) -> list:
         blocks = head.blocks
         return [("k_split", tuple(s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s == 1 or s <= blocks)),
-                ("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(head.rows, 1)))]
+                ("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(head.rows, 1))),
+                ("cols_per_group", tuple(c for c in (1, 2, 4, 8, 16, 32) if c == 1 or c // 2 < head.n)),
+                ("block_loads", (0, 1)),
+                ("k_unroll", (0, 2, 4, 8))]
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
-        if cfg.get("k_split", 1) > 1:
+        """One candidate per distinct kernel: no row tiles with a split, no more columns per
+        work-group than N needs nor more than TUNED_GROUP_MAX work-items, no unroll beyond a
+        work-item's blocks, no block loads of one-word blocks (nothing to vectorize)."""
+        split = cfg.get("k_split", 1)
+        if split > 1:
             cfg["tile_m"] = 1
+        cols = cfg.get("cols_per_group", 1)
+        while cols > 1 and (cols // 2 >= head.n or split * cols > TUNED_GROUP_MAX):
+            cols //= 2
+        cfg["cols_per_group"] = cols
+        trips = cdiv(head.blocks, split)
+        if cfg.get("k_unroll", 0) > trips:
+            cfg["k_unroll"] = max((u for u in (2, 4, 8) if u <= trips), default=0)
+        if head.words == 1:
+            cfg["block_loads"] = 0
         return cfg
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
-        return cfg.get("k_split", 1) * head.n * cdiv(head.rows, cfg.get("tile_m", 1))
+        cols = cfg.get("cols_per_group", 1)
+        return cfg.get("k_split", 1) * cols * cdiv(head.n, cols) * cdiv(head.rows, cfg.get("tile_m", 1))
 
 
 QGEMM = QGemm()
@@ -88,7 +173,8 @@ class QMatMulPattern(KernelPattern):
         try:
             spec = QMatMulSpec(m=op.rows, n=op.n, k=op.k, bits=op.bits.value.data, block=op.block_size.value.data,
                                zero_points=op.zero_points is not None, k_parts=cfg["k_split"], tile_rows=cfg["tile_m"],
-                               epilogue=epi)
+                               cols=cfg["cols_per_group"], block_loads=bool(cfg["block_loads"]),
+                               unroll=cfg["k_unroll"], epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
         ins = [hb.buffer(op.a), hb.buffer(op.packed), hb.buffer(op.scales)]

@@ -11,10 +11,23 @@ scale multiplies the block's sum once. A is read as float4s where K % 4 == 0 (ev
 values are consecutive k), else a float at a time.
 
 Schedule (kernel_config of the `qgemm` family, lowering/families/qgemm.py):
-- `k_split` S: S work-items of one work-group share one output column's blocks (item s takes
-  blocks s, s + S, ...; neighbouring items read neighbouring blocks), their sums added in
-  local memory (`work_group_sum`); grid (S * N, rows / tile_m). The decode GEMV of an LLM
-  (one row) needs this to fill a GPU.
+- `k_split` S: S work-items share one output column's blocks (item s takes blocks s, s + S,
+  ...; neighbouring items read neighbouring blocks), their sums added in local memory
+  (`work_group_sum`). The decode GEMV of an LLM (one row) needs this to fill a GPU.
+- `cols_per_group` C: a work-group holds C columns of S items each (S * C work-items, item
+  `lid` is share s = lid % S of column group * C + lid / S): a 32-wide SIMD of S = 8, C = 4
+  reads 4 columns' runs of 8 neighbouring blocks at once, and its reads of A are of 8
+  blocks, each shared by 4 items (broadcast), instead of 32 different ones. Each column sums its
+  S partials in its own S slots of the local array (slot = lid: no bank conflicts, no two
+  columns share a slot). Grid (S * C * ceil(N / C), rows / tile_m); the columns past N of
+  the last group read column N - 1 (in bounds) and store nothing, so that every item
+  reaches every barrier.
+- `block_loads`: a work-item reads a block's words with one vload (2, 4, 8 or 16 words:
+  `vload4` of int for a 4-bit block of 32, 16 bytes; two vload16 for an 8-bit block of 128)
+  instead of a word at a time, so the S items of a column read S neighbouring 16-byte (or
+  larger) chunks: coalesced, and one load instruction per block instead of `words`.
+- `k_unroll` U: `#pragma unroll U` on the block loop, so that a work-item has up to U
+  blocks' loads in flight (a GEMV is bandwidth-bound: it needs bytes in flight, not ALU).
 - `tile_m` R: each work-item computes R rows of its column, dequantizing each weight once for
   all R (prefill: the weight bytes are read M / R times instead of M).
 Rows past M (the last tile of a ragged M) read row M - 1 and are not stored.
@@ -30,6 +43,13 @@ from xdsl.ir import SSAValue
 from adreno_mlir.dialects.graph import QUANT_BITS
 from adreno_mlir.lowering.kernel_builder import GLOBAL_I32, KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_sum
+from adreno_mlir.lowering.kernels.matmul import pragma
+
+QMATMUL_MAX_GROUP = 1024
+"""The most work-items (k_split * cols_per_group) a work-group of the kernel may have (the
+families' defaults stay within 256, which every profile's devices run)."""
+VLOAD_WORDS = 16
+"""The widest vload of words (int16: 64 bytes); a block of more words takes several."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +63,12 @@ class QMatMulSpec(KernelSpec):
     zero_points: bool
     k_parts: int = 1
     tile_rows: int = 1
+    cols: int = 1
+    """Output columns per work-group (`cols_per_group`)."""
+    block_loads: bool = False
+    """A block's words in one vload (`block_loads`)."""
+    unroll: int = 0
+    """`#pragma unroll N` on the block loop (`k_unroll`; 0: none)."""
 
     def __post_init__(self):
         if self.bits not in QUANT_BITS:
@@ -55,6 +81,13 @@ class QMatMulSpec(KernelSpec):
             raise ValueError(f"tile_rows must be 1, 2, 4 or 8, got {self.tile_rows}")
         if self.k_parts > 1 and self.tile_rows > 1:
             raise ValueError("k_parts > 1 (a GEMV's split) computes one row per work-item: tile_rows must be 1")
+        if self.cols < 1 or self.cols & (self.cols - 1):
+            raise ValueError(f"cols must be a power of two, got {self.cols}")
+        if self.k_parts * self.cols > QMATMUL_MAX_GROUP:
+            raise ValueError(f"k_parts * cols = {self.k_parts * self.cols} work-items per work-group; "
+                             f"at most {QMATMUL_MAX_GROUP}")
+        if self.unroll not in (0, 2, 4, 8):
+            raise ValueError(f"unroll must be 0, 2, 4 or 8, got {self.unroll}")
 
     @property
     def blocks(self) -> int:
@@ -67,8 +100,11 @@ class QMatMulSpec(KernelSpec):
     def base_name(self) -> str:
         zp = "_zp" if self.zero_points else ""
         split = "_ksplit" if self.k_parts > 1 else ""
+        cols = f"_c{self.cols}" if self.cols > 1 else ""
+        vload = "_vload" if self.block_loads and self.words > 1 else ""
+        unroll = f"_u{self.unroll}" if self.unroll else ""
         rows = f"_r{self.tile_rows}" if self.tile_rows > 1 else ""
-        return f"qmatmul_q{self.bits}b{self.block}{zp}{split}{rows}{self.epilogue.suffix()}"
+        return f"qmatmul_q{self.bits}b{self.block}{zp}{split}{cols}{vload}{unroll}{rows}{self.epilogue.suffix()}"
 
     def input_names(self) -> tuple[str, ...]:
         return ("a", "packed", "scales", *(("zero_points",) if self.zero_points else ()))
@@ -76,22 +112,35 @@ class QMatMulSpec(KernelSpec):
     def pointer_types(self):
         return {"packed": GLOBAL_I32}
 
+    @property
+    def group_items(self) -> int:
+        return self.k_parts * self.cols
+
     def global_size(self) -> tuple[int, ...]:
-        return (self.k_parts * self.n, -(-self.m // self.tile_rows))
+        return (self.k_parts * self.cols * -(-self.n // self.cols), -(-self.m // self.tile_rows))
 
     def local_size(self) -> tuple[int, ...] | None:
-        return (self.k_parts, 1) if self.k_parts > 1 else None
+        return (self.group_items, 1) if self.group_items > 1 else None
 
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         ins, extras, out = self.split_args(args)
         a, packed, scales = ins[:3]
         zps = ins[3] if self.zero_points else None
-        split = self.k_parts
-        scratch = kb.local_alloc(split, f32, "partial") if split > 1 else None
-        if split > 1:
+        split, ncols = self.k_parts, self.cols
+        scratch = kb.local_alloc(split * ncols, f32, "partial") if split > 1 else None
+        c: SSAValue | int = 0  # the column's place in its work-group
+        if split > 1 and ncols > 1:
+            lid = kb.local_id(0, "lid")
+            s = kb.and_(lid, kb.i(split - 1), "s")
+            c = kb.shr(lid, split.bit_length() - 1, "c")
+            col = kb.add(kb.mul(kb.group_id(0), ncols), c, "col")
+        elif split > 1:
             col, s = kb.group_id(0, "col"), kb.local_id(0, "s")
         else:
             col, s = kb.global_id(0, "col"), kb.i(0)
+        # the last work-group's columns past N (N % C != 0) read column N - 1 and store nothing
+        past_n = self.n % ncols != 0
+        col_r = kb.min_i(col, self.n - 1) if past_n else col
         rid = kb.global_id(1, "rid")
         m, k, tr = self.m, self.k, self.tile_rows
         row0 = kb.mul(rid, tr, "row0") if tr > 1 else rid
@@ -101,8 +150,8 @@ class QMatMulSpec(KernelSpec):
         mask = (1 << self.bits) - 1
         vec = k % 4 == 0
         ragged = k % self.block != 0  # the last block's values past K are not read
-        w_col = kb.mul(col, self.blocks * self.words, "w_col")
-        s_col = kb.mul(col, self.blocks, "s_col")
+        w_col = kb.mul(col_r, self.blocks * self.words, "w_col")
+        s_col = kb.mul(col_r, self.blocks, "s_col")
 
         def block_step(k1: KernelBuilder, b: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
             k0 = k1.mul(b, self.block, "k0")
@@ -110,8 +159,16 @@ class QMatMulSpec(KernelSpec):
             zp = k1.load(zps, k1.add(s_col, b), "zp") if zps is not None else k1.f(float(2 ** (self.bits - 1)))
             sums = [k1.f(0.0)] * tr
             wbase = k1.add(w_col, k1.mul(b, self.words))
+            if self.block_loads and self.words > 1:
+                # the block's words in one load (two vload16 for 32 words), all issued before any use
+                width = min(self.words, VLOAD_WORDS)
+                chunks = [k1.vload(packed, k1.add(wbase, i), width, "words")
+                          for i in range(0, self.words, width)]
+                words = [k1.lane(chunks[j // width], j % width) for j in range(self.words)]
+            else:
+                words = None
             for j in range(self.words):
-                word = k1.load(packed, k1.add(wbase, j))
+                word = words[j] if words is not None else k1.load(packed, k1.add(wbase, j))
                 values = []
                 for i in range(per):
                     # an arithmetic shift (>> of a signed int): the mask drops the sign bits too
@@ -141,7 +198,7 @@ class QMatMulSpec(KernelSpec):
                             sums[r] = k1.fma(x, values[t], sums[r])
             return [k1.fma(sums[r], scale, accs[r]) for r in range(tr)]
 
-        accs = kb.for_(s, self.blocks, split, [kb.f(0.0)] * tr, block_step, "b")
+        accs = kb.for_(s, self.blocks, split, [kb.f(0.0)] * tr, block_step, "b", unroll=pragma(self.unroll))
 
         def finish_rows(k1: KernelBuilder, totals: list[SSAValue]) -> None:
             for r in range(tr):
@@ -156,7 +213,10 @@ class QMatMulSpec(KernelSpec):
                 else:
                     store(k1)
 
+        inside = [kb.cmp("slt", col, self.n)] if past_n else []
         if split == 1:
-            finish_rows(kb, accs)
+            kb.guard(inside, lambda k1: finish_rows(k1, accs))
             return
-        work_group_sum(kb, accs[0], s, split, lambda k1, total: finish_rows(k1, [total]), scratch=scratch)
+        # column c's partial sums in slots c * S .. c * S + S - 1 (slot = lid)
+        work_group_sum(kb, accs[0], s, split, lambda k1, total: finish_rows(k1, [total]), scratch=scratch,
+                       offset=kb.mul(c, split), finish_if=inside)
