@@ -230,6 +230,7 @@ def compile(
     tuning_db: str | Path | None = None,
     overrides: str | Path | dict | None = None,
     plan: CompilePlan | None = None,
+    memory=None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -277,6 +278,10 @@ def compile(
                textures, precision, layout, work_group, tuning_db and overrides, which
                then stay at their defaults. Without it, those options make the plan
                (`cm.compile_plan`), checked once before any work is done.
+    memory:    an `adreno_mlir.runtime.DeviceMemory` of the plan's device to share with other
+               compiled models: weights of the same name and values are uploaded once, and
+               state (a decoder's KV cache, `graph.state`) is one buffer for all of them
+               (adreno_mlir.generation compiles a decoder's two programs so).
     """
     from adreno_mlir.runtime import Executable
     from adreno_mlir.runtime.device import check_half_support
@@ -334,7 +339,7 @@ def compile(
 
     def instantiate(module: ModuleOp, source: str) -> Executable:
         return Executable(module, source, store_of(module), context, cache=cache,
-                          input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime)
+                          input_shapes=in_shapes, output_shapes=out_shapes, runtime=runtime, memory=memory)
 
     t_setup = time.perf_counter()
     try:
@@ -355,6 +360,11 @@ def compile(
     timings["other"] = max(0.0, total - sum(timings.values()))
     timings = {k: timings[k] for k in ("import", "passes", "lowering", "print", "program", "setup", "other")}
     custom = pipeline is not None
+    # state (a decoder's cache) is neither fed nor returned: it stays on the device
+    fed = {t.name for t in executable.plan.fed_inputs}
+    returned = {t.name for t in executable.plan.returned_outputs}
+    in_shapes = {k: v for k, v in in_shapes.items() if k in fed}
+    out_shapes = {k: v for k, v in out_shapes.items() if k in returned}
     return CompiledModel(
         module=module, source=source, timings=timings,
         input_names=list(in_shapes), output_names=list(out_shapes),

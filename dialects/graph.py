@@ -2198,6 +2198,62 @@ class IntToFloatOp(GraphOp):
         _expect_shape(self, shape_of(self.result), shape_of(self.input))
 
 
+@irdl_op_definition
+class KVCacheWriteOp(GraphOp):
+    """A decoder's key/value cache written in place: `result` is `cache` [B, heads, L, D]
+    with rows `start[b] + s` (axis 2) replaced by `update[b, :, s]` for s < S, where
+    `update` is [B, heads, S, D] and `start` [B, 1] holds float-held integers (the position
+    of the first new token, computed on device from the run-time position). Rows at or past
+    L are not written (a padded prefill chunk's tail), and nothing is read from `update`
+    for them.
+
+    The cache is state: it lives on the device between runs of the decode and prefill
+    programs (onnxruntime's shared-buffer GroupQueryAttention, where past and present are
+    one buffer of the maximum context). So the lowering writes into the cache's own
+    buffer and the result names that same buffer; the cache may have no other reader
+    (another reader would see the rows written or not depending on launch order), which
+    the verifier checks. Not `Pure`: it writes memory that outlives the run."""
+
+    name = "graph.kv_cache_write"
+    update = operand_def(AnyTensor)
+    cache = operand_def(AnyTensor)
+    start = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    assembly_format = ("$update `into` $cache `at` $start attr-dict `:` type($update) `,` type($cache) `,` "
+                       "type($start) `->` type($result)")
+
+    def verify_shapes(self) -> None:
+        cache, update, start = shape_of(self.cache), shape_of(self.update), shape_of(self.start)
+        for what, v in (("update", self.update), ("cache", self.cache), ("start", self.start)):
+            if v.type.get_element_type() != f32:
+                raise VerifyException(f"'graph.kv_cache_write' {what} must be an f32 tensor, got {v.type}")
+        if len(cache) != 4 or len(update) != 4:
+            raise VerifyException(f"'graph.kv_cache_write' cache and update must be [B, heads, L, D] and "
+                                  f"[B, heads, S, D], got {list(cache)} and {list(update)}")
+        if (update[0], update[1], update[3]) != (cache[0], cache[1], cache[3]) or update[2] > cache[2]:
+            raise VerifyException(f"'graph.kv_cache_write' update {list(update)} does not fit the cache "
+                                  f"{list(cache)} (same B, heads and D; at most L rows)")
+        if math.prod(start) != cache[0]:
+            raise VerifyException(f"'graph.kv_cache_write' start must hold one position per batch row "
+                                  f"({cache[0]}), got {list(start)}")
+        _expect_shape(self, shape_of(self.result), cache)
+        readers = [u.operation for u in self.cache.uses if u.operation is not self]
+        if readers:
+            raise VerifyException(f"'graph.kv_cache_write' writes its cache in place, but '{readers[0].name}' "
+                                  "reads the cache too; read the write's result instead")
+
+    @staticmethod
+    def evaluate(update: np.ndarray, cache: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """numpy reference (a copy of the cache with the rows written)."""
+        out = np.array(cache, np.float32, copy=True)
+        length = cache.shape[2]
+        for b, p0 in enumerate(np.asarray(start).reshape(-1)):
+            for s in range(update.shape[2]):
+                if 0 <= int(p0) + s < length:
+                    out[b, :, int(p0) + s] = update[b, :, s]
+        return out
+
+
 class CumSumHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -2990,6 +3046,7 @@ Graph = Dialect(
         GatherOp,
         TakeOp,
         IntToFloatOp,
+        KVCacheWriteOp,
         CumSumOp,
         GemmOp,
         MatMulNBitsOp,

@@ -249,8 +249,26 @@ def _group_query_attention(n: _Node):
         if not (n.has_input(7) and n.has_input(8)):
             n.fail("do_rotary = 1 needs cos_cache and sin_cache")
         q, k = rotate(q, h), rotate(k, kvh)
-    present = [concat([past, transpose(new, (0, 2, 1, 3))], 2, (b, kvh, t_len, d))
-               for new, past in ((k, past_k), (v, past_v))]
+    shared = n.imp.shared_kv
+    if shared:
+        # onnxruntime's shared buffer: past and present are one cache of T = P rows; the S new
+        # rows go to positions seqlens_k + 1 - S ..., written in place
+        t_len = p
+        graph_inputs = {vi.name for vi in n.imp.graph_inputs}
+        graph_outputs = {o.name for o in n.imp.model.graph.output}
+        for i, j in ((3, 1), (4, 2)):
+            past_name = n.proto.input[i]
+            present_name = n.proto.output[j] if len(n.proto.output) > j else ""
+            if past_name not in graph_inputs or present_name not in graph_outputs:
+                n.fail(f"in the shared-buffer form the cache '{past_name}' must be a model input and its present "
+                       f"'{present_name}' a model output (one device buffer)")
+            n.imp.state[present_name] = past_name
+        present = [emit(graph.KVCacheWriteOp(operands=[transpose(new, (0, 2, 1, 3)), past, first],
+                                             result_types=[tt((b, kvh, t_len, d))]))
+                   for new, past in ((k, past_k), (v, past_v))]
+    else:
+        present = [concat([past, transpose(new, (0, 2, 1, 3))], 2, (b, kvh, t_len, d))
+                   for new, past in ((k, past_k), (v, past_v))]
     # query heads grouped under their KV head: [B, KVH, G * S, D]
     qg = reshape(transpose(q, (0, 2, 1, 3)), (b, kvh, g * s, d))
     kt = transpose(present[0], (0, 1, 3, 2))
@@ -265,6 +283,8 @@ def _group_query_attention(n: _Node):
                                  properties={"axis": graph.IntegerAttr(3, 64)}))
     ctx = emit(graph.MatMulOp(operands=[probs, present[1]], result_types=[tt((b, kvh, g * s, d))]))
     out = reshape(transpose(reshape(ctx, (b, h, s, d)), (0, 2, 1, 3)), (b, s, h * d))
+    if shared:  # onnxruntime's shared-buffer semantics exactly: no valid length to refuse
+        return [out, *present]
     # a valid length other than T (a padded row): NaN, never a silently different answer
     full = emit(graph.EqualOp(seqlens, const("last", np.full([1, 1], t_len - 1)), tt((b, 1))))
     nan = const("nan", np.full([1], np.nan))

@@ -154,8 +154,16 @@ class _Node:
 
 
 class OnnxImporter:
-    def __init__(self, model: onnx.ModelProto, store: WeightStore | None = None, initializers=None):
+    def __init__(self, model: onnx.ModelProto, store: WeightStore | None = None, initializers=None,
+                 shared_kv: bool = False):
         self.model = model
+        self.shared_kv = shared_kv
+        """GroupQueryAttention in onnxruntime's shared-buffer form: past and present are one
+        cache of the maximum context, the new rows written in place (`graph.kv_cache_write`;
+        adreno_mlir/frontend/decoder.py binds a decoder so)."""
+        self.state: dict[str, str] = {}
+        """{present output: past input} of the caches written in place: the function's
+        `graph.state` attribute (state that lives on the device between runs)."""
         self.initializers = model.graph.initializer if initializers is None else initializers
         """The weights (read only): the caller's model's own, so they are never copied."""
         self.store = store or WeightStore()
@@ -284,7 +292,7 @@ class OnnxImporter:
         used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
         nodes, extra = [], []
         for node in g.node:
-            stand_ins, inputs = _shape_stand_ins(node)
+            stand_ins, inputs = _shape_stand_ins(node, self.shared_kv)
             nodes += stand_ins
             extra += inputs
         light = onnx.helper.make_model(
@@ -594,6 +602,8 @@ class OnnxImporter:
         if self.index_bounds:  # what the runtime checks integer inputs against
             fn.attributes["graph.index_bounds"] = DictionaryAttr(
                 {k: IntegerAttr(v, 64) for k, v in sorted(self.index_bounds.items())})
+        if self.state:  # caches written in place: state on the device (adreno_mlir/runtime/plan.py)
+            fn.attributes["graph.state"] = DictionaryAttr({k: StringAttr(v) for k, v in sorted(self.state.items())})
         if constants_out:  # non-float32 constant outputs (adreno_mlir/constant_outputs.py)
             fn.attributes[CONSTANT_OUTPUTS_ATTR] = DictionaryAttr(constants_out)
         module = ModuleOp([fn])
@@ -1569,7 +1579,8 @@ inference leaves without a shape (GroupNormalization-18/21 have no inference fun
 shape inference sees an Identity in their place (`_shape_stand_ins`)."""
 
 
-def _shape_stand_ins(node: onnx.NodeProto) -> tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto]]:
+def _shape_stand_ins(node: onnx.NodeProto,
+                     shared_kv: bool = False) -> tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto]]:
     """`node`, or for shape inference the nodes (and extra typed inputs) that give its
     outputs their shapes: an Identity of the first input for the ops of
     _SAME_SHAPE_AS_INPUT and the RMS normalizations of onnxruntime (one per output),
@@ -1581,7 +1592,7 @@ def _shape_stand_ins(node: onnx.NodeProto) -> tuple[list[onnx.NodeProto], list[o
         outs = [o for i, o in enumerate(node.output) if o and i in (0, 3)]
         return [onnx.helper.make_node("Identity", [node.input[0]], [o], name=f"{node.name}_{o}") for o in outs], []
     if node.domain == CONTRIB_DOMAIN and node.op_type == "GroupQueryAttention" and len(node.input) > 4:
-        return _gqa_stand_ins(node), []
+        return _gqa_stand_ins(node, shared_kv), []
     if node.domain == CONTRIB_DOMAIN and node.op_type == "MatMulNBits" and node.input:
         k, n = _attr(node, "K"), _attr(node, "N")
         if isinstance(k, int) and isinstance(n, int) and k > 0 and n > 0:
@@ -1591,9 +1602,10 @@ def _shape_stand_ins(node: onnx.NodeProto) -> tuple[list[onnx.NodeProto], list[o
     return [node], []
 
 
-def _gqa_stand_ins(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+def _gqa_stand_ins(node: onnx.NodeProto, shared_kv: bool = False) -> list[onnx.NodeProto]:
     """GroupQueryAttention's output shapes for shape inference: output [B, S, H * D] (the query's
-    extent), present_key/value = past (axis 2) + the new keys/values as [B, KVH, S, D]."""
+    extent), present_key/value = past (axis 2) + the new keys/values as [B, KVH, S, D], or with
+    `shared_kv` (one buffer of the maximum context) the past's shape."""
     h, kvh = _attr(node, "num_heads"), _attr(node, "kv_num_heads")
     q, k, v, past_k, past_v = (node.input[i] if len(node.input) > i else "" for i in range(5))
     p = f"{node.name}__stand_in"
@@ -1627,7 +1639,9 @@ def _gqa_stand_ins(node: onnx.NodeProto) -> list[onnx.NodeProto]:
     if outs[0]:
         nodes.append(onnx.helper.make_node("Identity", [query], [outs[0]]))
     for new, past, out in ((key, past_k, outs[1]), (value, past_v, outs[2])):
-        if out:
+        if out and shared_kv:
+            nodes.append(onnx.helper.make_node("Identity", [past], [out]))
+        elif out:
             moved = f"{p}_{out}_moved"
             nodes.append(onnx.helper.make_node("Transpose", [new], [moved], perm=[0, 2, 1, 3]))
             nodes.append(onnx.helper.make_node("Concat", [past, moved] if past else [moved], [out], axis=2))
@@ -1974,19 +1988,28 @@ def _graph_copy(m: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def import_onnx(model: str | Path | onnx.ModelProto, store: WeightStore | None = None, *,
-                input_shapes=None, dims=None) -> ModuleOp:
+                input_shapes=None, dims=None, decoder=None) -> ModuleOp:
     """Import an ONNX model (path or ModelProto) as a verified `graph`-dialect module.
 
     input_shapes / dims: static sizes for inputs with dynamic dims ({input: shape},
     {dim_param: size}; adreno_mlir.frontend.shapes), bound in the importer's own copy of
-    the graph (the caller's model and its weights are not copied or changed)."""
+    the graph (the caller's model and its weights are not copied or changed).
+    decoder: (DecoderSignature, max_context, tokens) imports an onnxruntime-genai decoder
+    in its generation form (adreno_mlir.frontend.decoder.bind_decoder): caches of
+    max_context rows written in place, the mask computed from a run-time position."""
     m = load_model(model)
     copy = _graph_copy(m)
-    if input_shapes or dims:
+    if decoder is not None:
+        from adreno_mlir.frontend.decoder import bind_decoder
+
+        if input_shapes or dims:
+            raise FrontendError("decoder= binds every input itself; input_shapes= and dims= do not apply")
+        bind_decoder(copy, *decoder)
+    elif input_shapes or dims:
         from adreno_mlir.frontend.shapes import bind_in_place
 
         bind_in_place(copy, input_shapes, dims, initializer_names=[i.name for i in m.graph.initializer])
-    imp = OnnxImporter(copy, store, initializers=m.graph.initializer)
+    imp = OnnxImporter(copy, store, initializers=m.graph.initializer, shared_kv=decoder is not None)
     imp.prepare()
     module = imp.build()
     try:

@@ -1,6 +1,6 @@
 """Runs lowered modules with pyopencl (PoCL on the CPU by default)."""
 
 from adreno_mlir.runtime.device import default_context, describe_device
-from adreno_mlir.runtime.executor import Executable
+from adreno_mlir.runtime.executor import DeviceMemory, Executable
 
-__all__ = ["Executable", "default_context", "describe_device"]
+__all__ = ["DeviceMemory", "Executable", "default_context", "describe_device"]

@@ -96,6 +96,61 @@ def check_device_limits(plan: Plan, device: cl.Device) -> None:
         raise MemoryLimitError(problem)
 
 
+class DeviceMemory:
+    """Weights and state on one OpenCL context that several executables share: a
+    decoder's prefill and decode programs upload each weight once (the same name, type and
+    values: one buffer) and read and write one KV cache (`Plan.states`, by input name).
+
+    State buffers are created zero-filled (a cache row nothing has written yet is finite:
+    attention multiplies it by a zero probability) and `reset_states` zeroes them again
+    (a new conversation). `transfers` counts the bytes every run of a sharing executable
+    copies between host and device (`Executable.run`, pyopencl path): per decode step that
+    is the token and the position in, the logits out."""
+
+    def __init__(self, context: cl.Context):
+        self.context = context
+        self._weights: dict[tuple[str, str, int], tuple[np.ndarray, cl.Buffer]] = {}
+        self.states: dict[str, cl.Buffer] = {}
+        self._state_bytes: dict[str, int] = {}
+        self.transfers = {"to_device": 0, "to_host": 0}
+
+    def weight(self, w, arr: np.ndarray) -> cl.Buffer:
+        key = (w.name, w.dtype, w.count)
+        hit = self._weights.get(key)
+        if hit is not None and (hit[0] is arr or np.array_equal(hit[0], arr)):
+            return hit[1]
+        buf = cl.Buffer(self.context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(arr))
+        if hit is None:  # a same-named weight with other values keeps its own buffer
+            self._weights[key] = (arr, buf)
+        return buf
+
+    def state(self, name: str, nbytes: int) -> cl.Buffer:
+        if name in self.states:
+            if self._state_bytes[name] != nbytes:
+                raise RuntimeError_(f"state '{name}' is {self._state_bytes[name]} bytes in one program and {nbytes} in "
+                                    "another; programs sharing it must be compiled for the same cache shape")
+            return self.states[name]
+        buf = cl.Buffer(self.context, MF.READ_WRITE, nbytes)
+        self.states[name], self._state_bytes[name] = buf, nbytes
+        self.reset_states(names=[name])
+        return buf
+
+    def reset_states(self, queue: cl.CommandQueue | None = None, names: Sequence[str] | None = None) -> None:
+        """Zero the state buffers (all, or `names`)."""
+        q = queue or cl.CommandQueue(self.context)
+        for name in (self.states if names is None else names):
+            cl.enqueue_copy(q, self.states[name], np.zeros(self._state_bytes[name] // 4, np.float32))
+        q.finish()
+
+    def read_state(self, name: str, queue: cl.CommandQueue | None = None) -> np.ndarray:
+        """A host copy of a state buffer (flat float32), for tests and debugging."""
+        q = queue or cl.CommandQueue(self.context)
+        out = np.empty(self._state_bytes[name] // 4, np.float32)
+        cl.enqueue_copy(q, out, self.states[name])
+        q.finish()
+        return out
+
+
 class Executable:
     """A plan instantiated on one OpenCL context: program, memory and set-up kernels.
 
@@ -109,31 +164,42 @@ class Executable:
     def __init__(self, module: ModuleOp, source: str, store: WeightStore, context: cl.Context,
                  options: Sequence[str] = DEFAULT_BUILD_OPTIONS, *, cache: CacheArg = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 output_shapes: Mapping[str, Sequence[int]] | None = None, runtime: str | None = None):
+                 output_shapes: Mapping[str, Sequence[int]] | None = None, runtime: str | None = None,
+                 memory: DeviceMemory | None = None):
         runtime = resolve_runtime(runtime)
         try:
             plan, weights = plan_from_module(module, store, input_shapes=input_shapes,
                                              output_shapes=output_shapes, build_options=options)
         except PlanError as e:
             raise RuntimeError_(str(e)) from None
-        self._instantiate(plan, weights, source, context, cache, None, runtime, None)
+        self._instantiate(plan, weights, source, context, cache, None, runtime, None, memory)
 
     @classmethod
     def from_plan(cls, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context, *,
                   cache: CacheArg = None, binary: bytes | None = None, runtime: str | None = None,
-                  blob: bytes | None = None) -> Executable:
+                  blob: bytes | None = None, memory: DeviceMemory | None = None) -> Executable:
         """Instantiate a plan that was made earlier (e.g. read from an artifact);
         `binary` is a program binary to try before the cache and the source; `blob` the
         weights blob the `weights` are views of (saves re-joining it for the native path)."""
         runtime = resolve_runtime(runtime)
         self = cls.__new__(cls)
-        self._instantiate(plan, weights, source, context, cache, binary, runtime, blob)
+        self._instantiate(plan, weights, source, context, cache, binary, runtime, blob, memory)
         return self
 
     # ------------------------------------------------------------------ set-up
 
     def _instantiate(self, plan: Plan, weights: Sequence[np.ndarray], source: str, context: cl.Context,
-                     cache: CacheArg, binary: bytes | None, runtime: str, blob: bytes | None) -> None:
+                     cache: CacheArg, binary: bytes | None, runtime: str, blob: bytes | None,
+                     memory: DeviceMemory | None) -> None:
+        if plan.states:
+            if runtime == "native":
+                raise RuntimeError_("this model keeps state on the device (a decoder's KV cache), which the native "
+                                    "runtime does not run yet; use runtime='pyopencl' (or 'auto')")
+            runtime = "pyopencl"
+        if memory is not None and memory.context is not context:
+            raise RuntimeError_("memory= belongs to another OpenCL context than the one this model is built for")
+        self.memory = memory if memory is not None else DeviceMemory(context)
+        """Where the weights and the state live (shared with other executables given the same one)."""
         self._lock = threading.Lock()
         """Serializes the pyopencl path: its queue, its memory and its lazy set-up."""
         self.plan = plan
@@ -156,15 +222,15 @@ class Executable:
                     "know this CPU. Use another device (device=... or PYOPENCL_CTX; with no device named, "
                     "adreno-mlir takes Intel's CPU runtime when intel-opencl-rt is installed)") from None
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
-        self.input_names = [t.name for t in plan.inputs]
-        self.output_names = [t.name for t in plan.outputs]
+        self.input_names = [t.name for t in plan.fed_inputs]
+        self.output_names = [t.name for t in plan.returned_outputs]
         self._output_counts = [t.count for t in plan.computed_outputs]
         self.weight_arrays = list(weights)
         """The host copies of the weights, then of the constant outputs' values
         (`Plan.blob_entries` order: what `CompiledModel.save` writes)."""
         self._constants = {i: np.asarray(a, dtype=a.dtype.newbyteorder("=")) for i, a in zip(
-            (i for i, t in enumerate(plan.outputs) if t.constant is not None), self.weight_arrays[len(plan.weights):],
-            strict=True)}
+            (i for i, t in enumerate(plan.returned_outputs) if t.constant is not None),
+            self.weight_arrays[len(plan.weights):], strict=True)}
         """Output index -> value of each constant output: returned by `run` (a copy each
         time), never computed or held on the device."""
         self.native = None
@@ -199,13 +265,14 @@ class Executable:
         (called at construction, or on first use with `_lock` held). `_launches` is set
         last: once it is not None, everything else here is in place."""
         plan, context = self.plan, self.context
-        self.weights: list[cl.Buffer] = [
-            cl.Buffer(context, MF.READ_ONLY | MF.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(arr))
-            for arr in self.weight_arrays[:len(plan.weights)]]
+        self.weights: list[cl.Buffer] = [self.memory.weight(w, arr)
+                                         for w, arr in zip(plan.weights, self.weight_arrays[:len(plan.weights)])]
+        states = {st.allocation: st for st in plan.states}
         self.allocations: list[cl.MemoryObject] = [
-            cl.Buffer(context, MF.READ_WRITE, a.nbytes) if isinstance(a, BufferAlloc) else self._image(a)
-            for a in plan.allocations]
-        self.inputs = [self.allocations[t.allocation] for t in plan.inputs]
+            self.memory.state(states[i].input, a.nbytes) if i in states
+            else cl.Buffer(context, MF.READ_WRITE, a.nbytes) if isinstance(a, BufferAlloc) else self._image(a)
+            for i, a in enumerate(plan.allocations)]
+        self.inputs = [self.allocations[t.allocation] for t in plan.fed_inputs]
         self.outputs = [(self.allocations[t.allocation], t.count) for t in plan.computed_outputs]
         launches: list[Launch] = []
         for launch in plan.launches:
@@ -298,7 +365,7 @@ class Executable:
         """Each input as its buffer holds it: float32, or int32 token ids (the caller,
         `CompiledModel.run`, has checked them against their bound)."""
         return [np.ascontiguousarray(arr, dtype=np.int32 if t.dtype == "i32" else np.float32)
-                for t, arr in zip(self.plan.inputs, inputs)]
+                for t, arr in zip(self.plan.fed_inputs, inputs, strict=True)]
 
     def run(self, inputs: list[np.ndarray], runtime: str | None = None) -> list[np.ndarray]:
         """Outputs (flat arrays: float32, a constant output in its own dtype) for
@@ -328,4 +395,6 @@ class Executable:
             for (buf, _), out in zip(self.outputs, results):
                 cl.enqueue_copy(q, out, buf, is_blocking=False)
             q.finish()
+            self.memory.transfers["to_device"] += sum(a.nbytes for a in arrays)
+            self.memory.transfers["to_host"] += sum(r.nbytes for r in results)
         return results

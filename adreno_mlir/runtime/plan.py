@@ -182,6 +182,18 @@ def row_key(node: str, kernel: str) -> str:
 
 
 @dataclass(frozen=True)
+class State:
+    """A model input and output that are one allocation, written in place and kept on the
+    device between runs (a decoder's KV cache: `graph.kv_cache_write`). A runtime creates
+    the allocation zero-filled, never copies it in or out per run, and lets several
+    programs of one model share it (a decoder's prefill and decode programs)."""
+
+    input: str
+    output: str
+    allocation: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything a runtime needs besides the OpenCL C source and the weight bytes."""
 
@@ -191,6 +203,20 @@ class Plan:
     outputs: tuple[Tensor, ...]
     launches: tuple[Launch, ...]
     build_options: tuple[str, ...] = DEFAULT_BUILD_OPTIONS
+    states: tuple[State, ...] = ()
+    """Inputs and outputs that are state (`State`): not fed, not returned per run."""
+
+    @property
+    def fed_inputs(self) -> tuple[Tensor, ...]:
+        """The inputs a run copies in (every input but the states), in input order."""
+        names = {s.input for s in self.states}
+        return tuple(t for t in self.inputs if t.name not in names)
+
+    @property
+    def returned_outputs(self) -> tuple[Tensor, ...]:
+        """The outputs a run returns (every output but the states), in output order."""
+        names = {s.output for s in self.states}
+        return tuple(t for t in self.outputs if t.name not in names)
 
     @property
     def weights_nbytes(self) -> int:
@@ -199,8 +225,8 @@ class Plan:
 
     @property
     def computed_outputs(self) -> tuple[Tensor, ...]:
-        """The outputs that launches write (each in its allocation), in output order."""
-        return tuple(t for t in self.outputs if t.constant is None)
+        """The returned outputs that launches write (each in its allocation), in output order."""
+        return tuple(t for t in self.returned_outputs if t.constant is None)
 
     @property
     def constant_outputs(self) -> tuple[Tensor, ...]:
@@ -249,7 +275,10 @@ class Plan:
                 out["bound"] = t.bound
             return out
 
+        states = {"state": [{"input": st.input, "output": st.output, "allocation": st.allocation}
+                            for st in self.states]} if self.states else {}
         return {
+            **states,
             "build_options": list(self.build_options),
             "inputs": [tensor(t) for t in self.inputs],
             "outputs": [tensor(t) for t in self.outputs],
@@ -349,15 +378,32 @@ class Plan:
                 launches.append(Launch(str(launch["kernel"]),
                                        tuple(arg(a, f"launches[{i}].args[{k}]") for k, a in enumerate(launch["args"])),
                                        gs, ls, str(launch.get("node", ""))))
+            inputs = tuple(tensor(t, f"inputs[{i}]") for i, t in enumerate(data["inputs"]))
+            outputs = tuple(tensor(t, f"outputs[{i}]") for i, t in enumerate(data["outputs"]))
+            states = tuple(State(str(st["input"]), str(st["output"]), int(st["allocation"]))
+                           for st in data.get("state", []))
+            check_states(states, inputs, outputs)
             return Plan(
-                allocations=tuple(allocations), weights=tuple(weights),
-                inputs=tuple(tensor(t, f"inputs[{i}]") for i, t in enumerate(data["inputs"])),
-                outputs=tuple(tensor(t, f"outputs[{i}]") for i, t in enumerate(data["outputs"])),
+                allocations=tuple(allocations), weights=tuple(weights), inputs=inputs, outputs=outputs,
                 launches=tuple(launches),
                 build_options=tuple(str(o) for o in data.get("build_options", DEFAULT_BUILD_OPTIONS)),
+                states=states,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError(f"malformed launch plan: {type(e).__name__}: {e}") from None
+
+
+def check_states(states: Sequence[State], inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> None:
+    """Each state names an f32 input and an output of one shape that both live in its
+    allocation (PlanError otherwise)."""
+    ins, outs = {t.name: t for t in inputs}, {t.name: t for t in outputs}
+    for st in states:
+        i, o = ins.get(st.input), outs.get(st.output)
+        if i is None or o is None:
+            raise PlanError(f"state {st.input!r} -> {st.output!r} names an input or output the plan does not have")
+        if not (i.allocation == o.allocation == st.allocation) or i.shape != o.shape or i.dtype != "f32":
+            raise PlanError(f"state output '{st.output}' is not written in place into input '{st.input}' (allocations "
+                            f"{i.allocation} and {o.allocation}, shapes {list(i.shape)} and {list(o.shape)})")
 
 
 def _positive(v: Any, where: str) -> int:
@@ -601,10 +647,15 @@ def plan_from_module(
             outputs.append(constant(name, returned_weights[v], shape_of(name, v, output_shapes, "output")))
         else:
             outputs.append(tensor(name, returned[name], output_shapes, "output"))
+    inputs = tuple(tensor(n, a, input_shapes, "input") for n, a in zip(input_names, fn.body.block.args))
+    in_allocations = {t.name: t.allocation for t in inputs}
+    state_attr = fn.attributes.get("graph.state")
+    states = tuple(State(past.data, present, in_allocations.get(past.data, -1))
+                   for present, past in ({} if state_attr is None else state_attr.data).items())
+    check_states(states, inputs, outputs)
     plan = Plan(
-        allocations=tuple(allocations), weights=tuple(weights),
-        inputs=tuple(tensor(n, a, input_shapes, "input") for n, a in zip(input_names, fn.body.block.args)),
-        outputs=tuple(outputs), launches=tuple(launches), build_options=tuple(build_options),
+        allocations=tuple(allocations), weights=tuple(weights), inputs=inputs,
+        outputs=tuple(outputs), launches=tuple(launches), build_options=tuple(build_options), states=states,
     )
     return plan, arrays + constant_arrays
 

@@ -98,3 +98,45 @@ class PadSpec(KernelSpec):
         # Out-of-range work-items read element 0 (always there) and keep the constant.
         v = kb.load(x, kb.select(valid, kb.i(index), kb.i(0)))
         kb.store(kb.select(valid, v, kb.f(self.value)), out, gid)
+
+
+@dataclass(frozen=True)
+class CacheWriteSpec(KernelSpec):
+    """`graph.kv_cache_write`: the S new rows of each (batch, head) copied into the cache
+    [B, heads, L, D] at rows start[b] + s, one work-item per element of the update.
+    `start` holds float-held integers computed on device; a row outside [0, L) (a padded
+    prefill chunk's tail, or a start that is not a number) is not written, so no store
+    ever leaves the cache. The cache is the kernel's output argument: it is written in
+    place."""
+
+    batch: int
+    heads: int
+    rows: int
+    """S, the rows written per (batch, head)."""
+    length: int
+    """L, the cache's rows."""
+    depth: int
+
+    def base_name(self) -> str:
+        return "kv_cache_write"
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("update", "start")
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.batch * self.heads * self.rows * self.depth,)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (update, start), _, cache = self.split_args(args)
+        gid = kb.global_id(0, "i")
+        b, h, s, d = kb.unravel(gid, (self.batch, self.heads, self.rows, self.depth), ("b", "h", "s", "d"))
+        first = kb.load(start, b, "first")
+        # ordered compares: a NaN start writes nothing
+        inside = kb.and_(kb.fcmp("oge", first, 0.0), kb.fcmp("olt", first, float(self.length)))
+        row = kb.add(kb.to_int(kb.select(inside, first, kb.f(float(self.length)))), s, "row")
+
+        def write(k1: KernelBuilder) -> None:
+            index = k1.add(k1.mul(k1.add(k1.mul(k1.add(k1.mul(b, self.heads), h), self.length), row), self.depth), d)
+            k1.store(k1.load(update, gid), cache, index)
+
+        kb.if_(kb.cmp("slt", row, self.length), write)
