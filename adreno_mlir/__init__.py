@@ -22,6 +22,14 @@ def compile(*args, **kwargs):
     return _compile(*args, **kwargs)
 
 
+def compile_decoder(*args, **kwargs):
+    """See `adreno_mlir.generation.compile_decoder`: a decoder's prefill and decode
+    programs sharing weights and a KV cache on the device, and `generate()`."""
+    from adreno_mlir.generation import compile_decoder as _compile_decoder
+
+    return _compile_decoder(*args, **kwargs)
+
+
 def load(path, device=None, cache=None, runtime=None):
     """See `adreno_mlir.artifact.load`: run a saved artifact without the compiler
     (imports no xDSL)."""
@@ -30,4 +38,4 @@ def load(path, device=None, cache=None, runtime=None):
     return _load(path, device=device, cache=cache, runtime=runtime)
 
 
-__all__ = ["AdrenoError", "CompileError", "InputError", "compile", "load"]
+__all__ = ["AdrenoError", "CompileError", "InputError", "compile", "compile_decoder", "load"]

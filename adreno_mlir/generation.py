@@ -1,0 +1,259 @@
+"""Text generation with a decoder in onnxruntime-genai's format (issue 29).
+
+    dec = adreno_mlir.compile_decoder("model.onnx", max_context=512, prefill_chunk=64)
+    result = dec.generate([1, 2, 3], max_new_tokens=32)            # greedy
+    result = dec.generate(ids, 32, temperature=0.8, top_k=40, seed=0, on_token=print)
+    result.tokens, result.ttft_ms, result.prefill_tok_s, result.decode_tok_s, result.logits
+
+Two programs, one state (adreno_mlir/frontend/decoder.py binds the graph):
+
+- the **prefill** program takes `prefill_chunk` tokens a run (a shorter last chunk is
+  padded; the padded rows sit after the real ones, so no real row sees them, and the
+  next run overwrites their cache rows);
+- the **decode** program takes one token a run.
+
+Both are compiled once, share every weight (`DeviceMemory`: one buffer per weight) and one
+KV cache per layer of `max_context` rows that lives on the device (`graph.kv_cache_write`
+writes the new rows in place at the run-time `position`). Per decode step the host copies
+the token id and the position in (8 bytes) and the logits out; nothing is recompiled per
+token or per prompt length. Sampling (greedy, temperature, top-k) runs on the host on
+those logits.
+
+A prompt is prefilled in chunks while a whole chunk fits the cache; the tokens of a last
+chunk that would reach past it go through the decode program one at a time. Generation
+that reaches `max_context` stops (`stop_reason` "max_context", with a warning): the cache
+never wraps and no kernel reads past it.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from adreno_mlir.errors import CompileError, InputError
+
+DEFAULT_MAX_CONTEXT = 512
+DEFAULT_PREFILL_CHUNK = 64
+
+
+@dataclass
+class GenerationResult:
+    """What `Decoder.generate` produced and how fast."""
+
+    tokens: list[int]
+    """The generated ids (not the prompt)."""
+    prompt_tokens: int
+    ttft_ms: float
+    """From the call to the first generated token (prefill included)."""
+    prefill_tok_s: float
+    decode_tok_s: float
+    """Generated tokens after the first, per second of decode steps (0 with one token)."""
+    stop_reason: str
+    """"max_new_tokens", "eos" or "max_context"."""
+    logits: np.ndarray = field(repr=False, default=None)
+    """[generated tokens, vocab] float32: the logits each generated token was chosen from."""
+    transfers: dict[str, int] = field(default_factory=dict)
+    """Bytes copied host -> device ("to_device") and back ("to_host") by the whole call."""
+
+    def to_json(self) -> dict:
+        return {"tokens": [int(t) for t in self.tokens], "ttft_ms": self.ttft_ms, "prefill_tok_s": self.prefill_tok_s,
+                "decode_tok_s": self.decode_tok_s, "prompt_tokens": self.prompt_tokens,
+                "stop_reason": self.stop_reason, "transfers": dict(self.transfers)}
+
+
+class Decoder:
+    """A decoder compiled for generation: `prefill` and `decode` (CompiledModels sharing
+    `memory`: weights and the KV cache), the bound `signature`, `max_context` and
+    `prefill_chunk`. `position` is how many tokens the cache holds."""
+
+    def __init__(self, signature, prefill, decode, memory, max_context: int, prefill_chunk: int):
+        self.signature = signature
+        self.prefill = prefill
+        self.decode = decode
+        self.memory = memory
+        self.max_context = max_context
+        self.prefill_chunk = prefill_chunk
+        self.position = 0
+
+    @property
+    def vocab(self) -> int:
+        return self.signature.vocab
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.prefill.compile_seconds + self.decode.compile_seconds
+
+    def reset(self) -> None:
+        """Forget the conversation: position 0 and a zeroed cache."""
+        self.memory.reset_states()
+        self.position = 0
+
+    def _check_ids(self, ids: Sequence[int], what: str) -> list[int]:
+        ids = [int(i) for i in np.asarray(ids, dtype=np.int64).reshape(-1)]
+        bad = [i for i in ids if not 0 <= i < self.vocab]
+        if bad:
+            raise InputError(f"{what} has ids {bad[:5]} outside the vocabulary [0, {self.vocab})")
+        return ids
+
+    def _run(self, model, ids: list[int]) -> np.ndarray:
+        feeds = {self.signature.input_ids: np.asarray([ids], np.int64),
+                 "position": np.array([self.position], np.int64)}
+        return model.run(feeds)[self.signature.logits][0]
+
+    def feed(self, ids: Sequence[int]) -> np.ndarray:
+        """Append `ids` to the cache (prefill chunks, then single steps where a chunk would
+        not fit); returns the logits after the last one ([vocab] float32)."""
+        ids = self._check_ids(ids, "the prompt")
+        if not ids:
+            raise InputError("the prompt is empty: give at least one token id")
+        if self.position + len(ids) > self.max_context:
+            raise InputError(f"{len(ids)} tokens after {self.position} do not fit the context of {self.max_context} "
+                             "tokens; compile with a larger max_context (the model's rotary tables allow "
+                             f"{self.signature.max_positions})")
+        c = self.prefill_chunk
+        last = None
+        i = 0
+        while i < len(ids):
+            rest = len(ids) - i
+            if rest > 1 and self.position + c <= self.max_context:
+                chunk = ids[i:i + c]
+                n = len(chunk)
+                logits = self._run(self.prefill, chunk + [chunk[-1]] * (c - n))
+                last = logits[n - 1]
+            else:
+                n = 1
+                last = self._run(self.decode, [ids[i]])[0]
+            self.position += n
+            i += n
+        return np.array(last, np.float32)
+
+    def step(self, token: int) -> np.ndarray:
+        """One decode step: `token` at the current position; the next token's logits."""
+        if self.position >= self.max_context:
+            raise InputError(f"the cache is full ({self.max_context} tokens): reset() or compile with a larger "
+                             "max_context")
+        token = self._check_ids([token], "the token")[0]
+        out = np.array(self._run(self.decode, [token])[0], np.float32)
+        self.position += 1
+        return out
+
+    def generate(self, prompt_ids: Sequence[int], max_new_tokens: int = 32, *, greedy: bool | None = None,
+                 temperature: float = 1.0, top_k: int = 0, seed: int | None = None, stop_at_eos: bool = True,
+                 on_token: Callable[[int], None] | None = None) -> GenerationResult:
+        """Generate up to `max_new_tokens` after `prompt_ids` from an empty cache.
+
+        Greedy (argmax) unless a temperature other than 1 or a top_k is given (or
+        greedy=False): then sampling from softmax(logits / temperature) over the top_k
+        largest logits (0: all), with numpy's generator seeded by `seed`. Stops at an
+        end-of-sequence id of the model's genai_config (`stop_at_eos`), or when the cache
+        is full. `on_token(id)` is called as each token is chosen (streaming)."""
+        if max_new_tokens < 1:
+            raise InputError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        if greedy is None:
+            greedy = temperature == 1.0 and top_k == 0
+        if not greedy and not temperature > 0:
+            raise InputError(f"temperature must be positive, got {temperature}")
+        if top_k < 0:
+            raise InputError(f"top_k must be >= 0, got {top_k}")
+        rng = np.random.default_rng(seed)
+        eos = set(self.signature.eos_token_ids) if stop_at_eos else set()
+        self.reset()
+        before = dict(self.memory.transfers)
+        start = time.perf_counter()
+        logits = self.feed(prompt_ids)
+        prompt_len = self.position
+        t_prefill = time.perf_counter() - start
+        tokens: list[int] = []
+        chosen: list[np.ndarray] = []
+        ttft = 0.0
+        t_decode = 0.0
+        reason = "max_new_tokens"
+        while True:
+            token = int(np.argmax(logits)) if greedy else _sample(logits, temperature, top_k, rng)
+            tokens.append(token)
+            chosen.append(logits)
+            if len(tokens) == 1:
+                ttft = time.perf_counter() - start
+            if on_token is not None:
+                on_token(token)
+            if token in eos:
+                reason = "eos"
+                break
+            if len(tokens) >= max_new_tokens:
+                break
+            if self.position >= self.max_context:
+                reason = "max_context"
+                warnings.warn(f"generation stopped after {len(tokens)} tokens: the context of {self.max_context} "
+                              "tokens is full (compile with a larger max_context)", stacklevel=2)
+                break
+            t0 = time.perf_counter()
+            logits = self.step(token)
+            t_decode += time.perf_counter() - t0
+        steps = len(tokens) - 1
+        return GenerationResult(
+            tokens=tokens, prompt_tokens=prompt_len, ttft_ms=ttft * 1e3,
+            prefill_tok_s=prompt_len / t_prefill if t_prefill > 0 else 0.0,
+            decode_tok_s=steps / t_decode if steps and t_decode > 0 else 0.0,
+            stop_reason=reason, logits=np.stack(chosen).astype(np.float32),
+            transfers={k: self.memory.transfers[k] - before[k] for k in before})
+
+
+def _sample(logits: np.ndarray, temperature: float, top_k: int, rng: np.random.Generator) -> int:
+    x = np.asarray(logits, np.float64) / temperature
+    if 0 < top_k < x.size:
+        keep = np.argpartition(x, -top_k)[-top_k:]
+    else:
+        keep = np.arange(x.size)
+    z = x[keep] - x[keep].max()
+    p = np.exp(z)
+    p /= p.sum()
+    return int(keep[rng.choice(keep.size, p=p)])
+
+
+def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+                    config: dict | None = None, target: str = "auto", device: str | None = None,
+                    textures: bool | None = None, precision: str = "fp32", layout: str | None = None,
+                    tuning_db=None, overrides=None, plan=None, cache=None) -> Decoder:
+    """Compile an onnxruntime-genai decoder (path or ModelProto) for generation: the
+    prefill program (`prefill_chunk` tokens a run) and the decode program (one token),
+    sharing weights and a KV cache of `max_context` rows on the device.
+
+    max_context: the cache's rows (default: the genai_config's context_length, at most
+    512 and at most the model's rotary tables). config: onnxruntime-genai's
+    genai_config (default: `<model>.genai_config.json` or `genai_config.json` beside a
+    model path), for input/output names and the end-of-sequence ids. The plan options are
+    compile()'s; the textures plan is only used where its kernels apply (the caches and
+    their writes stay plain buffers)."""
+    from adreno_mlir.api import compile as compile_model
+    from adreno_mlir.frontend import import_onnx, load_model
+    from adreno_mlir.frontend.decoder import decoder_signature, genai_config
+    from adreno_mlir.plan import make_plan
+    from adreno_mlir.runtime import DeviceMemory
+
+    path = Path(model) if isinstance(model, (str, Path)) else None
+    m = load_model(model)
+    if config is None:
+        config = genai_config(path)
+    sig = decoder_signature(m, config)
+    if max_context is None:
+        ctx = ((config or {}).get("model") or {}).get("context_length") or DEFAULT_MAX_CONTEXT
+        max_context = min(int(ctx), DEFAULT_MAX_CONTEXT, sig.max_positions)
+    for what, v in (("max_context", max_context), ("prefill_chunk", prefill_chunk)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise CompileError(f"{what} must be a positive integer, got {v!r}")
+    if prefill_chunk > max_context:
+        raise CompileError(f"prefill_chunk = {prefill_chunk} is longer than max_context = {max_context}")
+    if plan is None:
+        plan = make_plan(target, device, textures=textures, precision=precision, layout=layout,
+                         tuning_db=tuning_db, overrides=overrides)
+    memory = DeviceMemory(plan.context())
+    programs = {}
+    for name, tokens in (("decode", 1), ("prefill", prefill_chunk)):
+        graph = import_onnx(m, decoder=(sig, max_context, tokens))
+        programs[name] = compile_model(graph, plan=plan, memory=memory, cache=cache)
+    return Decoder(sig, programs["prefill"], programs["decode"], memory, max_context, prefill_chunk)
