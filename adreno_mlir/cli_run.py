@@ -701,6 +701,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     add_profile(sub)  # `adreno-mlir profile`: device time per node, trace, plot
 
+    from adreno_mlir.cli_generate import add_command as add_generate
+
+    add_generate(sub)  # `adreno-mlir generate`: an onnxruntime-genai decoder's tokens
+
 
 def _cmd_build_native(args: argparse.Namespace) -> int:
     import os
