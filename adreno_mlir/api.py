@@ -360,11 +360,9 @@ def compile(
     timings["other"] = max(0.0, total - sum(timings.values()))
     timings = {k: timings[k] for k in ("import", "passes", "lowering", "print", "program", "setup", "other")}
     custom = pipeline is not None
-    # state (a decoder's cache) is neither fed nor returned: it stays on the device
+    # state (a decoder's cache) is not fed: it stays on the device
     fed = {t.name for t in executable.plan.fed_inputs}
-    returned = {t.name for t in executable.plan.returned_outputs}
     in_shapes = {k: v for k, v in in_shapes.items() if k in fed}
-    out_shapes = {k: v for k, v in out_shapes.items() if k in returned}
     return CompiledModel(
         module=module, source=source, timings=timings,
         input_names=list(in_shapes), output_names=list(out_shapes),

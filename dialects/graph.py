@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -2199,59 +2199,147 @@ class IntToFloatOp(GraphOp):
 
 
 @irdl_op_definition
-class KVCacheWriteOp(GraphOp):
-    """A decoder's key/value cache written in place: `result` is `cache` [B, heads, L, D]
-    with rows `start[b] + s` (axis 2) replaced by `update[b, :, s]` for s < S, where
-    `update` is [B, heads, S, D] and `start` [B, 1] holds float-held integers (the position
-    of the first new token, computed on device from the run-time position). Rows at or past
-    L are not written (a padded prefill chunk's tail), and nothing is read from `update`
-    for them.
+class GroupQueryAttentionOp(GraphOp):
+    """com.microsoft GroupQueryAttention over a KV cache that lives on the device (onnxruntime's
+    shared-buffer form): one op, so its kernels can rotate, write the cache and attend in
+    three launches instead of the dozens of the written-out graph (lowering/kernels/gqa.py).
 
-    The cache is state: it lives on the device between runs of the decode and prefill
-    programs (onnxruntime's shared-buffer GroupQueryAttention, where past and present are
-    one buffer of the maximum context). So the lowering writes into the cache's own
-    buffer and the result names that same buffer; the cache may have no other reader
-    (another reader would see the rows written or not depending on launch order), which
-    the verifier checks. Not `Pure`: it writes memory that outlives the run."""
+    - `query`: [B, S, H * D], or [B, S, (H + 2 KVH) * D] with q, k and v packed (no `key`
+      and `value` operands); `key` / `value`: [B, S, KVH * D].
+    - `k_cache` / `v_cache`: [B, KVH, L, D], state (model inputs that live on the device,
+      `graph.state`): the op writes the S new rows into them in place, at positions
+      start[b] + s (rows at or past L are not written), before it attends; so no other op
+      may read them (its order against the write would decide what it sees).
+    - `start`: [B, 1] float-held integers, the position of the first new token.
+    - `cos` / `sin` (optional: rotary embedding of q and k): [P, D / 2], rows by position;
+      `interleaved` 1 rotates pairs (2i, 2i + 1), 0 halves (i, i + D / 2), as onnxruntime.
+    - `output`: [B, S, H * D]; query head h reads KV head h // (H / KVH); token s attends
+      to cache rows j <= start[b] + s; `scale` multiplies q.k (onnxruntime's 0 means
+      1 / sqrt(D), resolved at import)."""
 
-    name = "graph.kv_cache_write"
-    update = operand_def(AnyTensor)
-    cache = operand_def(AnyTensor)
+    name = "graph.group_query_attention"
+    query = operand_def(AnyTensor)
+    key = opt_operand_def(AnyTensor)
+    value = opt_operand_def(AnyTensor)
+    k_cache = operand_def(AnyTensor)
+    v_cache = operand_def(AnyTensor)
     start = operand_def(AnyTensor)
-    result = result_def(AnyTensor)
-    assembly_format = ("$update `into` $cache `at` $start attr-dict `:` type($update) `,` type($cache) `,` "
-                       "type($start) `->` type($result)")
+    cos = opt_operand_def(AnyTensor)
+    sin = opt_operand_def(AnyTensor)
+    output = result_def(AnyTensor)
+    num_heads = prop_def(IntegerAttr[I64])
+    kv_num_heads = prop_def(IntegerAttr[I64])
+    scale = prop_def(FloatAttr[Float32Type])
+    interleaved = prop_def(IntegerAttr[I64], default_value=IntegerAttr(0, 64))
+    irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
+    assembly_format = (
+        "$query (`key` $key^)? (`value` $value^)? `cache` $k_cache `,` $v_cache `at` $start "
+        "(`cos` $cos^)? (`sin` $sin^)? attr-dict `:` type($query) (`key` type($key)^)? (`value` type($value)^)? "
+        "`cache` type($k_cache) `,` type($v_cache) `at` type($start) (`cos` type($cos)^)? (`sin` type($sin)^)? "
+        "`->` type($output)"
+    )
+
+    @property
+    def heads(self) -> int:
+        return self.num_heads.value.data
+
+    @property
+    def kv_heads(self) -> int:
+        return self.kv_num_heads.value.data
+
+    @property
+    def packed(self) -> bool:
+        return self.key is None
+
+    @property
+    def geometry(self) -> tuple[int, int, int, int, int]:
+        """(B, S, L, D, table rows (0 without rotary))."""
+        b, _, length, d = shape_of(self.k_cache)
+        return b, shape_of(self.query)[1], length, d, (shape_of(self.cos)[0] if self.cos is not None else 0)
 
     def verify_shapes(self) -> None:
-        cache, update, start = shape_of(self.cache), shape_of(self.update), shape_of(self.start)
-        for what, v in (("update", self.update), ("cache", self.cache), ("start", self.start)):
-            if v.type.get_element_type() != f32:
-                raise VerifyException(f"'graph.kv_cache_write' {what} must be an f32 tensor, got {v.type}")
-        if len(cache) != 4 or len(update) != 4:
-            raise VerifyException(f"'graph.kv_cache_write' cache and update must be [B, heads, L, D] and "
-                                  f"[B, heads, S, D], got {list(cache)} and {list(update)}")
-        if (update[0], update[1], update[3]) != (cache[0], cache[1], cache[3]) or update[2] > cache[2]:
-            raise VerifyException(f"'graph.kv_cache_write' update {list(update)} does not fit the cache "
-                                  f"{list(cache)} (same B, heads and D; at most L rows)")
-        if math.prod(start) != cache[0]:
-            raise VerifyException(f"'graph.kv_cache_write' start must hold one position per batch row "
-                                  f"({cache[0]}), got {list(start)}")
-        _expect_shape(self, shape_of(self.result), cache)
-        readers = [u.operation for u in self.cache.uses if u.operation is not self]
-        if readers:
-            raise VerifyException(f"'graph.kv_cache_write' writes its cache in place, but '{readers[0].name}' "
-                                  "reads the cache too; read the write's result instead")
+        h, kvh = self.heads, self.kv_heads
+        if h <= 0 or kvh <= 0 or h % kvh:
+            raise VerifyException(f"'graph.group_query_attention' num_heads = {h} must be a positive multiple of "
+                                  f"kv_num_heads = {kvh}")
+        if (self.key is None) != (self.value is None):
+            raise VerifyException("'graph.group_query_attention' takes key and value together (or neither: packed)")
+        if (self.cos is None) != (self.sin is None):
+            raise VerifyException("'graph.group_query_attention' takes cos and sin together")
+        kc = shape_of(self.k_cache)
+        if len(kc) != 4 or kc[1] != kvh or tuple(shape_of(self.v_cache)) != tuple(kc):
+            raise VerifyException(f"'graph.group_query_attention' caches must both be [B, {kvh}, L, D], got "
+                                  f"{list(kc)} and {list(shape_of(self.v_cache))}")
+        b, _, length, d = kc
+        q = shape_of(self.query)
+        width = (h + 2 * kvh) * d if self.packed else h * d
+        if len(q) != 3 or q[0] != b or q[2] != width:
+            raise VerifyException(f"'graph.group_query_attention' query must be [{b}, S, {width}], got {list(q)}")
+        if not 1 <= q[1] <= length:
+            raise VerifyException(f"'graph.group_query_attention' {q[1]} new tokens do not fit a cache of {length}")
+        for what, v in (("key", self.key), ("value", self.value)):
+            if v is not None and tuple(shape_of(v)) != (b, q[1], kvh * d):
+                raise VerifyException(f"'graph.group_query_attention' {what} must be [{b}, {q[1]}, {kvh * d}], "
+                                      f"got {list(shape_of(v))}")
+        if math.prod(shape_of(self.start)) != b:
+            raise VerifyException(f"'graph.group_query_attention' start must hold {b} positions")
+        if self.cos is not None:
+            for what, v in (("cos", self.cos), ("sin", self.sin)):
+                t = shape_of(v)
+                if len(t) != 2 or t[1] * 2 != d:
+                    raise VerifyException(f"'graph.group_query_attention' {what} must be [P, {d // 2}] (rotary over "
+                                          f"all of D = {d}), got {list(t)}")
+        _expect_shape(self, shape_of(self.output), (b, q[1], h * d))
+        for cache in (self.k_cache, self.v_cache):
+            readers = [u.operation for u in cache.uses if u.operation is not self]
+            if readers or not isinstance(cache, BlockArgument):
+                raise VerifyException("'graph.group_query_attention' writes its caches in place: each must be a "
+                                      "function argument (state) that no other op reads")
 
-    @staticmethod
-    def evaluate(update: np.ndarray, cache: np.ndarray, start: np.ndarray) -> np.ndarray:
-        """numpy reference (a copy of the cache with the rows written)."""
-        out = np.array(cache, np.float32, copy=True)
-        length = cache.shape[2]
-        for b, p0 in enumerate(np.asarray(start).reshape(-1)):
-            for s in range(update.shape[2]):
-                if 0 <= int(p0) + s < length:
-                    out[b, :, int(p0) + s] = update[b, :, s]
-        return out
+    def evaluate(self, query, key, value, k_cache, v_cache, start, cos, sin):
+        """numpy reference: (output, the caches after the write)."""
+        h, kvh = self.heads, self.kv_heads
+        b, s, length, d, _ = self.geometry
+        if key is None:
+            heads = query.reshape(b, s, h + 2 * kvh, d)
+            q, k, v = heads[:, :, :h], heads[:, :, h:h + kvh], heads[:, :, h + kvh:]
+        else:
+            q, k, v = query.reshape(b, s, h, d), key.reshape(b, s, kvh, d), value.reshape(b, s, kvh, d)
+        first = np.asarray(start).reshape(b).astype(np.int64)
+        pos = first[:, None] + np.arange(s)[None, :]  # [B, S]
+
+        def rotate(x):
+            if cos is None:
+                return x
+            idx = np.clip(pos, 0, cos.shape[0] - 1)
+            c, sn = cos[idx][:, :, None, :], sin[idx][:, :, None, :]
+            if self.interleaved.value.data:
+                x1, x2 = x[..., 0::2], x[..., 1::2]
+                out = np.empty_like(x)
+                out[..., 0::2], out[..., 1::2] = x1 * c - x2 * sn, x2 * c + x1 * sn
+                return out
+            half = d // 2
+            x1, x2 = x[..., :half], x[..., half:]
+            return np.concatenate([x1 * c - x2 * sn, x2 * c + x1 * sn], -1)
+
+        q, k = rotate(q), rotate(k)
+        kp, vp = np.array(k_cache, np.float32, copy=True), np.array(v_cache, np.float32, copy=True)
+        for bi in range(b):
+            for si in range(s):
+                if 0 <= pos[bi, si] < length:
+                    kp[bi, :, pos[bi, si]] = k[bi, si]
+                    vp[bi, :, pos[bi, si]] = v[bi, si]
+        g = h // kvh
+        out = np.zeros((b, s, h, d), np.float32)
+        scale = self.scale.value.data
+        for bi in range(b):
+            for si in range(s):
+                n = min(int(pos[bi, si]) + 1, length)
+                for hi in range(h):
+                    sc = kp[bi, hi // g, :n] @ q[bi, si, hi] * scale
+                    p = np.exp(sc - sc.max())
+                    out[bi, si, hi] = p @ vp[bi, hi // g, :n] / p.sum()
+        return out.reshape(b, s, h * d), kp, vp
 
 
 class CumSumHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
@@ -3046,7 +3134,7 @@ Graph = Dialect(
         GatherOp,
         TakeOp,
         IntToFloatOp,
-        KVCacheWriteOp,
+        GroupQueryAttentionOp,
         CumSumOp,
         GemmOp,
         MatMulNBitsOp,

@@ -11,7 +11,7 @@ from adreno_mlir.lowering.expr import Bin, Expr, In, Src, Tern, Un
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, group_expression, is_elementwise, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides, contiguous_strides, numel
 from adreno_mlir.lowering.kernels.conv_transpose import ConvTransposeSpec
-from adreno_mlir.lowering.kernels.data_movement import CacheWriteSpec, PadSpec
+from adreno_mlir.lowering.kernels.data_movement import PadSpec
 from adreno_mlir.lowering.kernels.elementwise import Access, GatherSpec, IntToFloatSpec, MapSpec, TakeSpec
 from adreno_mlir.lowering.kernels.pool import PoolSpec
 from adreno_mlir.lowering.kernels.resize import ResizeSpec
@@ -259,25 +259,9 @@ class CumSum(KernelPattern):
         hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc)
 
 
-class KVCacheWrite(KernelPattern):
-    """A decoder's cache written in place (`graph.kv_cache_write`): the result is the
-    cache's own buffer (a model input that is state, adreno_mlir/runtime/plan.py), the
-    kernel stores the new rows into it."""
-
-    heads = (graph.KVCacheWriteOp,)
-
-    def lower(self, hb, group, cfg, loc):
-        op: graph.KVCacheWriteOp = group.head
-        b, h, length, d = graph.shape_of(op.cache)
-        cache = hb.buffer(op.cache)
-        hb.buffers[op.result] = cache
-        spec = CacheWriteSpec(batch=b, heads=h, rows=graph.shape_of(op.update)[2], length=length, depth=d)
-        hb.launch(spec, [hb.buffer(op.update), hb.buffer(op.start), cache], loc)
-
-
 NCHW_PATTERNS: tuple[KernelPattern, ...] = (
     ElementwiseMap(), ConvTranspose(), Pool(), Resize(), Concat(), Transpose(), Slice(), Gather(), Take(), Pad(),
-    Expand(), IntToFloat(), CumSum(), KVCacheWrite(),
+    Expand(), IntToFloat(), CumSum(),
 )
 """The NCHW patterns of kernels whose family has no schedule keys; the convolution, matrix
 product, reduction, normalisation and attention patterns are their families'

@@ -82,18 +82,26 @@ def check_against_reference(got, ref_logits, ref_tokens):
     assert got.tokens == ref_tokens[:len(got.tokens)]
 
 
-@pytest.mark.parametrize("plan", ["nchw", "textures"])
+PLANS = {"nchw": NCHW, "textures": {"textures": True},
+         # the GPU schedules (64 work-items a work-group, the cache split over work-groups) on PoCL
+         "gpu_schedules": {"textures": True, "target": "nvidia-h200"}}
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
 @pytest.mark.parametrize("name", ["llama_tiny_fp32", "llama_tiny_int4"])
 def test_shared_decoder_generates_onnxruntimes_64_greedy_tokens(name, plan):
     path = _decoder_path(name)
-    dec = adreno_mlir.compile_decoder(path, max_context=128, prefill_chunk=16,
-                                      **(NCHW if plan == "nchw" else {"textures": True}))
+    dec = adreno_mlir.compile_decoder(path, max_context=128, prefill_chunk=16, **PLANS[plan])
     prompt = np.random.default_rng(1).integers(3, dec.vocab, 21).tolist()  # a chunk, and a padded one
     got = dec.generate(prompt, 64, stop_at_eos=False)
     assert len(got.tokens) == 64 and got.logits.shape == (64, dec.vocab) and got.stop_reason == "max_new_tokens"
     ref_logits, ref_tokens = reference_generation(onnx.load(str(path)), dec.signature, prompt, 64)
     check_against_reference(got, ref_logits, ref_tokens)
     assert got.ttft_ms > 0 and got.prefill_tok_s > 0 and got.decode_tok_s > 0
+    # one attention op per layer, three kernels at most (update, attention, combine of the splits)
+    kernels = [la.kernel for la in dec.decode.launch_plan.launches]
+    assert sum(k.startswith("gqa_update") for k in kernels) == 4
+    assert any("split" in k for k in kernels) == (plan == "gpu_schedules")
 
 
 def test_a_decode_step_copies_only_the_token_the_position_and_the_logits():
@@ -208,10 +216,14 @@ def _tiny_decoder(variant: str):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
 
 
+@pytest.mark.parametrize("schedule", [None, {"splits": 4, "items": 8}], ids=["default", "splits4_items8"])
 @pytest.mark.parametrize("variant", ["grouped", "packed"])
-def test_small_decoders_of_other_shapes_generate_onnxruntimes_tokens(variant):
+def test_small_decoders_of_other_shapes_generate_onnxruntimes_tokens(variant, schedule):
     model = _tiny_decoder(variant)
-    dec = adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, **NCHW)
+    dec = adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, **NCHW,
+                                      overrides=None if schedule is None else {"loc:attn_node": schedule})
+    if schedule is not None:
+        assert "gqa_combine_split4" in dec.decode.source and "gqa_attention_g" in dec.prefill.source
     prompt = [3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46]  # a chunk and a padded one
     got = dec.generate(prompt, 24, stop_at_eos=False)
     ref_logits, ref_tokens = reference_generation(model, dec.signature, prompt, 24)
@@ -322,21 +334,24 @@ def test_generate_cli_prompt_text_uses_the_tokenizer_beside_the_model(tmp_path):
     assert no_tok.returncode == 1 and "needs a tokenizer" in no_tok.stderr
 
 
-def test_decode_kernels_under_oclgrind_report_nothing(oclgrind_env):
-    """The decoder's kernels (the cache write at a run-time position among them) on Oclgrind's
-    checked device: a prompt and steps up to the cache's last row, no invalid access or race."""
-    script = """
+@pytest.mark.parametrize("target", ["auto", "nvidia-h200"])
+def test_decode_kernels_under_oclgrind_report_nothing(oclgrind_env, target):
+    """The decoder's kernels (the cache writes at a run-time position, the attention's
+    work-group reductions and splits with the GPU schedules) on Oclgrind's checked device: a
+    prompt and steps up to the cache's last row, no invalid access or race."""
+    script = f"""
 import warnings
 from tests.test_generation import _tiny_decoder
 import adreno_mlir
 dec = adreno_mlir.compile_decoder(_tiny_decoder("grouped"), max_context=12, prefill_chunk=4, device="oclgrind",
-                                  textures=False, layout="nchw", cache=False)
+                                  textures=False, layout="nchw", cache=False, target="{target}",
+                                  overrides={{"loc:attn_node": {{"splits": 4, "items": 4}}}} if "{target}" != "auto" else None)
 print("device:", dec.decode.device_name)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     res = dec.generate([3, 4, 5, 6, 7, 8], 20, stop_at_eos=False)
-print("TOKENS", len(res.tokens), res.stop_reason)
+print("TOKENS", len(res.tokens), res.stop_reason, "SPLITS", "gqa_combine_split4" in dec.decode.source)
 """
     out, reports = run_under_oclgrind(oclgrind_env, script)
-    assert "TOKENS 7 max_context" in out
+    assert f"TOKENS 7 max_context SPLITS {target != 'auto'}" in out
     assert not reports, _describe(reports)

@@ -142,8 +142,10 @@ def _group_query_attention(n: _Node):
     """com.microsoft GroupQueryAttention at fixed shapes (batch B, S new tokens, a past of P,
     present T = P + S, bound at compile time), written out in the graph ops the rest of the
     model uses (slices, rotary multiply-adds, a concat per cache, a matmul per product, a
-    masked softmax) - the first, static-shape form of the op (issue 29); the KV cache that
-    lives on the device and its kernels come with the decode program.
+    masked softmax), where past and present are model tensors the host passes each run. In
+    the generation form of a decoder (the importer's `shared_kv`: onnxruntime's shared
+    buffer, the caches on the device) it is one `graph.group_query_attention` instead
+    (`_shared_buffer_gqa`).
 
     onnxruntime's semantics (its CPU kernel, the reference): the query is [B, S, H * D] with
     key/value [B, S, KVH * D], or one packed [B, S, (H + 2 KVH) * D]; seqlens_k[b] = the valid
@@ -204,6 +206,8 @@ def _group_query_attention(n: _Node):
     def const(name: str, arr: np.ndarray):
         return n.imp.constant(f"{n.name}_{name}", np.asarray(arr, np.float32), n)
 
+    if n.imp.shared_kv:
+        return _shared_buffer_gqa(n, h, kvh, d, scale, packed)
     if packed:
         if graph.shape_of(q_in)[2] != (h + 2 * kvh) * d:
             n.fail(f"the packed query's last extent must be (num_heads + 2 kv_num_heads) * D = {(h + 2 * kvh) * d}, "
@@ -249,26 +253,8 @@ def _group_query_attention(n: _Node):
         if not (n.has_input(7) and n.has_input(8)):
             n.fail("do_rotary = 1 needs cos_cache and sin_cache")
         q, k = rotate(q, h), rotate(k, kvh)
-    shared = n.imp.shared_kv
-    if shared:
-        # onnxruntime's shared buffer: past and present are one cache of T = P rows; the S new
-        # rows go to positions seqlens_k + 1 - S ..., written in place
-        t_len = p
-        graph_inputs = {vi.name for vi in n.imp.graph_inputs}
-        graph_outputs = {o.name for o in n.imp.model.graph.output}
-        for i, j in ((3, 1), (4, 2)):
-            past_name = n.proto.input[i]
-            present_name = n.proto.output[j] if len(n.proto.output) > j else ""
-            if past_name not in graph_inputs or present_name not in graph_outputs:
-                n.fail(f"in the shared-buffer form the cache '{past_name}' must be a model input and its present "
-                       f"'{present_name}' a model output (one device buffer)")
-            n.imp.state[present_name] = past_name
-        present = [emit(graph.KVCacheWriteOp(operands=[transpose(new, (0, 2, 1, 3)), past, first],
-                                             result_types=[tt((b, kvh, t_len, d))]))
-                   for new, past in ((k, past_k), (v, past_v))]
-    else:
-        present = [concat([past, transpose(new, (0, 2, 1, 3))], 2, (b, kvh, t_len, d))
-                   for new, past in ((k, past_k), (v, past_v))]
+    present = [concat([past, transpose(new, (0, 2, 1, 3))], 2, (b, kvh, t_len, d))
+               for new, past in ((k, past_k), (v, past_v))]
     # query heads grouped under their KV head: [B, KVH, G * S, D]
     qg = reshape(transpose(q, (0, 2, 1, 3)), (b, kvh, g * s, d))
     kt = transpose(present[0], (0, 1, 3, 2))
@@ -283,11 +269,50 @@ def _group_query_attention(n: _Node):
                                  properties={"axis": graph.IntegerAttr(3, 64)}))
     ctx = emit(graph.MatMulOp(operands=[probs, present[1]], result_types=[tt((b, kvh, g * s, d))]))
     out = reshape(transpose(reshape(ctx, (b, h, s, d)), (0, 2, 1, 3)), (b, s, h * d))
-    if shared:  # onnxruntime's shared-buffer semantics exactly: no valid length to refuse
-        return [out, *present]
     # a valid length other than T (a padded row): NaN, never a silently different answer
     full = emit(graph.EqualOp(seqlens, const("last", np.full([1, 1], t_len - 1)), tt((b, 1))))
     nan = const("nan", np.full([1], np.nan))
     out = emit(graph.WhereOp(reshape(full, (b, 1, 1)), out, nan, tt((b, s, h * d))))
     present = [emit(graph.WhereOp(reshape(full, (b, 1, 1, 1)), pr, nan, tt((b, kvh, t_len, d)))) for pr in present]
     return [out, *present]
+
+
+def _shared_buffer_gqa(n: _Node, h: int, kvh: int, d: int, scale: float, packed: bool):
+    """GroupQueryAttention in onnxruntime's shared-buffer form (past and present one cache of
+    the maximum context, adreno_mlir/frontend/decoder.py): one `graph.group_query_attention`,
+    whose kernels rotate q and k, write the new rows into the caches at seqlens_k + 1 - S and
+    attend over the rows up to each token's position. The caches must be model inputs and
+    their presents model outputs: `graph.state` pairs them (one device buffer each), and the
+    presents are no outputs of the program (they stay on the device)."""
+    from xdsl.dialects.builtin import TensorType, f32
+
+    graph_inputs = {vi.name for vi in n.imp.graph_inputs}
+    graph_outputs = {o.name for o in n.imp.model.graph.output}
+    for i, j in ((3, 1), (4, 2)):
+        past_name = n.proto.input[i]
+        present_name = n.proto.output[j] if len(n.proto.output) > j else ""
+        if past_name not in graph_inputs or present_name not in graph_outputs:
+            n.fail(f"in the shared-buffer form the cache '{past_name}' must be a model input and its present "
+                   f"'{present_name}' a model output (one device buffer)")
+        n.imp.state[present_name] = past_name
+    q_in = n.input(0)
+    b, s = graph.shape_of(q_in)[:2]
+    seqlens = _emit(n, graph.ReshapeOp(operands=[n.input(5)], result_types=[TensorType(f32, [b, 1])]))
+    offset = n.imp.constant(f"{n.name}_first_offset", np.full([1, 1], 1 - s, np.float32), n)
+    start = _emit(n, graph.AddOp(seqlens, offset, TensorType(f32, [b, 1])))
+    rotary = bool(n.attr("do_rotary", 0))
+    if rotary and not (n.has_input(7) and n.has_input(8)):
+        n.fail("do_rotary = 1 needs cos_cache and sin_cache")
+    op = graph.GroupQueryAttentionOp(
+        operands=[q_in, [] if packed else [n.input(1)], [] if packed else [n.input(2)], n.input(3), n.input(4), start,
+                  [n.input(7)] if rotary else [], [n.input(8)] if rotary else []],
+        result_types=[TensorType(f32, [b, s, h * d])],
+        properties={"num_heads": graph.IntegerAttr(h, 64), "kv_num_heads": graph.IntegerAttr(kvh, 64),
+                    "scale": graph.f32_attr(scale),
+                    "interleaved": graph.IntegerAttr(int(n.attr("rotary_interleaved", 0)), 64)})
+    if rotary:
+        half = graph.shape_of(n.input(7))[1]
+        if half * 2 != d:
+            n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial "
+                   "rotary) is not supported")
+    return [_emit(n, op), None, None]

@@ -163,7 +163,8 @@ class OnnxImporter:
         adreno_mlir/frontend/decoder.py binds a decoder so)."""
         self.state: dict[str, str] = {}
         """{present output: past input} of the caches written in place: the function's
-        `graph.state` attribute (state that lives on the device between runs)."""
+        `graph.state` attribute (state that lives on the device between runs). The presents
+        are no outputs of the function: their values are the inputs' buffers after the run."""
         self.initializers = model.graph.initializer if initializers is None else initializers
         """The weights (read only): the caller's model's own, so they are never copied."""
         self.store = store or WeightStore()
@@ -574,13 +575,14 @@ class OnnxImporter:
         outs = []
         constants_out = self._constant_outputs()
         for o in g.output:
-            if o.name in constants_out:
-                continue  # returned from graph.constant_outputs, not by the function
+            if o.name in constants_out or o.name in self.state:
+                continue  # returned from graph.constant_outputs / state kept on the device, not by the function
             if o.name in self.values or o.name in self.consts:
                 outs.append(self.value(o.name))
             else:
                 raise FrontendError(f"model output '{o.name}' is not produced by any node")
-        for i, (o, v) in enumerate(zip(g.output, outs)):
+        returned = [o for o in g.output if o.name not in constants_out and o.name not in self.state]
+        for i, (o, v) in enumerate(zip(returned, outs)):
             if isinstance(v, BlockArgument):
                 # An output that is an input (Identity, no-op Transpose/Clip/Slice ...)
                 # gets its own buffer: a full-range slice is a plain copy.
@@ -598,7 +600,7 @@ class OnnxImporter:
             Region(block),
         )
         fn.attributes["graph.inputs"] = ArrayAttr([StringAttr(vi.name) for vi in self.graph_inputs])
-        fn.attributes["graph.outputs"] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        fn.attributes["graph.outputs"] = ArrayAttr([StringAttr(o.name) for o in g.output if o.name not in self.state])
         if self.index_bounds:  # what the runtime checks integer inputs against
             fn.attributes["graph.index_bounds"] = DictionaryAttr(
                 {k: IntegerAttr(v, 64) for k, v in sorted(self.index_bounds.items())})

@@ -223,13 +223,13 @@ class Executable:
                     "adreno-mlir takes Intel's CPU runtime when intel-opencl-rt is installed)") from None
             raise RuntimeError_(f"the OpenCL compiler rejected the generated program:\n{e}") from None
         self.input_names = [t.name for t in plan.fed_inputs]
-        self.output_names = [t.name for t in plan.returned_outputs]
+        self.output_names = [t.name for t in plan.outputs]
         self._output_counts = [t.count for t in plan.computed_outputs]
         self.weight_arrays = list(weights)
         """The host copies of the weights, then of the constant outputs' values
         (`Plan.blob_entries` order: what `CompiledModel.save` writes)."""
         self._constants = {i: np.asarray(a, dtype=a.dtype.newbyteorder("=")) for i, a in zip(
-            (i for i, t in enumerate(plan.returned_outputs) if t.constant is not None),
+            (i for i, t in enumerate(plan.outputs) if t.constant is not None),
             self.weight_arrays[len(plan.weights):], strict=True)}
         """Output index -> value of each constant output: returned by `run` (a copy each
         time), never computed or held on the device."""

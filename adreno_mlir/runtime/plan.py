@@ -183,9 +183,10 @@ def row_key(node: str, kernel: str) -> str:
 
 @dataclass(frozen=True)
 class State:
-    """A model input and output that are one allocation, written in place and kept on the
-    device between runs (a decoder's KV cache: `graph.kv_cache_write`). A runtime creates
-    the allocation zero-filled, never copies it in or out per run, and lets several
+    """A model input that lives on the device between runs and that the launches update in
+    place (a decoder's KV cache: `graph.group_query_attention` writes its new rows), standing
+    for the ONNX output `output` (the present that shares the past's buffer). A runtime
+    creates its allocation zero-filled, never copies it in or out per run, and lets several
     programs of one model share it (a decoder's prefill and decode programs)."""
 
     input: str
@@ -204,7 +205,7 @@ class Plan:
     launches: tuple[Launch, ...]
     build_options: tuple[str, ...] = DEFAULT_BUILD_OPTIONS
     states: tuple[State, ...] = ()
-    """Inputs and outputs that are state (`State`): not fed, not returned per run."""
+    """Inputs that are state (`State`): not fed per run."""
 
     @property
     def fed_inputs(self) -> tuple[Tensor, ...]:
@@ -213,20 +214,14 @@ class Plan:
         return tuple(t for t in self.inputs if t.name not in names)
 
     @property
-    def returned_outputs(self) -> tuple[Tensor, ...]:
-        """The outputs a run returns (every output but the states), in output order."""
-        names = {s.output for s in self.states}
-        return tuple(t for t in self.outputs if t.name not in names)
-
-    @property
     def weights_nbytes(self) -> int:
         """Size of the weights blob (the end of the last weight or constant output)."""
         return max((offset + nbytes for _, _, offset, nbytes in self.blob_entries()), default=0)
 
     @property
     def computed_outputs(self) -> tuple[Tensor, ...]:
-        """The returned outputs that launches write (each in its allocation), in output order."""
-        return tuple(t for t in self.returned_outputs if t.constant is None)
+        """The outputs that launches write (each in its allocation), in output order."""
+        return tuple(t for t in self.outputs if t.constant is None)
 
     @property
     def constant_outputs(self) -> tuple[Tensor, ...]:
@@ -394,16 +389,15 @@ class Plan:
 
 
 def check_states(states: Sequence[State], inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> None:
-    """Each state names an f32 input and an output of one shape that both live in its
-    allocation (PlanError otherwise)."""
-    ins, outs = {t.name: t for t in inputs}, {t.name: t for t in outputs}
+    """Each state names an f32 input living in the state's allocation, and an output name
+    that is no output of the plan (PlanError otherwise)."""
+    ins, outs = {t.name: t for t in inputs}, {t.name for t in outputs}
     for st in states:
-        i, o = ins.get(st.input), outs.get(st.output)
-        if i is None or o is None:
-            raise PlanError(f"state {st.input!r} -> {st.output!r} names an input or output the plan does not have")
-        if not (i.allocation == o.allocation == st.allocation) or i.shape != o.shape or i.dtype != "f32":
-            raise PlanError(f"state output '{st.output}' is not written in place into input '{st.input}' (allocations "
-                            f"{i.allocation} and {o.allocation}, shapes {list(i.shape)} and {list(o.shape)})")
+        i = ins.get(st.input)
+        if i is None or i.dtype != "f32" or i.allocation != st.allocation:
+            raise PlanError(f"state '{st.input}' must be an f32 input in allocation {st.allocation}")
+        if st.output in outs:
+            raise PlanError(f"state '{st.input}' stands for output '{st.output}', which the plan also returns")
 
 
 def _positive(v: Any, where: str) -> int:

@@ -12,6 +12,7 @@ and the lowering (`lowering_config` and each family's `patterns`). None of them 
 | `reduce`, `norm`, `attention` | rows.py | global pools and reductions; LayerNorm and (Log)Softmax; fused attention |
 | `gemm` | gemm.py | Gemm and MatMul |
 | `qgemm` | qgemm.py | matrix products with quantized weights (MatMulNBits) |
+| `gqa` | gqa.py | grouped-query attention over a decoder's KV cache (rotary + cache write, flash-decoding) |
 | `plain` | base.py | every other kernel: `work_group` (and `compute`) only |
 """
 
@@ -39,11 +40,12 @@ from adreno_mlir.lowering.families.base import (  # noqa: F401 - the families' v
 from adreno_mlir.lowering.families.conv import CONV
 from adreno_mlir.lowering.families.conv4c import CONV4C
 from adreno_mlir.lowering.families.gemm import GEMM
+from adreno_mlir.lowering.families.gqa import GQA_FAMILY
 from adreno_mlir.lowering.families.qgemm import QGEMM
 from adreno_mlir.lowering.families.rows import ATTENTION, NORM, REDUCE
 from adreno_mlir.lowering.families.winograd import WINOGRAD_MATMUL
 
-FAMILIES: tuple[Family, ...] = (CONV4C, CONV, WINOGRAD_MATMUL, REDUCE, NORM, ATTENTION, GEMM, QGEMM)
+FAMILIES: tuple[Family, ...] = (CONV4C, CONV, WINOGRAD_MATMUL, REDUCE, NORM, ATTENTION, GEMM, QGEMM, GQA_FAMILY)
 """Every family with schedule keys; a kernel none of them matches is `PLAIN`."""
 
 CONFIG_ATTR = "kernel_config"

@@ -1,0 +1,117 @@
+"""The grouped-query attention family: `graph.group_query_attention` (a decoder's attention over
+its KV cache on the device), lowered to three kernels (lowering/kernels/gqa.py): the rotary
++ cache update, the attention of each KV head's query heads over splits of the cache
+(flash-decoding) and, with more than one split, their combination.
+
+| key | values | what |
+|---|---|---|
+| `splits` | 1, 2, 4 ... 64 | work-groups along the cache rows per (token, KV head); >1 adds the combining kernel |
+| `items` | 1, 2, 4 ... 256 | work-items per work-group (rows of the split, then output columns, are spread over them) |
+
+The attention's loops stop at each token's position (a run-time value), so a split past it
+costs a work-group that does nothing, and a short context reads only its rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.ir import Operation
+
+from adreno_mlir.dialects import graph
+from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
+from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
+from adreno_mlir.lowering.kernels.gqa import LOCAL_FLOATS, GQAAttentionSpec, GQACombineSpec, GQAUpdateSpec
+
+POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def min_splits(op: graph.GroupQueryAttentionOp) -> int:
+    """The fewest splits whose rows fit a work-group's local memory (G queries + G scores a row)."""
+    _, _, length, d, _ = op.geometry
+    g = op.heads // op.kv_heads
+    splits = 1
+    while g * (d + cdiv(length, splits)) > LOCAL_FLOATS and splits < 64:
+        splits *= 2
+    return splits
+
+
+class GQA(Family):
+    name = "gqa"
+    keys = (
+        Key("splits", POWERS[:7], "work-groups along the cache rows per (token, KV head)", off=1),
+        Key("items", POWERS, "work-items per work-group", off=1),
+    )
+    fixed_work_group = True
+
+    def matches(self, head: Operation) -> bool:
+        return isinstance(head, graph.GroupQueryAttentionOp)
+
+    def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        """GPUs: 64 work-items a work-group; one token a run (decode) splits the cache into
+        chunks of at least 64 rows until there are about two work-groups per compute unit
+        (at most 32 splits); several tokens (prefill) have work-groups enough. CPUs: one
+        work-item, as few splits as local memory allows. Not measured yet: to be tuned."""
+        b, s, length, _, _ = op.geometry
+        splits = min_splits(op)
+        if not rules.gpu:
+            return {"splits": splits, "items": 1}
+        if s == 1:
+            groups = b * op.kv_heads
+            target = 2 * (rules.compute_units or 16)
+            while splits < 32 and groups * splits < target and cdiv(length, 2 * splits) >= 64:
+                splits *= 2
+        return {"splits": splits, "items": 64}
+
+    def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
+        if cfg.get("splits", 1) < min_splits(head):
+            return (f"splits = {cfg.get('splits', 1)} leaves more cache rows per work-group than local memory holds; "
+                    f"at least {min_splits(head)}")
+        return None
+
+    def space(self, head: Operation, default: dict[str, Any]) -> list:
+        low = min_splits(head)
+        return [("splits", tuple(s for s in POWERS[:7] if s >= low)), ("items", (1, 16, 32, 64, 128, 256))]
+
+    def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
+        b, s, _, _, _ = head.geometry
+        return b * s * head.kv_heads * cfg.get("splits", 1) * cfg.get("items", 1)
+
+
+GQA_FAMILY = GQA()
+
+
+class GQAPattern(KernelPattern):
+    """The three kernels of one `graph.group_query_attention`; the caches are state buffers,
+    written in place."""
+
+    heads = (graph.GroupQueryAttentionOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.GroupQueryAttentionOp = group.head
+        b, s, length, d, table = op.geometry
+        h, kvh = op.heads, op.kv_heads
+        geo = dict(batch=b, rows=s, heads=h, kv_heads=kvh, depth=d, length=length)
+        kc, vc = hb.buffer(op.k_cache), hb.buffer(op.v_cache)
+        start = hb.buffer(op.start)
+        q_rot = hb.scratch(b * s * h * d, "q_rotated")
+        qkv = [hb.buffer(op.query)] + ([] if op.packed else [hb.buffer(op.key), hb.buffer(op.value)])
+        rotary = [hb.buffer(op.cos), hb.buffer(op.sin)] if op.cos is not None else []
+        hb.launch(GQAUpdateSpec(**geo, packed=op.packed, rotary=op.cos is not None,
+                                interleaved=bool(op.interleaved.value.data), table_rows=table),
+                  [*qkv, start, *rotary, kc, vc, q_rot], loc)
+        splits, items = cfg["splits"], cfg["items"]
+        try:
+            attn = GQAAttentionSpec(**geo, splits=splits, items=items, scale=op.scale.value.data)
+        except ValueError as e:
+            raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
+        out = hb.alloc(op.output)
+        if splits == 1:
+            hb.launch(attn, [q_rot, kc, vc, start, out], loc)
+            return
+        partial = hb.scratch(b * s * kvh * splits * (h // kvh) * (d + 2), "attention_splits")
+        hb.launch(attn, [q_rot, kc, vc, start, partial], loc)
+        hb.launch(GQACombineSpec(**geo, splits=splits), [partial, start, out], loc)
+
+
+GQA.patterns = (GQAPattern(),)
