@@ -168,11 +168,16 @@ def torch_generate(path: Path, args) -> dict:
     """transformers' LlamaForCausalLM of the decoder's shape (from its genai_config and
     cos_cache), random weights, on CUDA: decode tokens/s of `generate` (greedy, new tokens
     after the first) per dtype and cache."""
+    shadow = [p for p in sys.path if p and Path(p).resolve() == BENCH_DIR]  # bench/transformers.py
+    for p in shadow:
+        sys.path.remove(p)
     try:
         import torch
         import transformers as tf
     except ImportError:
         return {}
+    finally:
+        sys.path[:0] = shadow
     if not torch.cuda.is_available():
         return {}
     cfg = json.loads(next(p for p in (path.with_name(path.stem + ".genai_config.json"),
@@ -181,7 +186,10 @@ def torch_generate(path: Path, args) -> dict:
     import onnx
 
     m = onnx.load(str(path), load_external_data=False)
-    inter = next(int(i.dims[0]) for i in m.graph.initializer if "mlp.down_proj" in i.name and len(i.dims) >= 2)
+    dims = {i.name: list(i.dims) for i in m.graph.initializer}
+    down = next(n for n in m.graph.node if "down_proj" in n.name and n.op_type in ("MatMul", "MatMulNBits"))
+    inter = (next(a.i for a in down.attribute if a.name == "K") if down.op_type == "MatMulNBits"
+             else dims[down.input[1]][0])
     config = tf.LlamaConfig(hidden_size=dec["hidden_size"], intermediate_size=inter,
                             num_hidden_layers=dec["num_hidden_layers"], num_attention_heads=dec["num_attention_heads"],
                             num_key_value_heads=dec["num_key_value_heads"], vocab_size=cfg["vocab_size"],
@@ -238,10 +246,13 @@ def main(argv=None):
     for name in args.models.split(","):
         path = decoder_path(name, shared)
         row = {"model": name, "ours": ours(path, args)}
-        if "onnxruntime" in peers:
-            row["onnxruntime_cpu"] = onnxruntime_decode(path, args)
-        if "torch" in peers:
-            row["torch"] = torch_generate(path, args)
+        print(json.dumps(row, indent=1), flush=True)
+        for peer, key, fn in (("onnxruntime", "onnxruntime_cpu", onnxruntime_decode), ("torch", "torch", torch_generate)):
+            if peer in peers:
+                try:
+                    row[key] = fn(path, args)
+                except Exception as e:  # noqa: BLE001 - a peer's failure is reported, ours kept
+                    row[key] = {"error": f"{type(e).__name__}: {e}"[:500]}
         results.append(row)
         print(json.dumps(row, indent=1), flush=True)
     print("\n| model | ours decode tok/s | prefill tok/s | TTFT ms | step ms (device) | launches | floor ms | "

@@ -355,3 +355,15 @@ print("TOKENS", len(res.tokens), res.stop_reason, "SPLITS", "gqa_combine_split4"
     out, reports = run_under_oclgrind(oclgrind_env, script)
     assert f"TOKENS 7 max_context SPLITS {target != 'auto'}" in out
     assert not reports, _describe(reports)
+
+
+def test_a_decoder_with_its_weights_in_an_external_file(tmp_path):
+    """onnxruntime-genai writes model.onnx + model.onnx.data; the checker then sees the
+    weights as typed inputs (it reads no external data of a proto)."""
+    model, saved = _tiny_decoder("packed"), _tiny_decoder("packed")  # onnx.save moves the saved one's data out
+    onnx.save(saved, tmp_path / "model.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+              location="model.onnx.data", size_threshold=0)
+    dec = adreno_mlir.compile_decoder(tmp_path / "model.onnx", max_context=16, prefill_chunk=4, **NCHW)
+    got = dec.generate([5, 6, 7], 4, stop_at_eos=False)
+    ref_logits, ref_tokens = reference_generation(model, dec.signature, [5, 6, 7], 4)
+    check_against_reference(got, ref_logits, ref_tokens)

@@ -1965,10 +1965,12 @@ def _only_onnxruntime_ops(path: Path, error: Exception) -> bool:
             node.op_type = "Identity"
             node.input.extend(inputs)
             node.output.extend(outputs)
-    for init in light.graph.initializer:  # the checker reads no external data of a proto
-        if init.data_location == onnx.TensorProto.EXTERNAL:
-            del init.external_data[:]
-            init.data_location = onnx.TensorProto.DEFAULT
+    # the checker reads no external data of a proto: those weights become typed graph inputs
+    external = [i for i in light.graph.initializer if i.data_location == onnx.TensorProto.EXTERNAL]
+    kept = [i for i in light.graph.initializer if i.data_location != onnx.TensorProto.EXTERNAL]
+    del light.graph.initializer[:]
+    light.graph.initializer.extend(kept)
+    light.graph.input.extend(onnx.helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in external)
     try:
         onnx.checker.check_model(light)
     except Exception as e:  # noqa: BLE001 - another problem: reported as the model's
