@@ -2266,11 +2266,21 @@ class GroupQueryAttentionOp(GraphOp):
             raise VerifyException("'graph.group_query_attention' takes key and value together (or neither: packed)")
         if (self.cos is None) != (self.sin is None):
             raise VerifyException("'graph.group_query_attention' takes cos and sin together")
+        for what in ("query", "key", "value", "k_cache", "v_cache", "start", "cos", "sin"):
+            v = getattr(self, what)
+            if v is not None and v.type.get_element_type() != f32:
+                raise VerifyException(f"'graph.group_query_attention' {what} must be an f32 tensor, got {v.type}")
+        if self.k_cache is self.v_cache:
+            raise VerifyException("'graph.group_query_attention' k_cache and v_cache are one value; each needs its own "
+                                  "buffer")
         kc = shape_of(self.k_cache)
         if len(kc) != 4 or kc[1] != kvh or tuple(shape_of(self.v_cache)) != tuple(kc):
             raise VerifyException(f"'graph.group_query_attention' caches must both be [B, {kvh}, L, D], got "
                                   f"{list(kc)} and {list(shape_of(self.v_cache))}")
         b, _, length, d = kc
+        if d % 2:
+            raise VerifyException(f"'graph.group_query_attention' head size {d} must be even (its kernels move "
+                                  "pairs of elements)")
         q = shape_of(self.query)
         width = (h + 2 * kvh) * d if self.packed else h * d
         if len(q) != 3 or q[0] != b or q[2] != width:
@@ -2290,11 +2300,15 @@ class GroupQueryAttentionOp(GraphOp):
                     raise VerifyException(f"'graph.group_query_attention' {what} must be [P, {d // 2}] (rotary over "
                                           f"all of D = {d}), got {list(t)}")
         _expect_shape(self, shape_of(self.output), (b, q[1], h * d))
-        for cache in (self.k_cache, self.v_cache):
+        for what, cache in (("k_cache", self.k_cache), ("v_cache", self.v_cache)):
+            if not isinstance(cache, BlockArgument):
+                raise VerifyException(f"'graph.group_query_attention' writes its caches in place: {what} must be a "
+                                      "function argument (state kept on the device), not a computed value")
             readers = [u.operation for u in cache.uses if u.operation is not self]
-            if readers or not isinstance(cache, BlockArgument):
-                raise VerifyException("'graph.group_query_attention' writes its caches in place: each must be a "
-                                      "function argument (state) that no other op reads")
+            if readers:
+                raise VerifyException(f"'graph.group_query_attention' writes its caches in place, but '{readers[0].name}'"
+                                      f" reads its {what} too (it would see the rows written or not depending on the "
+                                      "launch order)")
 
     def evaluate(self, query, key, value, k_cache, v_cache, start, cos, sin):
         """numpy reference: (output, the caches after the write)."""

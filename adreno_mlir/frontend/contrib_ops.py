@@ -297,9 +297,12 @@ def _shared_buffer_gqa(n: _Node, h: int, kvh: int, d: int, scale: float, packed:
         n.imp.state[present_name] = past_name
     q_in = n.input(0)
     b, s = graph.shape_of(q_in)[:2]
-    seqlens = _emit(n, graph.ReshapeOp(operands=[n.input(5)], result_types=[TensorType(f32, [b, 1])]))
-    offset = n.imp.constant(f"{n.name}_first_offset", np.full([1, 1], 1 - s, np.float32), n)
-    start = _emit(n, graph.AddOp(seqlens, offset, TensorType(f32, [b, 1])))
+    key = ("gqa_start", n.proto.input[5], b, s)  # every layer reads the same seqlens_k: one kernel computes it
+    start = n.imp.shared_values.get(key)
+    if start is None:
+        seqlens = _emit(n, graph.ReshapeOp(operands=[n.input(5)], result_types=[TensorType(f32, [b, 1])]))
+        offset = n.imp.constant(f"{n.name}_first_offset", np.full([1, 1], 1 - s, np.float32), n)
+        start = n.imp.shared_values[key] = _emit(n, graph.AddOp(seqlens, offset, TensorType(f32, [b, 1])))
     rotary = bool(n.attr("do_rotary", 0))
     if rotary and not (n.has_input(7) and n.has_input(8)):
         n.fail("do_rotary = 1 needs cos_cache and sin_cache")

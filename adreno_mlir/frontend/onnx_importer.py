@@ -161,6 +161,9 @@ class OnnxImporter:
         """GroupQueryAttention in onnxruntime's shared-buffer form: past and present are one
         cache of the maximum context, the new rows written in place (`graph.kv_cache_write`;
         adreno_mlir/frontend/decoder.py binds a decoder so)."""
+        self.shared_values: dict[tuple, SSAValue] = {}
+        """Values importers compute once for every node that needs them (the cache position
+        every layer's attention reads), by a key of their own."""
         self.state: dict[str, str] = {}
         """{present output: past input} of the caches written in place: the function's
         `graph.state` attribute (state that lives on the device between runs). The presents

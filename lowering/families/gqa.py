@@ -26,12 +26,18 @@ from adreno_mlir.lowering.kernels.gqa import LOCAL_FLOATS, GQAAttentionSpec, GQA
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-def min_splits(op: graph.GroupQueryAttentionOp) -> int:
-    """The fewest splits whose rows fit a work-group's local memory (G queries + G scores a row)."""
+MAX_SPLITS = 64
+
+
+def min_splits(op: graph.GroupQueryAttentionOp) -> int | None:
+    """The fewest splits whose rows fit a work-group's local memory (G queries + G scores a
+    row); None when even MAX_SPLITS do not (a cache too long, or heads too wide)."""
     _, _, length, d, _ = op.geometry
     g = op.heads // op.kv_heads
     splits = 1
-    while g * (d + cdiv(length, splits)) > LOCAL_FLOATS and splits < 64:
+    while g * (d + cdiv(length, splits)) > LOCAL_FLOATS:
+        if splits == MAX_SPLITS:
+            return None
         splits *= 2
     return splits
 
@@ -53,7 +59,7 @@ class GQA(Family):
         (at most 32 splits); several tokens (prefill) have work-groups enough. CPUs: one
         work-item, as few splits as local memory allows. Not measured yet: to be tuned."""
         b, s, length, _, _ = op.geometry
-        splits = min_splits(op)
+        splits = min_splits(op) or MAX_SPLITS  # (too long for any: check() says so)
         if not rules.gpu:
             return {"splits": splits, "items": 1}
         if s == 1:
@@ -64,13 +70,18 @@ class GQA(Family):
         return {"splits": splits, "items": 64}
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
+        if min_splits(head) is None:
+            _, _, length, d, _ = head.geometry
+            return (f"{head.heads // head.kv_heads} query heads of {d} over {length} cache rows do not fit local memory "
+                    f"even in {MAX_SPLITS} splits ({LOCAL_FLOATS} floats a work-group); compile with a smaller "
+                    "max_context")
         if cfg.get("splits", 1) < min_splits(head):
             return (f"splits = {cfg.get('splits', 1)} leaves more cache rows per work-group than local memory holds; "
                     f"at least {min_splits(head)}")
         return None
 
     def space(self, head: Operation, default: dict[str, Any]) -> list:
-        low = min_splits(head)
+        low = min_splits(head) or MAX_SPLITS
         return [("splits", tuple(s for s in POWERS[:7] if s >= low)), ("items", (1, 16, 32, 64, 128, 256))]
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
