@@ -15,7 +15,8 @@ The model (docs/analyze.md):
   work (the non-zero transform terms the kernels emit, lowering/kernels/winograd.py, and
   2*alpha^2*K*C*P for the product); local pools one op per window element; global pools and reductions the input
   numel; LayerNorm and (Log)Softmax 5*numel; fused attention both products plus 5 per
-  score; element-wise ops numel each; data movement (pack, unpack, concat, slice,
+  score; a decoder's grouped-query attention the same over the whole cache (its bytes too:
+  the cost at the last position of the context) plus the rotary embedding; element-wise ops numel each; data movement (pack, unpack, concat, slice,
   transpose, pad, gather, nearest resize, ...) 0. Ops without a formula count the numel of
   their results.
 * Bytes: every value the kernel reads from outside itself (activations, weights and
@@ -232,6 +233,10 @@ def op_flops(op: Operation) -> int:
         return 2 * op.lhs_shape()[-1] * _value_numel(op.result)  # 2*M*N*K*batch
     if isinstance(op, graph.MatMulNBitsOp):  # as a matmul's: the dequantizing shifts and masks are not counted
         return 2 * op.k * _value_numel(op.result)
+    if isinstance(op, graph.GroupQueryAttentionOp):  # at the full cache: the rows a token reads at the last position
+        b, s, length, d, table = op.geometry
+        rotary = 6 * b * s * (op.heads + op.kv_heads) * (d // 2) if table else 0
+        return b * s * op.heads * length * (4 * d + 5) + rotary
     if isinstance(op, graph.AttentionOp):
         scores = _numel(op.scores_shape())
         d, dv = op.read_shape("q")[-1], op.read_shape("v")[-1]

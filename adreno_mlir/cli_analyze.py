@@ -51,8 +51,17 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     from adreno_mlir.analyze import analyze_model
     from adreno_mlir.cli_run import shape_options
 
-    analysis = analyze_model(args.model, args.target, plan=args.plan, precision=args.precision, device=args.device,
-                             **shape_options(args))
+    from adreno_mlir.cli_generate import decoder_program_of
+
+    program = decoder_program_of(args)
+    if program is not None:  # one generation program of a decoder
+        from adreno_mlir.frontend.decoder import import_decoder_program
+
+        model = import_decoder_program(args.model, *program)
+        analysis = analyze_model(model, args.target, plan=args.plan, precision=args.precision, device=args.device)
+    else:
+        analysis = analyze_model(args.model, args.target, plan=args.plan, precision=args.precision,
+                                 device=args.device, **shape_options(args))
     print(f"analyze {args.model}: {analysis.plan} ({len(analysis.costs)} kernels; stages up to config: "
           f"adreno-opt -p '{analysis.pipeline}')")
     for line in format_table(analysis, args.top):
@@ -72,6 +81,9 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser("analyze", help="estimate every kernel's time with a roofline model (no device run)")
     a.add_argument("model", help="path of the .onnx file")
     shape_arguments(a)
+    from adreno_mlir.cli_generate import decoder_program_arguments
+
+    decoder_program_arguments(a)
     a.add_argument("--target", default="adreno-740",
                    help="target profile with peak figures: adreno-740 (default), adreno-660, auto (estimated from "
                         "the OpenCL device) or device-<OpenCL device name>")

@@ -107,6 +107,37 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def decoder_program_arguments(p: argparse.ArgumentParser) -> None:
+    """--decoder decode|prefill (with --max-context and --prefill-chunk): `analyze` and `tune`
+    on one of a decoder's generation programs, as `generate` compiles them."""
+    from adreno_mlir.options import positive_int
+
+    p.add_argument("--decoder", choices=["decode", "prefill"], default=None,
+                   help="the model is an onnxruntime-genai decoder: take its decode (one token a run) or prefill "
+                        "program, over a KV cache on the device, as `adreno-mlir generate` compiles it")
+    p.add_argument("--max-context", type=positive_int, default=None, metavar="L",
+                   help="with --decoder: the cache's rows (default as generate: the model's context, at most 512)")
+    p.add_argument("--prefill-chunk", type=positive_int, default=64, metavar="C",
+                   help="with --decoder prefill: tokens per run (default 64)")
+
+
+def decoder_program_of(args: argparse.Namespace) -> tuple[str, int, int] | None:
+    """(program, max_context, prefill_chunk) of --decoder, or None without it; the default
+    context is `generate`'s (adreno_mlir.frontend.decoder.default_max_context)."""
+    if not getattr(args, "decoder", None):
+        for flag, key in (("--max-context", "max_context"),):
+            if getattr(args, key, None) is not None:
+                raise InputError(f"{flag} applies to a decoder's program: give --decoder decode or prefill")
+        return None
+    if args.max_context is None:
+        from adreno_mlir.frontend import load_model
+        from adreno_mlir.frontend.decoder import decoder_signature, default_max_context, genai_config
+
+        config = genai_config(args.model)
+        args.max_context = default_max_context(decoder_signature(load_model(args.model), config), config)
+    return args.decoder, args.max_context, args.prefill_chunk
+
+
 def add_command(sub: argparse._SubParsersAction) -> None:
     from adreno_mlir.cli_run import _cache_arguments, _plan_arguments
     from adreno_mlir.options import positive_int

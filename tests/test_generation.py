@@ -367,3 +367,38 @@ def test_a_decoder_with_its_weights_in_an_external_file(tmp_path):
     got = dec.generate([5, 6, 7], 4, stop_at_eos=False)
     ref_logits, ref_tokens = reference_generation(model, dec.signature, [5, 6, 7], 4)
     check_against_reference(got, ref_logits, ref_tokens)
+
+
+def test_analyze_covers_the_decode_programs_kernels(tmp_path):
+    """`adreno-mlir analyze --decoder decode`: the attention over the cache and the quantized
+    GEMV are kernels with their bytes (the whole cache: the last position's cost)."""
+    path = tmp_path / "decoder.onnx"
+    onnx.save(_tiny_decoder("packed"), path)
+    out = _cli("analyze", path, "--decoder", "decode", "--max-context", "40", "--target", "adreno-740", "--json",
+               tmp_path / "a.json")
+    assert out.returncode == 0, out.stderr
+    kernels = json.loads((tmp_path / "a.json").read_text())["kernels"]
+    kinds = {k["kind"]: k for k in kernels}
+    assert {"gqa", "qgemm"} <= set(kinds)
+    cache_bytes = 2 * 1 * 2 * 40 * 32 * 4  # key and value: [1, KVH 2, L 40, D 32] f32
+    assert kinds["gqa"]["global_bytes"] >= cache_bytes and kinds["gqa"]["flops"] > 0
+    bad = _cli("analyze", path, "--max-context", "40")
+    assert bad.returncode == 1 and "give --decoder decode or prefill" in bad.stderr
+
+
+@pytest.mark.slow
+def test_tune_measures_the_decode_programs_attention(tmp_path):
+    """`adreno-mlir tune --decoder decode` times the gqa and qgemm signatures of the decode
+    program (the position input drawn inside the cache), and generate reads the database."""
+    path = tmp_path / "decoder.onnx"
+    onnx.save(_tiny_decoder("packed"), path)
+    db = tmp_path / "t.db"
+    out = _cli("tune", path, "--decoder", "decode", "--max-context", "32", "--db", db, "--trials", "2",
+               "--no-progress", "--json", tmp_path / "t.json", "--textures", "off")
+    assert out.returncode == 0, out.stderr
+    report = json.loads((tmp_path / "t.json").read_text())
+    kinds = {r["kind"] for r in report["signatures"]}
+    assert {"gqa", "qgemm"} <= kinds, kinds
+    gen = _cli("generate", path, "--prompt-ids", "1,2,3", "--max-new-tokens", "3", "--max-context", "32",
+               "--prefill-chunk", "4", "--tuning-db", db, "--textures", "off")
+    assert gen.returncode == 0, gen.stderr

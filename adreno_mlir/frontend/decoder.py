@@ -219,3 +219,28 @@ def bind_decoder(copy: onnx.ModelProto, sig: DecoderSignature, max_context: int,
         elif vi.name == sig.logits:
             set_dims(vi, [1, tokens, sig.vocab])
     del g.value_info[:]  # the bound shapes are inferred again
+
+
+PROGRAMS = ("decode", "prefill")
+DEFAULT_MAX_CONTEXT = 512
+
+
+def default_max_context(sig: DecoderSignature, config: dict | None) -> int:
+    """The cache's rows when none are asked for: the genai_config's context_length, at most
+    DEFAULT_MAX_CONTEXT and at most the rotary tables' rows."""
+    ctx = ((config or {}).get("model") or {}).get("context_length") or DEFAULT_MAX_CONTEXT
+    return min(int(ctx), DEFAULT_MAX_CONTEXT, sig.max_positions)
+
+
+def import_decoder_program(model, program: str, max_context: int, prefill_chunk: int = 64, config: dict | None = None):
+    """The graph module of one of a decoder's two generation programs ("decode": one token a
+    run, "prefill": `prefill_chunk`), over caches of `max_context` rows: what
+    `compile_decoder` compiles, for `analyze` and `tune` (`--decoder decode|prefill`)."""
+    from adreno_mlir.frontend.onnx_importer import import_onnx, load_model
+
+    if program not in PROGRAMS:
+        raise FrontendError(f"unknown decoder program {program!r}; choose {' or '.join(PROGRAMS)}")
+    path = model if isinstance(model, (str, Path)) else None
+    m = load_model(model)
+    sig = decoder_signature(m, config if config is not None else genai_config(path))
+    return import_onnx(m, decoder=(sig, max_context, 1 if program == "decode" else prefill_chunk))

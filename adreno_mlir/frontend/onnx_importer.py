@@ -161,6 +161,9 @@ class OnnxImporter:
         """GroupQueryAttention in onnxruntime's shared-buffer form: past and present are one
         cache of the maximum context, the new rows written in place (`graph.kv_cache_write`;
         adreno_mlir/frontend/decoder.py binds a decoder so)."""
+        self.bound_overrides: dict[str, int] = {}
+        """Integer inputs whose valid values the caller knows to be fewer (a decoder's run-time
+        position: [0, L - S]): their `bound` is at most this."""
         self.shared_values: dict[tuple, SSAValue] = {}
         """Values importers compute once for every node that needs them (the cache position
         every layer's attention reads), by a key of their own."""
@@ -565,6 +568,9 @@ class OnnxImporter:
                     op.location = loc
         for name in self.int_inputs - set(self.index_bounds):  # read by nothing: any value below 2**24
             self.index_bounds[name] = FLOAT_EXACT_INT
+        for name, bound in self.bound_overrides.items():  # narrower ranges the caller knows (a decoder's position)
+            if name in self.index_bounds:
+                self.index_bounds[name] = min(bound, self.index_bounds[name])
         for o in g.output:
             if (dt := self._run_time_int(o.name)) is not None:
                 raise FrontendError(f"model output '{o.name}' has element type {dt} and is computed at run time; "
@@ -2017,6 +2023,11 @@ def import_onnx(model: str | Path | onnx.ModelProto, store: WeightStore | None =
 
         bind_in_place(copy, input_shapes, dims, initializer_names=[i.name for i in m.graph.initializer])
     imp = OnnxImporter(copy, store, initializers=m.graph.initializer, shared_kv=decoder is not None)
+    if decoder is not None:
+        from adreno_mlir.frontend.decoder import POSITION
+
+        _, max_context, tokens = decoder
+        imp.bound_overrides[POSITION] = max_context - tokens + 1  # the run's tokens all fit the cache
     imp.prepare()
     module = imp.build()
     try:

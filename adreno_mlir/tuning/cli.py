@@ -31,6 +31,9 @@ def add_tune_command(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--precision", choices=[m.value for m in Precision], default="fp32")
     t.add_argument("--layout", choices=[m.value for m in Layout], default=None)
     shape_arguments(t)
+    from adreno_mlir.cli_generate import decoder_program_arguments
+
+    decoder_program_arguments(t)
     g = t.add_mutually_exclusive_group()
     g.add_argument("--trials", type=int, default=None,
                    help="configurations per kernel signature, the default included (default 16)")
@@ -73,6 +76,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         raise CompileError("tune needs a model (or --export / --import / --show)")
     if args.repeat < 1 or args.timeout_s <= 0 or args.workers < 1:
         raise CompileError("tune: --repeat and --workers must be at least 1 and --timeout-s positive")
+    from adreno_mlir.cli_generate import decoder_program_of
     from adreno_mlir.cli_run import shape_options
     from adreno_mlir.options import textures_from_flag
     from adreno_mlir.tuning.tuner import format_report, tune
@@ -85,13 +89,19 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         rep = tune(args.model, args.db, device=args.device, devices=devices, compile_options=opts, trials=trials,
                    budget_s=args.budget_s, timeout_s=args.timeout_s, repeat=args.repeat, workers=args.workers,
                    ray=args.ray, ray_address=args.ray_address, progress=not args.no_progress, seed=args.seed,
-                   log=lambda s: print(s, file=sys.stderr), **shape_options(args))
+                   log=lambda s: print(s, file=sys.stderr), **shape_options(args),
+                   decoder=decoder_program_of(args))
     except KeyboardInterrupt:
         print(f"interrupted: every finished measurement is in {args.db}; run the same command again to resume",
               file=sys.stderr)
         return 130
     print(format_report(rep))
-    print(f"use it: adreno-mlir run {args.model} --tuning-db {args.db}")
+    if args.decoder:
+        chunk = f" --prefill-chunk {args.prefill_chunk}" if args.decoder == "prefill" else ""
+        print(f"use it: adreno-mlir generate {args.model} --max-context {args.max_context}{chunk} --tuning-db "
+              f"{args.db} --prompt-ids ...")
+    else:
+        print(f"use it: adreno-mlir run {args.model} --tuning-db {args.db}")
     if args.json:
         from dataclasses import asdict
 

@@ -317,6 +317,7 @@ def tune(
     log: Callable[[str], None] | None = None,
     input_shapes: dict | None = None,
     dims: dict | None = None,
+    decoder: tuple[str, int, int] | None = None,
 ) -> TuneReport:
     """Tune every kernel signature of `model` on the device(s) and store the measurements
     in the database `db_path`; returns the report (see the module docstring).
@@ -329,6 +330,9 @@ def tune(
              worker makes its `CompilePlan` of them once, on its own device.
     input_shapes / dims: static sizes for the model's dynamic input dims (as `compile()`);
              kernel signatures include the shapes, so tune with the shapes you compile with.
+    decoder: (program, max_context, prefill_chunk): tune a generation program of an
+             onnxruntime-genai decoder ("decode" or "prefill"; `compile_decoder` with the
+             same max_context and prefill_chunk and this database then uses the results).
     """
     from pathlib import Path
 
@@ -357,7 +361,7 @@ def tune(
 
         bound_input_shapes(onnx.load(model, load_external_data=False).graph, input_shapes, dims)
     jobs = [Job(model, d, opts, repeat=repeat, rtol=2e-2 if storage_f16 else 1e-4, seed=seed,
-                fault_hook=fault_hook, input_shapes=input_shapes, dims=dims) for d in job_devices]
+                fault_hook=fault_hook, input_shapes=input_shapes, dims=dims, decoder=decoder) for d in job_devices]
     if ray or ray_address:
         from adreno_mlir.tuning.ray_pool import ray_workers
 

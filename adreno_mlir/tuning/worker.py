@@ -55,6 +55,9 @@ class Job:
     input_shapes: dict | None = None
     dims: dict | None = None
     """Static sizes for the model's dynamic input dims (as `compile(input_shapes=, dims=)`)."""
+    decoder: tuple[str, int, int] | None = None
+    """(program, max_context, prefill_chunk): tune one generation program of an
+    onnxruntime-genai decoder ("decode" or "prefill", adreno_mlir/frontend/decoder.py)."""
 
 
 @dataclass
@@ -134,7 +137,12 @@ class _Measurer:
             name = Path(scratch) / "model.onnx"
             name.write_bytes(path)
             path = str(name)
-        self.graph = import_onnx(path, input_shapes=job.input_shapes, dims=job.dims)
+        if job.decoder is not None:
+            from adreno_mlir.frontend.decoder import import_decoder_program
+
+            self.graph = import_decoder_program(path, *job.decoder)
+        else:
+            self.graph = import_onnx(path, input_shapes=job.input_shapes, dims=job.dims)
         self.device = default_context(job.device).devices[0]
         self.key = device_key(self.device)
         self.plan = make_plan(device=job.device, **job.compile_options)
