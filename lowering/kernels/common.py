@@ -228,6 +228,36 @@ def work_group_allsum(kb: KernelBuilder, partial: SSAValue, lid: SSAValue, items
     return kb.load(scratch, 0)
 
 
+def work_group_allreduce(kb: KernelBuilder, partials: Sequence[SSAValue], lid: SSAValue, items: int,
+                         hint: str | None = None,
+                         combine: Callable[[KernelBuilder, SSAValue, SSAValue], SSAValue] | None = None
+                         ) -> list[SSAValue]:
+    """Each of `partials` reduced over `items` work-items and returned to every one of them,
+    all in one tree: a local array of len(partials) x items, log2(items) halving steps that
+    each fold every value, one barrier a step (`work_group_allsum` per value would take a
+    tree and its barriers each: an attention row's G heads' maxima and sums). `combine` as
+    for `work_group_sum`."""
+    add = combine or (lambda k, a, b: k.fadd(a, b))
+    if items < 2 or items & (items - 1):
+        raise ValueError(f"a work-group reduction needs a power of two >= 2 work-items, got {items}")
+    n = len(partials)
+    scratch = kb.local_alloc(n * items, partials[0].type, hint)
+    for g, v in enumerate(partials):
+        kb.store(v, scratch, kb.add(lid, g * items))
+    kb.barrier()
+    half = items // 2
+    while half >= 1:
+        def fold(k: KernelBuilder, half: int = half) -> None:
+            for g in range(n):
+                mine = k.add(lid, g * items)
+                k.store(add(k, k.load(scratch, mine), k.load(scratch, k.add(mine, half))), scratch, mine)
+
+        kb.if_(kb.cmp("slt", lid, half), fold)
+        kb.barrier()
+        half //= 2
+    return [kb.load(scratch, kb.i(g * items)) for g in range(n)]
+
+
 def window_leaves_input(size: int, out: int, k: int, stride: int, pad: int, dilation: int) -> bool:
     """Whether a sliding window along one axis can read outside [0, size): then its
     reads need bounds checks."""

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allsum
+from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allreduce
 
 LOCAL_FLOATS = 4096
 """Floats of local memory (16 KiB) a work-group of the attention kernel may use: G queries
@@ -217,9 +217,8 @@ class GQAAttentionSpec(_Geometry):
             return out
 
         maxes = kb.for_(kb.add(j0, lid), j1, items, [kb.f(float("-inf"))] * g, score, "j")
-        if items > 1:
-            maxes = [work_group_allsum(kb, m, lid, items, f"max{gi}", combine=lambda k1, a, c: k1.fmax(a, c))
-                     for gi, m in enumerate(maxes)]
+        if items > 1:  # every head's maximum in one tree
+            maxes = work_group_allreduce(kb, maxes, lid, items, "row_max", combine=lambda k1, a, c: k1.fmax(a, c))
 
         def prob(k1: KernelBuilder, j: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
             slot = k1.sub(j, j0)
@@ -232,9 +231,8 @@ class GQAAttentionSpec(_Geometry):
             return out
 
         totals = kb.for_(kb.add(j0, lid), j1, items, [kb.f(0.0)] * g, prob, "j")
-        if items > 1:
-            totals = [work_group_allsum(kb, t, lid, items, f"sum{gi}") for gi, t in enumerate(totals)]
-            kb.barrier()  # every probability written
+        if items > 1:  # every head's sum in one tree (its barriers also order the probabilities' stores)
+            totals = work_group_allreduce(kb, totals, lid, items, "row_sum")
         cols = 4 if vec else 1
         final = self.splits == 1
         invs = [kb.fdiv(1.0, t) for t in totals] if final else []
