@@ -23,7 +23,8 @@ def graph_opt(target: str) -> tuple[str, str]:
     """Graph cleanups, then attention fusion (after canonicalize has folded the key
     transposes into the MatMuls' perms; before layout: graph.attention stays plain;
     `fuse-attention` fuses for GPU targets only, where it pays)."""
-    return ("graph-opt", f"graph-canonicalize,fold-batchnorm,graph-canonicalize,fuse-attention{{target={target}}}")
+    return ("graph-opt", f"graph-canonicalize,fold-batchnorm,graph-canonicalize,fuse-attention{{target={target}}},"
+                         "fuse-rms-norm")
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,

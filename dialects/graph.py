@@ -2481,6 +2481,10 @@ class MatMulNBitsOp(GraphOp):
     - `zero_points` (optional): tensor<N x blocks, f32> (unpacked at import); without it
       2**(bits - 1), as ORT.
     - `bias` (optional): tensor<N, f32>.
+    - `norm_scale` (optional): tensor<K, f32>, with `norm_epsilon`: `a` is RMS-normalized
+      first, a * norm_scale / sqrt(mean(a^2 over K) + norm_epsilon) (`fuse-rms-norm` moves a
+      decoder's RMS normalization into the products that read it: the kernel sums a's
+      squares as it reads a anyway, so the normalization costs no kernel of its own).
     K is `a`'s last extent: blocks = ceil(K / block_size); the values of a last, partial
     block past K are never read."""
 
@@ -2490,14 +2494,17 @@ class MatMulNBitsOp(GraphOp):
     scales = operand_def(AnyTensor)
     zero_points = opt_operand_def(AnyTensor)
     bias = opt_operand_def(AnyTensor)
+    norm_scale = opt_operand_def(AnyTensor)
     result = result_def(AnyTensor)
     bits = prop_def(IntegerAttr[I64])
     block_size = prop_def(IntegerAttr[I64])
+    norm_epsilon = opt_prop_def(FloatAttr[Float32Type])
     irdl_options = (AttrSizedOperandSegments(), ParsePropInAttrDict())
     traits = traits_def(Pure(), EpilogueHead())
     assembly_format = (
-        "$a `,` $packed `,` $scales (`zero_points` $zero_points^)? (`bias` $bias^)? attr-dict `:` "
+        "$a `,` $packed `,` $scales (`zero_points` $zero_points^)? (`bias` $bias^)? (`norm` $norm_scale^)? attr-dict `:` "
         "type($a) `,` type($packed) `,` type($scales) (`zero_points` type($zero_points)^)? (`bias` type($bias)^)? "
+        "(`norm` type($norm_scale)^)? "
         "`->` type($result)"
     )
 
@@ -2550,6 +2557,12 @@ class MatMulNBitsOp(GraphOp):
                 raise VerifyException(f"'graph.matmul_nbits' {what} must be [{n}, {blocks}], got {list(shape_of(v))}")
         if self.bias is not None and tuple(shape_of(self.bias)) != (n,):
             raise VerifyException(f"'graph.matmul_nbits' bias must be [{n}], got {list(shape_of(self.bias))}")
+        if (self.norm_scale is None) != (self.norm_epsilon is None):
+            raise VerifyException("'graph.matmul_nbits' norm_scale and norm_epsilon go together (the RMS normalization "
+                                  "of a)")
+        if self.norm_scale is not None and tuple(shape_of(self.norm_scale)) != (a[-1],):
+            raise VerifyException(f"'graph.matmul_nbits' norm_scale must be [K = {a[-1]}], got "
+                                  f"{list(shape_of(self.norm_scale))}")
         _expect_shape(self, shape_of(self.result), (*a[:-1], n))
 
     @staticmethod
@@ -2563,9 +2576,12 @@ class MatMulNBitsOp(GraphOp):
 
     @classmethod
     def evaluate(cls, a: np.ndarray, packed: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None,
-                 bias: np.ndarray | None, *, bits: int, block_size: int) -> np.ndarray:
-        """numpy reference: dequantize W and multiply."""
+                 bias: np.ndarray | None, *, bits: int, block_size: int, norm_scale: np.ndarray | None = None,
+                 norm_epsilon: float = 0.0) -> np.ndarray:
+        """numpy reference: (RMS-normalize a,) dequantize W and multiply."""
         k = a.shape[-1]
+        if norm_scale is not None:
+            a = a / np.sqrt(np.mean(np.square(a), axis=-1, keepdims=True) + norm_epsilon) * norm_scale
         q = cls.unpack(packed, bits, k)
         zp = zero_points if zero_points is not None else np.full(scales.shape, 2.0 ** (bits - 1), np.float32)
         w = (q - np.repeat(zp, block_size, axis=1)[:, :k]) * np.repeat(scales, block_size, axis=1)[:, :k]

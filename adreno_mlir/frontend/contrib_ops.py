@@ -132,6 +132,7 @@ def _matmul_nbits(n: _Node):
         operands.append([bias])
     else:
         operands.append([])
+    operands.append([])  # norm_scale: fuse-rms-norm's
     return _emit(n, graph.MatMulNBitsOp(
         operands=operands, result_types=[n.out_type()],
         properties={"bits": graph.IntegerAttr(bits, 64), "block_size": graph.IntegerAttr(bs, 64)}))

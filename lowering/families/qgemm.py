@@ -174,12 +174,16 @@ class QMatMulPattern(KernelPattern):
             spec = QMatMulSpec(m=op.rows, n=op.n, k=op.k, bits=op.bits.value.data, block=op.block_size.value.data,
                                zero_points=op.zero_points is not None, k_parts=cfg["k_split"], tile_rows=cfg["tile_m"],
                                cols=cfg["cols_per_group"], block_loads=bool(cfg["block_loads"]),
-                               unroll=cfg["k_unroll"], epilogue=epi)
+                               unroll=cfg["k_unroll"], rms_norm=op.norm_scale is not None,
+                               norm_epsilon=op.norm_epsilon.value.data if op.norm_epsilon is not None else 0.0,
+                               epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
         ins = [hb.buffer(op.a), hb.buffer(op.packed), hb.buffer(op.scales)]
         if op.zero_points is not None:
             ins.append(hb.buffer(op.zero_points))
+        if op.norm_scale is not None:
+            ins.append(hb.buffer(op.norm_scale))
         hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)
 
 

@@ -69,6 +69,11 @@ class QMatMulSpec(KernelSpec):
     """A block's words in one vload (`block_loads`)."""
     unroll: int = 0
     """`#pragma unroll N` on the block loop (`k_unroll`; 0: none)."""
+    rms_norm: bool = False
+    """A is RMS-normalized on the way in (`graph.matmul_nbits`' norm_scale, fuse-rms-norm): each
+    A element is multiplied by its gamma as it is loaded, its square summed alongside the
+    product, and the total scaled by 1 / sqrt(sum / K + norm_epsilon) before the epilogue."""
+    norm_epsilon: float = 0.0
 
     def __post_init__(self):
         if self.bits not in QUANT_BITS:
@@ -104,10 +109,13 @@ class QMatMulSpec(KernelSpec):
         vload = "_vload" if self.block_loads and self.words > 1 else ""
         unroll = f"_u{self.unroll}" if self.unroll else ""
         rows = f"_r{self.tile_rows}" if self.tile_rows > 1 else ""
-        return f"qmatmul_q{self.bits}b{self.block}{zp}{split}{cols}{vload}{unroll}{rows}{self.epilogue.suffix()}"
+        rms = "_rms" if self.rms_norm else ""
+        return (f"qmatmul_q{self.bits}b{self.block}{zp}{rms}{split}{cols}{vload}{unroll}{rows}"
+                f"{self.epilogue.suffix()}")
 
     def input_names(self) -> tuple[str, ...]:
-        return ("a", "packed", "scales", *(("zero_points",) if self.zero_points else ()))
+        return ("a", "packed", "scales", *(("zero_points",) if self.zero_points else ()),
+                *(("norm_scale",) if self.rms_norm else ()))
 
     def pointer_types(self):
         return {"packed": GLOBAL_I32}
@@ -126,8 +134,9 @@ class QMatMulSpec(KernelSpec):
         ins, extras, out = self.split_args(args)
         a, packed, scales = ins[:3]
         zps = ins[3] if self.zero_points else None
+        gamma = ins[-1] if self.rms_norm else None
         split, ncols = self.k_parts, self.cols
-        scratch = kb.local_alloc(split * ncols, f32, "partial") if split > 1 else None
+        scratch = kb.local_alloc(split * ncols, f32, "partial") if split > 1 and not self.rms_norm else None
         c: SSAValue | int = 0  # the column's place in its work-group
         if split > 1 and ncols > 1:
             lid = kb.local_id(0, "lid")
@@ -153,7 +162,10 @@ class QMatMulSpec(KernelSpec):
         w_col = kb.mul(col_r, self.blocks * self.words, "w_col")
         s_col = kb.mul(col_r, self.blocks, "s_col")
 
-        def block_step(k1: KernelBuilder, b: SSAValue, accs: list[SSAValue]) -> list[SSAValue]:
+        rms = self.rms_norm
+
+        def block_step(k1: KernelBuilder, b: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            accs, squares = carried[:tr], list(carried[tr:])  # squares: sum of a^2 per row (rms_norm)
             k0 = k1.mul(b, self.block, "k0")
             scale = k1.load(scales, k1.add(s_col, b), "scale")
             zp = k1.load(zps, k1.add(s_col, b), "zp") if zps is not None else k1.f(float(2 ** (self.bits - 1)))
@@ -176,6 +188,29 @@ class QMatMulSpec(KernelSpec):
                     q = k1.and_(q, k1.i(mask))
                     values.append(k1.fsub(k1.to_float(q), zp))
                 kw = j * per  # this word's first k inside the block
+                gammas = None
+                if rms:  # gamma of each of this word's k, shared by the rows
+                    gammas = []
+                    for g in range(per // 4 if vec else per):
+                        width = 4 if vec else 1
+                        cond = [k1.cmp("slt", k1.add(k0, kw + width * g), k)] if ragged else []
+                        valid = k1.all_of(cond)
+                        gi = k1.add(k0, kw + width * g)
+                        if valid is not None:
+                            gi = k1.select(valid, gi, k1.i(0))
+                        if vec:
+                            gv = k1.vload(gamma, gi, 4)
+                            gammas += [k1.lane(gv, t) for t in range(4)]
+                        else:
+                            gammas.append(k1.load(gamma, gi))
+
+                def take(x: SSAValue, r: int, t: int) -> SSAValue:
+                    """One A element into row r's sums: its square (rms_norm), then x * gamma."""
+                    if not rms:
+                        return x
+                    squares[r] = k1.fma(x, x, squares[r])
+                    return k1.fmul(x, gammas[t])
+
                 for r, ar in enumerate(a_rows):
                     base = k1.add(ar, k1.add(k0, kw))
                     if vec:
@@ -190,15 +225,21 @@ class QMatMulSpec(KernelSpec):
                                 x = k1.lane(av, t)
                                 if valid is not None:
                                     x = k1.select(valid, x, k1.f(0.0))
-                                sums[r] = k1.fma(x, values[4 * g + t], sums[r])
+                                sums[r] = k1.fma(take(x, r, 4 * g + t), values[4 * g + t], sums[r])
                     else:
                         for t in range(per):
                             cond = [k1.cmp("slt", k1.add(k0, kw + t), k)] if ragged else []
                             x = k1.masked_load(a, k1.add(base, t), k1.all_of(cond))
-                            sums[r] = k1.fma(x, values[t], sums[r])
-            return [k1.fma(sums[r], scale, accs[r]) for r in range(tr)]
+                            sums[r] = k1.fma(take(x, r, t), values[t], sums[r])
+            return [k1.fma(sums[r], scale, accs[r]) for r in range(tr)] + squares
 
-        accs = kb.for_(s, self.blocks, split, [kb.f(0.0)] * tr, block_step, "b", unroll=pragma(self.unroll))
+        carried = kb.for_(s, self.blocks, split, [kb.f(0.0)] * (tr * (2 if rms else 1)), block_step, "b",
+                          unroll=pragma(self.unroll))
+        accs, squares = carried[:tr], carried[tr:]
+
+        def normalized(k1: KernelBuilder, total: SSAValue, square: SSAValue) -> SSAValue:
+            """total / sqrt(sum of squares / K + epsilon): the RMS normalization of A's row."""
+            return k1.fdiv(total, k1.sqrt(k1.fadd(k1.fmul(square, 1.0 / k), self.norm_epsilon)))
 
         def finish_rows(k1: KernelBuilder, totals: list[SSAValue]) -> None:
             for r in range(tr):
@@ -215,8 +256,17 @@ class QMatMulSpec(KernelSpec):
 
         inside = [kb.cmp("slt", col, self.n)] if past_n else []
         if split == 1:
-            kb.guard(inside, lambda k1: finish_rows(k1, accs))
+            kb.guard(inside, lambda k1: finish_rows(k1, [normalized(k1, t, q) for t, q in zip(accs, squares)]
+                                                    if rms else accs))
             return
         # column c's partial sums in slots c * S .. c * S + S - 1 (slot = lid)
+        if rms:  # the product's and the squares' partial sums reduced together, as lanes of one float4
+            zero = kb.f(0.0)
+            both = kb.vec([accs[0], squares[0], zero, zero])
+            scratch = kb.local_alloc(split * ncols, both.type, "partial")
+            work_group_sum(kb, both, s, split,
+                           lambda k1, total: finish_rows(k1, [normalized(k1, k1.lane(total, 0), k1.lane(total, 1))]),
+                           scratch=scratch, offset=kb.mul(c, split), finish_if=inside)
+            return
         work_group_sum(kb, accs[0], s, split, lambda k1, total: finish_rows(k1, [total]), scratch=scratch,
                        offset=kb.mul(c, split), finish_if=inside)
