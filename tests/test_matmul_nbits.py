@@ -146,14 +146,14 @@ def test_gpu_default_splits_the_decode_gemv():
     # 64 columns: too few for 4 work-groups per compute unit with several columns each, so one column per
     # work-group, and 16 items (one block each) to fill a warp
     assert config((1,), "nvidia-h200") == {"k_split": 16, "tile_m": 1, "cols_per_group": 1, "block_loads": 1,
-                                           "k_unroll": 0}
+                                           "k_unroll": 0, "interleave": 0}
     assert config((1,), "adreno-740") == {"k_split": 4, "tile_m": 1, "cols_per_group": 16, "block_loads": 1,
-                                          "k_unroll": 4}  # compute units unknown: 64-item work-groups
+                                          "k_unroll": 4, "interleave": 0}  # compute units unknown: 64-item work-groups
     assert config((1,), "pocl-cpu") == {"k_split": 1, "tile_m": 1, "cols_per_group": 1, "block_loads": 0,
-                                        "k_unroll": 0}
+                                        "k_unroll": 0, "interleave": 0}
     assert config((64,), "nvidia-h200")["k_split"] == 16  # 4096 outputs: still below min-work-items
     assert config((256,), "nvidia-h200") == {"k_split": 1, "tile_m": 4, "cols_per_group": 1, "block_loads": 0,
-                                             "k_unroll": 0}  # prefill rows
+                                             "k_unroll": 0, "interleave": 0}  # prefill rows
 
 
 @pytest.mark.parametrize(("k", "n", "bits", "expected"), [
@@ -196,11 +196,15 @@ SCHEDULES = {  # rows, K, N, bits, block, zero points, bias, (k_split, cols_per_
     "q2_b16_one_word": ((1,), 96, 20, 2, 16, "u8", False, (2, 8, 1, 2, 1)),
     "q2_b32_vload2": ((1,), 160, 11, 2, 32, None, False, (4, 4, 1, 2, 1)),
     "q2_b128_f32zp": ((1,), 300, 10, 2, 128, "f32", False, (2, 2, 1, 2, 1)),
+    # interleave: W's words repacked [blocks, words, N] (scales and zero points [blocks, N])
+    "q4_b32_u8zp_interleaved": ((1,), 100, 24, 4, 32, "u8", False, (1, 1, 0, 0, 1, 1)),
+    "q4_b32_f32zp_interleaved_rows": ((6,), 256, 19, 4, 32, "f32", True, (1, 1, 0, 0, 4, 1)),
+    "q8_b16_interleaved_split_c4": ((1,), 200, 30, 8, 16, None, False, (4, 4, 0, 2, 1, 1)),
 }
 
 
 def _schedule(cfg: tuple[int, ...]) -> dict[str, int]:
-    return dict(zip(("k_split", "cols_per_group", "block_loads", "k_unroll", "tile_m"), cfg))
+    return dict(zip(("k_split", "cols_per_group", "block_loads", "k_unroll", "tile_m", "interleave"), cfg))
 
 
 @pytest.mark.parametrize("case", sorted(SCHEDULES))
@@ -215,7 +219,9 @@ def test_gemv_schedules_match_onnxruntime(case):
     cfg = _schedule(cfg)
     cm = adreno_mlir.compile(model, textures=False, layout="nchw", target="nvidia-h200", overrides={"loc:act": cfg})
     words = bits * block // 32
-    name = (f"qmatmul_q{bits}b{block}" + ("_zp" if zp else "") + ("_ksplit" if cfg["k_split"] > 1 else "") + f"_c{cfg['cols_per_group']}"
+    name = (f"qmatmul_q{bits}b{block}" + ("_zp" if zp else "") + ("_il" if cfg.get("interleave") else "")
+            + ("_ksplit" if cfg["k_split"] > 1 else "")
+            + (f"_c{cfg['cols_per_group']}" if cfg["cols_per_group"] > 1 else "")
             + ("_vload" if cfg["block_loads"] and words > 1 else "") + (f"_u{cfg['k_unroll']}" if cfg["k_unroll"] else ""))
     assert name in cm.source, cm.source[:2000]
     if cfg["block_loads"] and words > 1:

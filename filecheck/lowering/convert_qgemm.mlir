@@ -16,11 +16,11 @@
 // as its first extra input, before the fused Relu.
 
 // CONFIG-LABEL: func.func @decode
-// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 16 : i64, block_loads = 1 : i64, k_unroll = 4 : i64}}
+// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 16 : i64, block_loads = 1 : i64, k_unroll = 4 : i64, interleave = 0 : i64}}
 // H200-LABEL:   func.func @decode
-// H200:           graph.fused {kernel_config = {k_split = 16 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 1 : i64, k_unroll = 0 : i64}}
+// H200:           graph.fused {kernel_config = {k_split = 16 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 1 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // CPU-LABEL:    func.func @decode
-// CPU:            graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64}}
+// CPU:            graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // LAUNCH-LABEL: opencl.kernel @qmatmul_q4b32_ksplit_c16_vload_u4_add_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
 // LAUNCH-SAME:    reqd_work_group_size = array<i64: 64, 1, 1>
 // LAUNCH:         opencl.local_alloc {size = 64 : i64}
@@ -43,11 +43,11 @@ func.func @decode(%a: tensor<1x512xf32>) -> tensor<1x64xf32> attributes {graph.i
 // -----
 
 // CONFIG-LABEL: func.func @prefill
-// CONFIG:         graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 4 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64}}
+// CONFIG:         graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 4 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // H200-LABEL:   func.func @prefill
-// H200:           graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 4 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64}}
+// H200:           graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 4 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // CPU-LABEL:    func.func @prefill
-// CPU:            graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 4 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64}}
+// CPU:            graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 4 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // LAUNCH-LABEL: opencl.kernel @qmatmul_q8b32_zp_r4(
 // LAUNCH-LABEL: func.func @prefill
 // LAUNCH:         opencl.launch @qmatmul_q8b32_zp_r4({{.*}}) global [1024, 16]
@@ -69,7 +69,7 @@ func.func @prefill(%a: tensor<64x64xf32>) -> tensor<64x1024xf32> attributes {gra
 // group sums its 4 partials in slots 4c .. 4c + 3 (slot = local id).
 
 // CONFIG-LABEL: func.func @edited
-// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 4 : i64}}
+// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 4 : i64, interleave = 0 : i64}}
 // LAUNCH-LABEL: func.func @edited
 // LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c8_vload_u4({{.*}}) global [96, 1] local [32, 1]
 // OCL:          __attribute__((reqd_work_group_size(32, 1, 1)))

@@ -9,11 +9,14 @@ in registers.
 | `cols_per_group` | 1, 2, 4 ... 64 | output columns per work-group (k_split x cols_per_group work-items, at most 1024) |
 | `block_loads` | 0, 1 | 1: a work-item reads each block's words with one vload (16 bytes for 4-bit blocks of 32) |
 | `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the block loop: N blocks' loads in flight per work-item |
+| `interleave` | 0, 1 | 1: W repacked [blocks, words, N] at compile time (scales, zero points [blocks, N]): neighbouring columns read neighbouring words (CPU SIMD, coalesced warps without k_split); not with block_loads |
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from xdsl.ir import Operation
 
@@ -47,8 +50,10 @@ class QGemm(Family):
             off=1),
         Key("block_loads", (0, 1), "1: each block's words in one vload (coalesced 16-byte chunks)", off=0),
         Key("k_unroll", (0, 2, 4, 8), "#pragma unroll N on the block loop (0: none)", off=0),
+        Key("interleave", (0, 1), "1: W's words repacked [blocks, words, N] (neighbouring columns, neighbouring "
+            "words)", off=0),
     )
-    exclusive = (("k_split", "tile_m"),)
+    exclusive = (("k_split", "tile_m"), ("block_loads", "interleave"))
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, graph.MatMulNBitsOp)
@@ -60,13 +65,18 @@ class QGemm(Family):
         other: the lm_head took 37 us on the H200 that way, 11% of its bandwidth floor).
         More rows (prefill): tiles of 4 rows, each weight dequantized once per 4 rows, a
         word at a time (CPUs too, and CPUs for the GEMV: one work-item per output; PoCL
-        gains nothing from work-groups that share a column). Not measured on a GPU yet: the
-        first choice, to be tuned (bench/qmatmul.py sweeps every key)."""
+        gains nothing from work-groups that share a column). `interleave` (the words of
+        neighbouring columns side by side) stays off: on this project's 2-core CPU it made
+        llama_tiny's int4 prefill 1.6x faster on Intel's CPU runtime (695 -> 1099 tokens/s)
+        but 7x slower on PoCL (509 -> 70) and changed neither's decode step (launch-bound:
+        about 0.15 ms a launch on Intel's runtime); the tuner tries it. Not measured on a
+        GPU yet: the first choice, to be tuned (bench/qmatmul.py sweeps every key)."""
         m = op.rows
         gemv = m < 4 or m * op.n < rules.min_work_items
         if gemv and rules.gpu and given.get("tile_m", 1) == 1:
             return self._gemv(op, rules, given)
-        return {"k_split": 1, "tile_m": 4 if m >= 4 else 1, "cols_per_group": 1, "block_loads": 0, "k_unroll": 0}
+        return {"k_split": 1, "tile_m": 4 if m >= 4 else 1, "cols_per_group": 1, "block_loads": 0, "k_unroll": 0,
+                "interleave": 0}
 
     def _gemv(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
         """The decode GEMV on a GPU. It reads each weight byte once and does ~5 integer and
@@ -118,6 +128,8 @@ class QGemm(Family):
         items = cfg.get("k_split", 1) * cfg.get("cols_per_group", 1)
         if items > QMATMUL_MAX_GROUP:
             return (f"k_split x cols_per_group = {items} work-items per work-group; at most {QMATMUL_MAX_GROUP}")
+        if cfg.get("interleave", 0) and cfg.get("block_loads", 0):
+            return "block_loads reads a block's words at once, which interleave puts N words apart: choose one"
         return None
 
     def space(self, head: Operation, default: dict[str, Any]) -> list:
@@ -126,7 +138,8 @@ class QGemm(Family):
                 ("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(head.rows, 1))),
                 ("cols_per_group", tuple(c for c in (1, 2, 4, 8, 16, 32) if c == 1 or c // 2 < head.n)),
                 ("block_loads", (0, 1)),
-                ("k_unroll", (0, 2, 4, 8))]
+                ("k_unroll", (0, 2, 4, 8)),
+                ("interleave", (0, 1))]
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
         """One candidate per distinct kernel: no row tiles with a split, no more columns per
@@ -144,6 +157,8 @@ class QGemm(Family):
             cfg["k_unroll"] = max((u for u in (2, 4, 8) if u <= trips), default=0)
         if head.words == 1:
             cfg["block_loads"] = 0
+        if cfg.get("block_loads", 0):  # the two exclude each other: block loads win
+            cfg["interleave"] = 0
         return cfg
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
@@ -174,14 +189,32 @@ class QMatMulPattern(KernelPattern):
             spec = QMatMulSpec(m=op.rows, n=op.n, k=op.k, bits=op.bits.value.data, block=op.block_size.value.data,
                                zero_points=op.zero_points is not None, k_parts=cfg["k_split"], tile_rows=cfg["tile_m"],
                                cols=cfg["cols_per_group"], block_loads=bool(cfg["block_loads"]),
-                               unroll=cfg["k_unroll"], rms_norm=op.norm_scale is not None,
+                               unroll=cfg["k_unroll"], interleaved=bool(cfg["interleave"]),
+                               rms_norm=op.norm_scale is not None,
                                norm_epsilon=op.norm_epsilon.value.data if op.norm_epsilon is not None else 0.0,
                                epilogue=epi)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
-        ins = [hb.buffer(op.a), hb.buffer(op.packed), hb.buffer(op.scales)]
-        if op.zero_points is not None:
-            ins.append(hb.buffer(op.zero_points))
+        if spec.interleaved:  # repacked once, at compile time: [N, blocks, ...] -> [blocks, ..., N]
+            def interleaved(value, hint: str):
+                owner = value.owner
+                if not isinstance(owner, graph.ConstantOp):
+                    raise LoweringError(f"{where(op)}: interleave repacks the weights at compile time; they must be "
+                                        "constants")
+                # the store's own array: the words are i32 (constant_array would make floats of them)
+                arr = (np.asarray(hb.store[owner.weight_name]) if owner.weight_name is not None
+                       else hb.constant_array(value)).reshape(graph.shape_of(value))
+                dtype = np.int32 if value is op.packed else np.float32
+                moved = np.ascontiguousarray(np.moveaxis(arr, 0, -1), dtype=dtype)
+                return hb.weight(f"{value.name_hint or hint}_interleaved", moved)
+
+            ins = [hb.buffer(op.a), interleaved(op.packed, "packed"), interleaved(op.scales, "scales")]
+            if op.zero_points is not None:
+                ins.append(interleaved(op.zero_points, "zero_points"))
+        else:
+            ins = [hb.buffer(op.a), hb.buffer(op.packed), hb.buffer(op.scales)]
+            if op.zero_points is not None:
+                ins.append(hb.buffer(op.zero_points))
         if op.norm_scale is not None:
             ins.append(hb.buffer(op.norm_scale))
         hb.launch(spec, [*ins, *extras, hb.alloc(group.result)], loc)

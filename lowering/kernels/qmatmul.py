@@ -74,6 +74,11 @@ class QMatMulSpec(KernelSpec):
     A element is multiplied by its gamma as it is loaded, its square summed alongside the
     product, and the total scaled by 1 / sqrt(sum / K + norm_epsilon) before the epilogue."""
     norm_epsilon: float = 0.0
+    interleaved: bool = False
+    """W's words interleaved across the columns (`interleave`: the lowering repacks them to
+    [blocks, words, N] and the scales and zero points to [blocks, N]), so neighbouring
+    columns' work-items read neighbouring words: what a CPU's compiler turns into vector
+    loads across its SIMD lanes, and coalesced loads on a GPU when k_split is 1."""
 
     def __post_init__(self):
         if self.bits not in QUANT_BITS:
@@ -91,6 +96,8 @@ class QMatMulSpec(KernelSpec):
         if self.k_parts * self.cols > QMATMUL_MAX_GROUP:
             raise ValueError(f"k_parts * cols = {self.k_parts * self.cols} work-items per work-group; "
                              f"at most {QMATMUL_MAX_GROUP}")
+        if self.interleaved and self.block_loads:
+            raise ValueError("block_loads reads a block's words at once, which interleave puts N words apart")
         if self.unroll not in (0, 2, 4, 8):
             raise ValueError(f"unroll must be 0, 2, 4 or 8, got {self.unroll}")
 
@@ -110,6 +117,7 @@ class QMatMulSpec(KernelSpec):
         unroll = f"_u{self.unroll}" if self.unroll else ""
         rows = f"_r{self.tile_rows}" if self.tile_rows > 1 else ""
         rms = "_rms" if self.rms_norm else ""
+        zp += "_il" if self.interleaved else ""
         return (f"qmatmul_q{self.bits}b{self.block}{zp}{rms}{split}{cols}{vload}{unroll}{rows}"
                 f"{self.epilogue.suffix()}")
 
@@ -159,16 +167,26 @@ class QMatMulSpec(KernelSpec):
         mask = (1 << self.bits) - 1
         vec = k % 4 == 0
         ragged = k % self.block != 0  # the last block's values past K are not read
-        w_col = kb.mul(col_r, self.blocks * self.words, "w_col")
-        s_col = kb.mul(col_r, self.blocks, "s_col")
+        il = self.interleaved
+        w_col = col_r if il else kb.mul(col_r, self.blocks * self.words, "w_col")
+        s_col = col_r if il else kb.mul(col_r, self.blocks, "s_col")
+
+        def block_scale_index(k1: KernelBuilder, b: SSAValue) -> SSAValue:
+            return k1.add(k1.mul(b, self.n), s_col) if il else k1.add(s_col, b)
+
+        def word_index(k1: KernelBuilder, b: SSAValue, j: int) -> SSAValue:
+            if il:  # word j of block b of every column, then the next word
+                return k1.add(k1.mul(k1.add(k1.mul(b, self.words), j), self.n), w_col)
+            return k1.add(k1.add(w_col, k1.mul(b, self.words)), j)
 
         rms = self.rms_norm
 
         def block_step(k1: KernelBuilder, b: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             accs, squares = carried[:tr], list(carried[tr:])  # squares: sum of a^2 per row (rms_norm)
             k0 = k1.mul(b, self.block, "k0")
-            scale = k1.load(scales, k1.add(s_col, b), "scale")
-            zp = k1.load(zps, k1.add(s_col, b), "zp") if zps is not None else k1.f(float(2 ** (self.bits - 1)))
+            scale = k1.load(scales, block_scale_index(k1, b), "scale")
+            zp = (k1.load(zps, block_scale_index(k1, b), "zp") if zps is not None
+                  else k1.f(float(2 ** (self.bits - 1))))
             sums = [k1.f(0.0)] * tr
             wbase = k1.add(w_col, k1.mul(b, self.words))
             if self.block_loads and self.words > 1:
@@ -180,7 +198,7 @@ class QMatMulSpec(KernelSpec):
             else:
                 words = None
             for j in range(self.words):
-                word = words[j] if words is not None else k1.load(packed, k1.add(wbase, j))
+                word = words[j] if words is not None else k1.load(packed, word_index(k1, b, j))
                 values = []
                 for i in range(per):
                     # an arithmetic shift (>> of a signed int): the mask drops the sign bits too
