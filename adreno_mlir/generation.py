@@ -4,6 +4,9 @@
     result = dec.generate([1, 2, 3], max_new_tokens=32)            # greedy
     result = dec.generate(ids, 32, temperature=0.8, top_k=40, seed=0, on_token=print)
     result.tokens, result.ttft_ms, result.prefill_tok_s, result.decode_tok_s, result.logits
+    dec.save("model.adreno")                                       # both programs, one artifact
+    adreno_mlir.load("model.adreno").generate([1, 2, 3], 32)       # a LoadedDecoder: no compiler
+    # adreno-run --generate model.adreno --prompt-ids 1,2,3        # the same loop in C
 
 Two programs, one state (adreno_mlir/frontend/decoder.py binds the graph):
 
@@ -23,6 +26,10 @@ A prompt is prefilled in chunks while a whole chunk fits the cache; the tokens o
 chunk that would reach past it go through the decode program one at a time. Generation
 that reaches `max_context` stops (`stop_reason` "max_context", with a warning): the cache
 never wraps and no kernel reads past it.
+
+The loop (`GenerationLoop`) is shared by the compiled `Decoder` and the `LoadedDecoder` that
+`adreno_mlir.load` makes of a decoder artifact (`Decoder.save`, docs/artifact.md "Decoder
+artifacts"); this module imports no xDSL at module level, so loading needs no compiler.
 """
 
 from __future__ import annotations
@@ -66,27 +73,75 @@ class GenerationResult:
                 "stop_reason": self.stop_reason, "transfers": dict(self.transfers)}
 
 
-class Decoder:
-    """A decoder compiled for generation: `prefill` and `decode` (CompiledModels sharing
-    `memory`: weights and the KV cache), the bound `signature`, `max_context` and
-    `prefill_chunk`. `position` is how many tokens the cache holds."""
+@dataclass(frozen=True)
+class DecoderFacts:
+    """What the generation loop (and a reader of a decoder artifact) knows of a decoder: the
+    names of its token-id input and logits output, the vocabulary, the end-of-sequence ids,
+    the caches. A loaded decoder's `signature` (the fields of
+    `adreno_mlir.frontend.decoder.DecoderSignature`, without importing the compiler)."""
 
-    def __init__(self, signature, prefill, decode, memory, max_context: int, prefill_chunk: int):
-        self.signature = signature
-        self.prefill = prefill
-        self.decode = decode
-        self.memory = memory
-        self.max_context = max_context
-        self.prefill_chunk = prefill_chunk
-        self.position = 0
+    input_ids: str
+    attention_mask: str
+    logits: str
+    caches: tuple[tuple[str, str], ...]
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    max_positions: int
+    layers: int
+    eos_token_ids: tuple[int, ...] = ()
+    bos_token_id: int | None = None
+
+    @property
+    def state(self) -> dict[str, str]:
+        """{present output: past input}: the tensors that are one device buffer."""
+        return {present: past for past, present in self.caches}
+
+    def cache_bytes(self, max_context: int) -> int:
+        return len(self.caches) * self.kv_heads * max_context * self.head_dim * 4
+
+    def to_json(self) -> dict:
+        return {"input_ids": self.input_ids, "position": POSITION, "logits": self.logits,
+                "attention_mask": self.attention_mask, "vocab": self.vocab,
+                "eos_token_ids": [int(e) for e in self.eos_token_ids], "bos_token_id": self.bos_token_id,
+                "max_positions": self.max_positions, "layers": self.layers, "kv_heads": self.kv_heads,
+                "head_dim": self.head_dim}
+
+    @staticmethod
+    def of(sig) -> DecoderFacts:
+        """The facts of a `DecoderSignature` (or of anything with its fields)."""
+        return DecoderFacts(sig.input_ids, sig.attention_mask, sig.logits, tuple(tuple(c) for c in sig.caches),
+                            int(sig.kv_heads), int(sig.head_dim), int(sig.vocab), int(sig.max_positions),
+                            int(sig.layers), tuple(int(e) for e in sig.eos_token_ids),
+                            None if sig.bos_token_id is None else int(sig.bos_token_id))
+
+
+POSITION = "position"
+"""The run-time position input of both programs (adreno_mlir.frontend.decoder.POSITION)."""
+
+
+class GenerationLoop:
+    """The generation loop over a prefill and a decode program that share a KV cache on the
+    device: `reset`, `feed`, `step` and `generate`, for a compiled `Decoder` and for a
+    `LoadedDecoder` (a decoder artifact) alike.
+
+    Needs on the instance: `signature` (the names, vocab and eos ids: a DecoderSignature or
+    DecoderFacts), `prefill` and `decode` (models with `run(feeds)`), `memory` (their
+    shared `DeviceMemory`), `max_context`, `prefill_chunk`; `position` is how many tokens
+    the cache holds. runtime/c/src/adreno_rt.c (adreno_decoder_feed/step/generate) is the
+    same loop in C."""
+
+    signature: object
+    prefill: object
+    decode: object
+    memory: object
+    max_context: int
+    prefill_chunk: int
+    position: int = 0
 
     @property
     def vocab(self) -> int:
         return self.signature.vocab
-
-    @property
-    def compile_seconds(self) -> float:
-        return self.prefill.compile_seconds + self.decode.compile_seconds
 
     def reset(self) -> None:
         """Forget the conversation: position 0 and a zeroed cache."""
@@ -102,7 +157,7 @@ class Decoder:
 
     def _run(self, model, ids: list[int]) -> np.ndarray:
         feeds = {self.signature.input_ids: np.asarray([ids], np.int64),
-                 "position": np.array([self.position], np.int64)}
+                 POSITION: np.array([self.position], np.int64)}
         return model.run(feeds)[self.signature.logits][0]
 
     def feed(self, ids: Sequence[int]) -> np.ndarray:
@@ -201,6 +256,82 @@ class Decoder:
             decode_tok_s=steps / t_decode if steps and t_decode > 0 else 0.0,
             stop_reason=reason, logits=np.stack(chosen).astype(np.float32),
             transfers={k: self.memory.transfers[k] - before[k] for k in before})
+
+
+class Decoder(GenerationLoop):
+    """A decoder compiled for generation: `prefill` and `decode` (CompiledModels sharing
+    `memory`: weights and the KV cache), the bound `signature`, `max_context` and
+    `prefill_chunk`. `position` is how many tokens the cache holds. `save(path)` writes
+    both programs as one artifact that `adreno_mlir.load` reads back as a `LoadedDecoder`."""
+
+    def __init__(self, signature, prefill, decode, memory, max_context: int, prefill_chunk: int):
+        self.signature = signature
+        self.prefill = prefill
+        self.decode = decode
+        self.memory = memory
+        self.max_context = max_context
+        self.prefill_chunk = prefill_chunk
+        self.position = 0
+
+    @property
+    def compile_seconds(self) -> float:
+        return self.prefill.compile_seconds + self.decode.compile_seconds
+
+    def save(self, path: str | Path, *, binaries: bool = True) -> Path:
+        """Write both programs as one decoder artifact directory (docs/artifact.md,
+        "Decoder artifacts"): one weights blob (a weight both programs use is stored once),
+        both plans, the decoder's facts and the OpenCL sources; with `binaries`, the program
+        binaries built for this device too. `adreno_mlir.load(path)` gives a `LoadedDecoder`
+        (no compiler); `adreno-run --generate path --prompt-ids ...` runs the loop in C."""
+        from adreno_mlir.artifact import save_decoder
+
+        return save_decoder(self, path, binaries=binaries)
+
+
+class LoadedDecoder(GenerationLoop):
+    """A decoder artifact loaded by `adreno_mlir.load` (imports no xDSL): `prefill` and
+    `decode` (LoadedModels whose Executables share `memory`: every weight uploaded once,
+    one KV cache), `signature` (DecoderFacts), `max_context`, `prefill_chunk`, and the same
+    `generate`/`feed`/`step`/`reset` as a compiled `Decoder`. Also `path`, `manifest`,
+    `load_seconds`."""
+
+    def __init__(self, path: Path, manifest: dict, signature: DecoderFacts, prefill, decode, memory,
+                 max_context: int, prefill_chunk: int, load_seconds: float):
+        self.path = path
+        self.manifest = manifest
+        self.signature = signature
+        self.prefill = prefill
+        self.decode = decode
+        self.memory = memory
+        self.max_context = max_context
+        self.prefill_chunk = prefill_chunk
+        self.load_seconds = load_seconds
+        self.position = 0
+
+    @property
+    def device_name(self) -> str:
+        return self.decode.device_name
+
+    @property
+    def plan(self) -> str:
+        return self.decode.plan
+
+    _MODEL_API = frozenset({"run", "profile", "input_names", "output_names", "input_shapes", "output_shapes",
+                            "launch_plan", "executable", "get_inputs", "get_outputs", "program_origin",
+                            "build_info", "runtime"})
+
+    def __getattr__(self, name: str):
+        if name in LoadedDecoder._MODEL_API:  # code written for one model (adreno-mlir run X.adreno)
+            from adreno_mlir.artifact import DecoderArtifactError
+
+            raise DecoderArtifactError(
+                f"{self.path} is a decoder artifact (a prefill and a decode program sharing a KV cache), not one "
+                f"model: generate with adreno_mlir.load(path).generate(prompt_ids, n) or `adreno-run --generate "
+                f"{self.path} --prompt-ids 1,2,3`; its programs are .prefill and .decode")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"LoadedDecoder({str(self.path)!r}, max_context={self.max_context}, prefill_chunk={self.prefill_chunk})"
 
 
 def _sample(logits: np.ndarray, temperature: float, top_k: int, rng: np.random.Generator) -> int:

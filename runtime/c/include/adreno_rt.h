@@ -50,10 +50,11 @@ extern "C" {
 #define ADRENO_RT_VERSION "0.1.0"
 /* The artifact format versions this library reads (docs/artifact.md, "Versioning"): 1 (f32
  * tensors), 2 (i32 inputs: token ids with a bound), 3 (constant outputs; f32 ones: the C API
- * returns float arrays) and 4 (i32 weights: quantized weights' packed words). Constant outputs of
- * other dtypes are refused by name. */
+ * returns float arrays), 4 (i32 weights: quantized weights' packed words) and 5 (state: inputs
+ * kept on the device between runs, and decoder artifacts: adreno_decoder_open). Constant outputs
+ * of other dtypes are refused by name. */
 #define ADRENO_FORMAT_VERSION_MIN 1
-#define ADRENO_FORMAT_VERSION 4
+#define ADRENO_FORMAT_VERSION 5
 
 typedef enum adreno_status {
     ADRENO_OK = 0,
@@ -214,6 +215,15 @@ ADRENO_API int adreno_num_launches(const adreno_model *model);
  * none, e.g. a layout conversion the compiler inserted, or when out of range). */
 ADRENO_API const char *adreno_launch_kernel(const adreno_model *model, int index);
 ADRENO_API const char *adreno_launch_node(const adreno_model *model, int index);
+/* State (format version 5): inputs that live on the device between runs and that the launches
+ * update in place (a decoder's KV cache). They are not inputs of the C API (adreno_num_inputs
+ * counts the fed ones): their buffers are created zero-filled when the model is opened and never
+ * copied in or out. adreno_state_name gives the ONNX input a state stands for (NULL when out of
+ * range), adreno_state_bytes its size; adreno_reset_states writes zeros over all of them. */
+ADRENO_API int adreno_num_states(const adreno_model *model);
+ADRENO_API const char *adreno_state_name(const adreno_model *model, int index);
+ADRENO_API int64_t adreno_state_bytes(const adreno_model *model, int index);
+ADRENO_API adreno_status adreno_reset_states(adreno_model *model);
 /* "NVIDIA CUDA / NVIDIA H200 (OpenCL 3.0 CUDA)" */
 ADRENO_API const char *adreno_device_name(const adreno_model *model);
 /* Where the program came from: "artifact binary", "built from source", "given". */
@@ -225,6 +235,92 @@ ADRENO_API const char *adreno_version(void);
  * bare name such as libOpenCL.so.1 resolved to, else the path as given), or "" before any
  * adreno_open has loaded one. */
 ADRENO_API const char *adreno_opencl_library(void);
+
+/* ------------------------------------------------------------------ decoders
+ *
+ * A decoder artifact (format version 5, written by adreno_mlir.compile_decoder(...).save(PATH);
+ * docs/artifact.md, "Decoder artifacts") holds a decoder's prefill program (prefill_chunk token
+ * ids a run) and decode program (one), one weights blob and the KV cache they share (state).
+ * adreno_decoder_open creates both on one context: every weight uploaded once, one buffer per
+ * cache, zero-filled. The generation loop runs here, in C (what `adreno-run --generate` calls):
+ *
+ *     adreno_decoder *d;
+ *     if (adreno_decoder_open("llama.adreno", NULL, &d, err, sizeof err) != ADRENO_OK) ...
+ *     adreno_generate_options o;
+ *     adreno_generate_options_init(&o);          // greedy, 32 tokens, stop at an eos id
+ *     adreno_generation g;
+ *     int32_t prompt[] = {1, 2, 3}, out[32];
+ *     if (adreno_decoder_generate(d, prompt, 3, &o, out, NULL, &g) != ADRENO_OK)
+ *         fprintf(stderr, "%s\n", adreno_decoder_error(d));
+ *     adreno_decoder_close(d);
+ *
+ * The prompt is prefilled in chunks while more than one token is left and a whole chunk fits
+ * the cache (a short last chunk padded by repeating its last token), the rest of it token by
+ * token through the decode program, then one decode step per generated token; generation stops
+ * at max_new_tokens, at an end-of-sequence id of the decoder (stop_at_eos) or when the cache is
+ * full ("max_context"): the same loop as adreno_mlir's Decoder.generate, so greedy generation
+ * gives the same tokens. A decoder, like a model, is not thread-safe. */
+typedef struct adreno_decoder adreno_decoder;
+
+/* Open a decoder artifact (an artifact of one model is refused with ADRENO_ERR_ARGUMENT, saying
+ * so; adreno_open refuses a decoder artifact the same way). `options` as for adreno_open (NULL:
+ * defaults); both programs run on the device it picks (a given context is used for both). */
+ADRENO_API adreno_status adreno_decoder_open(const char *path, const adreno_options *options,
+                                             adreno_decoder **decoder, char *error, size_t error_size);
+ADRENO_API void adreno_decoder_close(adreno_decoder *decoder);
+/* The last error of a call on `decoder` ("" if none). */
+ADRENO_API const char *adreno_decoder_error(const adreno_decoder *decoder);
+/* The prefill (0) or decode (1) program, for adreno_device_name, adreno_program_origin,
+ * adreno_num_launches, ... (NULL for another value). Owned by the decoder. */
+ADRENO_API const adreno_model *adreno_decoder_model(const adreno_decoder *decoder, int which);
+ADRENO_API int64_t adreno_decoder_vocab(const adreno_decoder *decoder);
+ADRENO_API int64_t adreno_decoder_max_context(const adreno_decoder *decoder);   /* the cache's rows */
+ADRENO_API int64_t adreno_decoder_prefill_chunk(const adreno_decoder *decoder);
+ADRENO_API int64_t adreno_decoder_max_positions(const adreno_decoder *decoder); /* the rotary tables' rows */
+ADRENO_API int64_t adreno_decoder_position(const adreno_decoder *decoder);      /* tokens in the cache */
+ADRENO_API int adreno_decoder_num_eos(const adreno_decoder *decoder);
+ADRENO_API const int32_t *adreno_decoder_eos(const adreno_decoder *decoder);
+
+/* Position 0 and a zeroed cache (a new conversation). */
+ADRENO_API adreno_status adreno_decoder_reset(adreno_decoder *decoder);
+/* Append `count` token ids to the cache (prefill chunks, then decode steps where a chunk would
+ * not fit); `logits` (may be NULL) receives the vocab logits after the last one. Ids outside
+ * [0, vocab), or more tokens than the cache has room for, are ADRENO_ERR_INPUT (nothing runs). */
+ADRENO_API adreno_status adreno_decoder_feed(adreno_decoder *decoder, const int32_t *ids, size_t count,
+                                             float *logits);
+/* One decode step: `token` at the current position; the next token's logits (may be NULL). A
+ * full cache is ADRENO_ERR_INPUT. */
+ADRENO_API adreno_status adreno_decoder_step(adreno_decoder *decoder, int32_t token, float *logits);
+
+typedef struct adreno_generate_options {
+    int max_new_tokens; /* >= 1 (default 32) */
+    int stop_at_eos;    /* stop at an end-of-sequence id of the decoder (default 1) */
+    int greedy;         /* 1 (default): the largest logit (the first one, as numpy's argmax); 0: sample */
+    float temperature;  /* sampling: softmax(logits / temperature), > 0 (default 1) */
+    int top_k;          /* sampling: among the top_k largest logits; 0 (default): all */
+    uint64_t seed;      /* sampling: the generator's seed (splitmix64; not numpy's stream) */
+} adreno_generate_options;
+
+typedef struct adreno_generation {
+    int num_tokens;     /* generated tokens (in `tokens`), >= 1 */
+    int prompt_tokens;
+    double ttft_ms;       /* from the call to the first generated token, prefill included */
+    double prefill_ms, decode_ms;
+    double prefill_tok_s; /* prompt tokens per second of prefill */
+    double decode_tok_s;  /* generated tokens after the first per second of decode steps (0 with one) */
+    const char *stop_reason; /* "max_new_tokens", "eos" or "max_context" (static strings) */
+} adreno_generation;
+
+/* Defaults: 32 new tokens, greedy, stop at eos, temperature 1, top_k 0, seed 0. */
+ADRENO_API void adreno_generate_options_init(adreno_generate_options *options);
+/* Generate after `prompt` from an empty cache (the decoder is reset first): `tokens` has room
+ * for max_new_tokens ids; `logits` (may be NULL) room for max_new_tokens * vocab floats, the
+ * logits each generated token was chosen from; `result` says how many and how fast. A prompt
+ * that is empty, longer than the context or has ids outside [0, vocab) is refused before anything
+ * runs (ADRENO_ERR_ARGUMENT / ADRENO_ERR_INPUT, the message names the ids or the lengths). */
+ADRENO_API adreno_status adreno_decoder_generate(adreno_decoder *decoder, const int32_t *prompt, size_t prompt_len,
+                                                 const adreno_generate_options *options, int32_t *tokens,
+                                                 float *logits, adreno_generation *result);
 
 #ifdef __cplusplus
 }

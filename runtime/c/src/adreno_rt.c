@@ -11,7 +11,13 @@
  * a truncated or corrupted copy or a malformed manifest therefore fails with a message
  * naming the entry, never with a crash in this library. What the kernels themselves do
  * with the sizes and scalars the launches pass them cannot be checked here (kernels.cl is
- * code): an artifact must be trusted like any program you run. */
+ * code): an artifact must be trusted like any program you run.
+ *
+ * Format version 5 adds state (inputs that live on the device between runs: a decoder's KV
+ * cache) and decoder artifacts: a prefill and a decode program sharing one weights blob and
+ * their state, which adreno_decoder_open instantiates as two models on one context (the
+ * second borrowing the first's weight and state buffers) and adreno_decoder_generate runs
+ * the generation loop over (prefill chunks, decode steps, greedy or sampled tokens). */
 #define _XOPEN_SOURCE 700 /* POSIX 2008 + XSI: stat(), realpath(), clock_gettime() */
 /* The OpenCL types and constants, and the cl* entry points as calls through the table
  * that cl_loader.c fills from the OpenCL library it opens at run time (no OpenCL header
@@ -97,6 +103,14 @@ typedef struct {
     char *file, *device, *platform, *driver_version, *build_options;
 } binary_desc;
 
+/* An input that is state (format version 5): not fed per run, its allocation created
+ * zero-filled once and updated in place by the launches (a decoder's KV cache). */
+typedef struct {
+    char *input, *output;
+    int allocation;
+    int64_t bytes;
+} state_desc;
+
 struct adreno_model {
     char error[4096];
     /* the plan */
@@ -111,6 +125,12 @@ struct adreno_model {
     int64_t weights_bytes;
     int format_version;
     int has_images;
+    /* state (format version 5): removed from `inputs`, which lists the fed inputs only */
+    int num_states;
+    state_desc *states;
+    /* While instantiating the second program of a decoder: the model whose weight buffers
+     * (the same blob range) and state buffers (the same input name) this one borrows. */
+    const struct adreno_model *share;
     /* which inputs adreno_set_input has given since the last adreno_run_io; whether the
      * staged outputs hold the last adreno_run's results */
     unsigned char *input_set;
@@ -121,6 +141,9 @@ struct adreno_model {
     cl_command_queue queue, profiling_queue;
     cl_program program;
     cl_mem *alloc_mem, *weight_mem;
+    /* 1 where this model created the memory object (and releases it), 0 where it borrows
+     * one of `share` (which outlives it: adreno_decoder_close closes the borrower first) */
+    unsigned char *alloc_owned, *weight_owned;
     cl_kernel *kernels;
     /* input/output staging, per tensor (inputs first): a mapped pinned buffer
      * (pinned[i], stage_mem[i]) or plain host memory */
@@ -205,7 +228,8 @@ static int contains_nocase(const char *haystack, const char *needle) {
 /* The manifest is read through these: each names the entry in its message. */
 typedef struct {
     adreno_model *m;
-    const char *file; /* ".../manifest.json" or "the manifest" */
+    const char *file;  /* ".../manifest.json" or "the manifest" */
+    const char *scope; /* "programs.decode." inside a decoder artifact, else NULL */
 } reader;
 
 static adreno_status bad(reader *r, const char *where, const char *fmt, ...) {
@@ -214,8 +238,8 @@ static adreno_status bad(reader *r, const char *where, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return fail(r->m, ADRENO_ERR_FORMAT, "%s is malformed: %s: %s; save the artifact again with adreno-mlir",
-                r->file, where, why);
+    return fail(r->m, ADRENO_ERR_FORMAT, "%s is malformed: %s%s: %s; save the artifact again with adreno-mlir",
+                r->file, r->scope ? r->scope : "", where, why);
 }
 
 static adreno_status need(reader *r, const json_value *obj, const char *key, json_type type, const char *where,
@@ -465,10 +489,10 @@ static adreno_status read_launch(reader *r, const json_value *l, size_t i, launc
     return ADRENO_OK;
 }
 
-static adreno_status read_plan(reader *r, const json_value *root) {
+/* The manifest's format and version (sets m->format_version). */
+static adreno_status read_format(reader *r, const json_value *root) {
     adreno_model *m = r->m;
-    const json_value *v, *arr, *program, *weights;
-    adreno_status st;
+    const json_value *v;
     if (root->type != JSON_OBJECT) return bad(r, "the top level", "must be an object");
     v = json_get(root, "format");
     if (!v || v->type != JSON_STRING || strcmp(v->string, FORMAT_NAME) != 0)
@@ -489,6 +513,79 @@ static adreno_status read_plan(reader *r, const json_value *root) {
                     ADRENO_RT_VERSION, ADRENO_FORMAT_VERSION_MIN, ADRENO_FORMAT_VERSION);
     }
     m->format_version = (int)v->integer;
+    return ADRENO_OK;
+}
+
+static int find_input(const adreno_model *m, const char *name) {
+    for (int i = 0; i < m->num_inputs; i++)
+        if (strcmp(m->inputs[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int find_state(const adreno_model *m, const char *input) {
+    for (int i = 0; i < m->num_states; i++)
+        if (strcmp(m->states[i].input, input) == 0) return i;
+    return -1;
+}
+
+/* The plan's "state" (format version 5): each entry an f32 input in its own allocation,
+ * standing for an output the plan does not return. Those inputs leave `inputs` (which then
+ * lists what a run is fed) for `states`. */
+static adreno_status read_states(reader *r, const json_value *root) {
+    adreno_model *m = r->m;
+    adreno_status st;
+    const json_value *arr = json_get(root, "state");
+    if (!arr || (arr->type == JSON_ARRAY && arr->length == 0)) return ADRENO_OK;
+    if (arr->type != JSON_ARRAY) return bad(r, "the top level", "'state' must be an array");
+    if (m->format_version < 5)
+        return bad(r, "state", "state (inputs kept on the device) needs format version 5 (this manifest says %d)",
+                   m->format_version);
+    if (arr->length > (size_t)m->num_inputs)
+        return bad(r, "state", "%zu entries for %d inputs", arr->length, m->num_inputs);
+    m->states = (state_desc *)calloc(arr->length, sizeof *m->states);
+    if (!m->states) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+    for (size_t i = 0; i < arr->length; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "state[%zu]", i);
+        const json_value *e = &arr->items[i];
+        state_desc *d = &m->states[i];
+        int64_t a;
+        if (e->type != JSON_OBJECT) return bad(r, where, "must be an object");
+        m->num_states = (int)i + 1; /* freed from here on */
+        if ((st = need_string(r, e, "input", where, &d->input))) return st;
+        if ((st = need_string(r, e, "output", where, &d->output))) return st;
+        if ((st = need_int(r, e, "allocation", where, 0, m->num_allocs - 1, &a))) return st;
+        d->allocation = (int)a;
+        int k = find_input(m, d->input);
+        if (k < 0) return bad(r, where, "names input '%s', which the model does not have", d->input);
+        if (m->inputs[k].dtype != ADRENO_DTYPE_F32 || m->inputs[k].allocation != d->allocation)
+            return bad(r, where, "input '%s' must be an f32 input in allocation %d", d->input, d->allocation);
+        for (int j = 0; j < m->num_outputs; j++)
+            if (strcmp(m->outputs[j].name, d->output) == 0)
+                return bad(r, where, "stands for output '%s', which the plan also returns", d->output);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(m->states[j].input, d->input) == 0) return bad(r, where, "input '%s' is state twice", d->input);
+        d->bytes = m->allocs[a].bytes;
+    }
+    int kept = 0;
+    for (int i = 0; i < m->num_inputs; i++) {
+        if (find_state(m, m->inputs[i].name) >= 0) {
+            free(m->inputs[i].name);
+            continue;
+        }
+        m->inputs[kept++] = m->inputs[i];
+    }
+    m->num_inputs = kept;
+    return ADRENO_OK;
+}
+
+/* One program's plan: allocations, weights, program, inputs, outputs, state, launches and
+ * binaries, from `root` (the manifest, or one entry of a decoder artifact's "programs"). */
+static adreno_status read_program(reader *r, const json_value *root) {
+    adreno_model *m = r->m;
+    const json_value *arr, *program, *weights;
+    adreno_status st;
+    if (root->type != JSON_OBJECT) return bad(r, "the top level", "must be an object");
 
     /* allocations */
     if ((st = need(r, root, "allocations", JSON_ARRAY, "the top level", &arr))) return st;
@@ -585,6 +682,7 @@ static adreno_status read_plan(reader *r, const json_value *root) {
     /* inputs, outputs, launches */
     if ((st = read_tensors(r, root, "inputs", &m->inputs, &m->num_inputs))) return st;
     if ((st = read_tensors(r, root, "outputs", &m->outputs, &m->num_outputs))) return st;
+    if ((st = read_states(r, root))) return st;
     if ((st = need(r, root, "launches", JSON_ARRAY, "the top level", &arr))) return st;
     if (arr->length > 1000000) return bad(r, "launches", "too many entries");
     m->num_launches = (int)arr->length;
@@ -619,6 +717,20 @@ static adreno_status read_plan(reader *r, const json_value *root) {
         }
     }
     return ADRENO_OK;
+}
+
+/* The manifest of one model: its format, then its plan. A decoder artifact is refused by
+ * name (adreno_decoder_open reads those). */
+static adreno_status read_plan(reader *r, const json_value *root) {
+    adreno_status st = read_format(r, root);
+    if (st) return st;
+    if (json_get(root, "programs") || json_get(root, "decoder"))
+        return fail(r->m, ADRENO_ERR_ARGUMENT,
+                    "%s describes a decoder artifact (a prefill and a decode program sharing weights and a KV "
+                    "cache), not one model: generate with it (adreno-run --generate ARTIFACT --prompt-ids 1,2,3, or "
+                    "adreno_decoder_open in C)",
+                    r->file);
+    return read_program(r, root);
 }
 
 /* ------------------------------------------------------------------ files */
@@ -953,14 +1065,59 @@ static adreno_status try_binary(adreno_model *m, const char *dir, const json_val
 
 /* ------------------------------------------------------------------ memory and kernels */
 
+static int state_of_allocation(const adreno_model *m, int allocation) {
+    for (int i = 0; i < m->num_states; i++)
+        if (m->states[i].allocation == allocation) return i;
+    return -1;
+}
+
+/* Writes zeros over every state buffer of the model (blocking). */
+static adreno_status zero_states(adreno_model *m) {
+    int64_t most = 0;
+    for (int i = 0; i < m->num_states; i++)
+        if (m->states[i].bytes > most) most = m->states[i].bytes;
+    if (!m->num_states) return ADRENO_OK;
+    void *zeros = calloc((size_t)most, 1);
+    if (!zeros) return fail(m, ADRENO_ERR_MEMORY, "out of host memory (%lld bytes of zeros for the state)",
+                            (long long)most);
+    cl_int e = CL_SUCCESS;
+    int i = 0;
+    for (; i < m->num_states && e == CL_SUCCESS; i++) {
+        const state_desc *s = &m->states[i];
+        e = clEnqueueWriteBuffer(m->queue, m->alloc_mem[s->allocation], CL_TRUE, 0, (size_t)s->bytes, zeros, 0, NULL,
+                                 NULL);
+    }
+    free(zeros);
+    if (e != CL_SUCCESS)
+        return fail(m, ADRENO_ERR_OPENCL, "zeroing state '%s' failed: %s (%d)", m->states[i - 1].input,
+                    cl_error_name(e), (int)e);
+    return ADRENO_OK;
+}
+
 static adreno_status create_memory(adreno_model *m, const char *weights_blob) {
     cl_int e;
+    adreno_status st;
+    const adreno_model *peer = m->share;
+    int fresh_state = 0;
     if (m->num_allocs) {
         m->alloc_mem = (cl_mem *)calloc((size_t)m->num_allocs, sizeof *m->alloc_mem);
-        if (!m->alloc_mem) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+        m->alloc_owned = (unsigned char *)calloc((size_t)m->num_allocs, 1);
+        if (!m->alloc_mem || !m->alloc_owned) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     }
     for (int i = 0; i < m->num_allocs; i++) {
         const alloc_desc *a = &m->allocs[i];
+        int s = state_of_allocation(m, i), ps = s >= 0 && peer ? find_state(peer, m->states[s].input) : -1;
+        if (ps >= 0) { /* the other program's buffer of this state */
+            if (peer->states[ps].bytes != m->states[s].bytes)
+                return fail(m, ADRENO_ERR_FORMAT,
+                            "state '%s' is %lld bytes in one program and %lld in the other; programs sharing it must "
+                            "be compiled for the same cache shape: save the decoder again",
+                            m->states[s].input, (long long)peer->states[ps].bytes, (long long)m->states[s].bytes);
+            m->alloc_mem[i] = peer->alloc_mem[peer->states[ps].allocation];
+            continue;
+        }
+        m->alloc_owned[i] = 1;
+        fresh_state |= s >= 0;
         if (a->image) {
             cl_image_format format = {CL_RGBA, (cl_channel_type)(a->half ? CL_HALF_FLOAT : CL_FLOAT)};
             cl_image_desc desc;
@@ -981,12 +1138,23 @@ static adreno_status create_memory(adreno_model *m, const char *weights_blob) {
                             i, (long long)a->bytes, m->device_name, cl_error_name(e), (int)e);
         }
     }
+    if (fresh_state && (st = zero_states(m))) return st; /* created zero-filled, never copied per run */
     if (m->num_weights) {
         m->weight_mem = (cl_mem *)calloc((size_t)m->num_weights, sizeof *m->weight_mem);
-        if (!m->weight_mem) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
+        m->weight_owned = (unsigned char *)calloc((size_t)m->num_weights, 1);
+        if (!m->weight_mem || !m->weight_owned) return fail(m, ADRENO_ERR_MEMORY, "out of host memory");
     }
     for (int i = 0; i < m->num_weights; i++) {
         const weight_desc *w = &m->weights[i];
+        /* One blob range is one weight: the other program's buffer of it, when it has one. */
+        int shared = -1;
+        for (int j = 0; peer && j < peer->num_weights && shared < 0; j++)
+            if (peer->weights[j].offset == w->offset && peer->weights[j].bytes == w->bytes) shared = j;
+        if (shared >= 0) {
+            m->weight_mem[i] = peer->weight_mem[shared];
+            continue;
+        }
+        m->weight_owned[i] = 1;
         m->weight_mem[i] = clCreateBuffer(m->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)w->bytes,
                                           (void *)(weights_blob + w->offset), &e);
         if (!m->weight_mem[i])
@@ -1155,6 +1323,11 @@ static void free_plan(adreno_model *m) {
             free(m->binaries[i].driver_version);
             free(m->binaries[i].build_options);
         }
+    for (int i = 0; i < m->num_states && m->states; i++) {
+        free(m->states[i].input);
+        free(m->states[i].output);
+    }
+    free(m->states);
     free(m->allocs);
     free(m->weights);
     free(m->inputs);
@@ -1188,10 +1361,10 @@ void adreno_close(adreno_model *m) {
             if (m->kernels[i]) clReleaseKernel(m->kernels[i]);
     if (m->alloc_mem)
         for (int i = 0; i < m->num_allocs; i++)
-            if (m->alloc_mem[i]) clReleaseMemObject(m->alloc_mem[i]);
+            if (m->alloc_mem[i] && m->alloc_owned[i]) clReleaseMemObject(m->alloc_mem[i]);
     if (m->weight_mem)
         for (int i = 0; i < m->num_weights; i++)
-            if (m->weight_mem[i]) clReleaseMemObject(m->weight_mem[i]);
+            if (m->weight_mem[i] && m->weight_owned[i]) clReleaseMemObject(m->weight_mem[i]);
     if (m->program) clReleaseProgram(m->program);
     if (m->profiling_queue) clReleaseCommandQueue(m->profiling_queue);
     if (m->queue) clReleaseCommandQueue(m->queue);
@@ -1203,6 +1376,8 @@ void adreno_close(adreno_model *m) {
     free(m->kernels);
     free(m->alloc_mem);
     free(m->weight_mem);
+    free(m->alloc_owned);
+    free(m->weight_owned);
     free_plan(m);
     free(m);
 }
@@ -1308,7 +1483,7 @@ adreno_status adreno_open(const char *path, const adreno_options *options, adren
     blob manifest = {0}, source = {0}, weights = {0};
     json_doc *doc = NULL;
     const json_value *root = NULL, *files;
-    reader r = {m, file};
+    reader r = {m, file, NULL};
     struct stat info;
     if (stat(path, &info) != 0) {
         st = fail(m, ADRENO_ERR_IO, "no artifact at %s (%s)", path, strerror(errno));
@@ -1369,7 +1544,7 @@ adreno_status adreno_open_memory(const char *manifest_json, size_t manifest_size
                            error_size);
     const json_value *root = NULL;
     char why[512];
-    reader r = {m, "the manifest"};
+    reader r = {m, "the manifest", NULL};
     json_doc *doc = json_parse(manifest_json, manifest_size, &root, why, sizeof why);
     if (!doc) {
         st = strcmp(why, "out of memory") == 0 ? fail(m, ADRENO_ERR_MEMORY, "out of host memory reading the manifest")
@@ -1734,3 +1909,542 @@ const char *adreno_io_mode_name(const adreno_model *m) {
     return m->num_pinned == staged ? "pinned" : "mixed";
 }
 const char *adreno_version(void) { return ADRENO_RT_VERSION; }
+
+/* ------------------------------------------------------------------ state */
+
+int adreno_num_states(const adreno_model *m) { return m ? m->num_states : 0; }
+const char *adreno_state_name(const adreno_model *m, int i) {
+    return m && i >= 0 && i < m->num_states ? m->states[i].input : NULL;
+}
+int64_t adreno_state_bytes(const adreno_model *m, int i) {
+    return m && i >= 0 && i < m->num_states ? m->states[i].bytes : 0;
+}
+
+adreno_status adreno_reset_states(adreno_model *m) {
+    if (!check_model(m)) return ADRENO_ERR_ARGUMENT;
+    return zero_states(m);
+}
+
+/* ------------------------------------------------------------------ decoders */
+
+enum { PREFILL = 0, DECODE = 1 };
+static const char *const program_names[2] = {"prefill", "decode"};
+
+struct adreno_decoder {
+    char error[4096];
+    adreno_model *model[2];     /* prefill (owns the weights and the state), decode (borrows them) */
+    char *input_ids, *position_name, *logits_name;
+    int ids_input[2], position_input[2], logits_output[2];
+    int64_t tokens[2];          /* token ids a run: prefill_chunk, 1 */
+    int64_t vocab, max_context, max_positions;
+    int32_t *eos;
+    int num_eos;
+    int64_t position;           /* tokens in the cache */
+    int32_t *ids;               /* prefill_chunk ids of a run */
+    float **outputs[2];         /* room for each program's outputs */
+    float *logits;              /* vocab: the logits generate chooses from */
+    int32_t *order;             /* vocab: indices, for top-k sampling */
+};
+
+static adreno_status dfail(adreno_decoder *d, adreno_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->error, sizeof d->error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* The error of one of the decoder's models, as the decoder's. */
+static adreno_status from_model(adreno_decoder *d, const adreno_model *m, adreno_status st) {
+    if (st != ADRENO_OK) snprintf(d->error, sizeof d->error, "%s", m->error);
+    return st;
+}
+
+void adreno_decoder_close(adreno_decoder *d) {
+    if (!d) return;
+    for (int k = 0; k < 2; k++) {
+        if (d->outputs[k])
+            for (int i = 0; d->model[k] && i < d->model[k]->num_outputs; i++) free(d->outputs[k][i]);
+        free(d->outputs[k]);
+    }
+    adreno_close(d->model[DECODE]); /* the borrower first: its buffers are the prefill program's */
+    adreno_close(d->model[PREFILL]);
+    free(d->input_ids);
+    free(d->position_name);
+    free(d->logits_name);
+    free(d->eos);
+    free(d->ids);
+    free(d->logits);
+    free(d->order);
+    free(d);
+}
+
+/* Which of the program's tensors the loop feeds and reads, checked against the decoder's
+ * facts: fed exactly the token ids ([1, tokens] i32) and the position ([1] i32), computing the
+ * logits ([1, tokens, vocab]) and keeping every state of the decoder. */
+static adreno_status check_program(adreno_decoder *d, reader *r, int k, const json_value *states) {
+    adreno_model *m = d->model[k];
+    int64_t tokens = d->tokens[k];
+    int ids = find_input(m, d->input_ids), pos = find_input(m, d->position_name), logits = -1;
+    for (int i = 0; i < m->num_outputs; i++)
+        if (strcmp(m->outputs[i].name, d->logits_name) == 0) logits = i;
+    if (ids < 0 || pos < 0 || m->num_inputs != 2)
+        return bad(r, "inputs", "a decoder program is fed exactly '%s' and '%s' (it has %d fed inputs)", d->input_ids,
+                   d->position_name, m->num_inputs);
+    const tensor_desc *t = &m->inputs[ids];
+    if (t->dtype != ADRENO_DTYPE_I32 || t->count != tokens || t->rank != 2 || t->shape[0] != 1)
+        return bad(r, "inputs", "'%s' must be i32 token ids of shape [1, %lld]", d->input_ids, (long long)tokens);
+    t = &m->inputs[pos];
+    if (t->dtype != ADRENO_DTYPE_I32 || t->count != 1)
+        return bad(r, "inputs", "'%s' must be one i32 value", d->position_name);
+    if (logits < 0 || m->outputs[logits].constant_offset >= 0 || m->outputs[logits].count != tokens * d->vocab)
+        return bad(r, "outputs", "'%s' must be computed, %lld x %lld values", d->logits_name, (long long)tokens,
+                   (long long)d->vocab);
+    if ((int64_t)states->length != (int64_t)m->num_states)
+        return bad(r, "state", "%d entries; the decoder keeps %zu", m->num_states, states->length);
+    for (size_t i = 0; i < states->length; i++) {
+        const json_value *s = &states->items[i];
+        const char *name = opt_string(s, "input");
+        const json_value *bytes = json_get(s, "bytes");
+        int j = find_state(m, name);
+        if (j < 0) return bad(r, "state", "the decoder's state '%s' is not state of this program", name);
+        if (bytes && bytes->type == JSON_NUMBER && bytes->is_integer && bytes->integer != m->states[j].bytes)
+            return bad(r, "state", "'%s' is %lld bytes; the decoder says %lld", name, (long long)m->states[j].bytes,
+                       (long long)bytes->integer);
+    }
+    d->ids_input[k] = ids;
+    d->position_input[k] = pos;
+    d->logits_output[k] = logits;
+    return ADRENO_OK;
+}
+
+/* The decoder's facts: names, vocabulary, context, chunk, end-of-sequence ids. */
+static adreno_status read_decoder_facts(adreno_decoder *d, reader *r, const json_value *facts) {
+    adreno_status st;
+    int64_t v;
+    const json_value *eos, *states;
+    if (facts->type != JSON_OBJECT) return bad(r, "the top level", "'decoder' must be an object");
+    if ((st = need_string(r, facts, "input_ids", "decoder", &d->input_ids))) return st;
+    if ((st = need_string(r, facts, "logits", "decoder", &d->logits_name))) return st;
+    if (json_get(facts, "position")) {
+        if ((st = need_string(r, facts, "position", "decoder", &d->position_name))) return st;
+    } else if (!(d->position_name = dup_string("position"))) {
+        return fail(r->m, ADRENO_ERR_MEMORY, "out of host memory");
+    }
+    if ((st = need_int(r, facts, "vocab", "decoder", 1, INT32_MAX, &d->vocab))) return st;
+    if ((st = need_int(r, facts, "max_context", "decoder", 1, (int64_t)1 << 24, &d->max_context))) return st;
+    if ((st = need_int(r, facts, "prefill_chunk", "decoder", 1, d->max_context, &v))) return st;
+    d->tokens[PREFILL] = v;
+    d->tokens[DECODE] = 1;
+    if ((st = need_int(r, facts, "max_positions", "decoder", 1, INT32_MAX, &d->max_positions))) return st;
+    if ((st = need(r, facts, "state", JSON_ARRAY, "decoder", &states))) return st;
+    eos = json_get(facts, "eos_token_ids");
+    if (eos && eos->type != JSON_ARRAY) return bad(r, "decoder", "'eos_token_ids' must be an array");
+    if (eos && eos->length) {
+        if (eos->length > 4096) return bad(r, "decoder", "more than 4096 eos_token_ids");
+        d->eos = (int32_t *)calloc(eos->length, sizeof *d->eos);
+        if (!d->eos) return fail(r->m, ADRENO_ERR_MEMORY, "out of host memory");
+        for (size_t i = 0; i < eos->length; i++) {
+            const json_value *e = &eos->items[i];
+            if (e->type != JSON_NUMBER || !e->is_integer || e->integer < INT32_MIN || e->integer > INT32_MAX)
+                return bad(r, "decoder", "eos_token_ids[%zu] must be an int32", i);
+            d->eos[i] = (int32_t)e->integer;
+        }
+        d->num_eos = (int)eos->length;
+    }
+    return ADRENO_OK;
+}
+
+static adreno_status decoder_load(adreno_decoder *d, const char *path, const adreno_options *o) {
+    char file[4200];
+    blob manifest = {0}, source[2] = {{0}, {0}}, weights = {0};
+    json_doc *doc = NULL;
+    const json_value *root = NULL, *programs, *facts, *files, *states;
+    struct stat info;
+    adreno_status st = ADRENO_OK;
+    for (int k = 0; k < 2; k++)
+        if (!(d->model[k] = (adreno_model *)calloc(1, sizeof *d->model[k])))
+            return dfail(d, ADRENO_ERR_MEMORY, "out of host memory");
+    adreno_model *m0 = d->model[PREFILL], *m1 = d->model[DECODE];
+    snprintf(file, sizeof file, "%s/manifest.json", path);
+    reader r = {m0, file, NULL};
+    if (stat(path, &info) != 0) return dfail(d, ADRENO_ERR_IO, "no artifact at %s (%s)", path, strerror(errno));
+    if (!S_ISDIR(info.st_mode))
+        return dfail(d, ADRENO_ERR_IO,
+                     "%s is not an adreno-mlir artifact: artifacts are directories (X.adreno/ with manifest.json); a "
+                     "decoder artifact is written by adreno_mlir.compile_decoder(...).save(PATH)",
+                     path);
+    if ((st = read_file(m0, path, "manifest.json", -1, &manifest))) {
+        if (st == ADRENO_ERR_IO && strstr(m0->error, "is missing"))
+            fail(m0, ADRENO_ERR_IO, "%s is not an adreno-mlir artifact: %s is missing", path, file);
+        goto done;
+    }
+    {
+        char why[512];
+        doc = json_parse(manifest.data, manifest.size, &root, why, sizeof why);
+        if (!doc) {
+            st = strcmp(why, "out of memory") == 0 ? fail(m0, ADRENO_ERR_MEMORY, "out of host memory reading %s", file)
+                                                    : fail(m0, ADRENO_ERR_FORMAT, "%s is not valid JSON: %s", file, why);
+            goto done;
+        }
+    }
+    if ((st = read_format(&r, root))) goto done;
+    programs = json_get(root, "programs");
+    facts = json_get(root, "decoder");
+    if (!programs && !facts) {
+        st = fail(m0, ADRENO_ERR_ARGUMENT,
+                  "%s is not a decoder artifact: it holds one model (its manifest has no 'decoder' and 'programs'); "
+                  "run it without --generate (adreno-run %s, or adreno_open in C). A decoder artifact, a prefill and a "
+                  "decode program sharing a KV cache, is written by adreno_mlir.compile_decoder(...).save(PATH)",
+                  path, path);
+        goto done;
+    }
+    if (m0->format_version < 5) {
+        st = bad(&r, "the top level", "a decoder artifact needs format version 5 (this manifest says %d)",
+                 m0->format_version);
+        goto done;
+    }
+    if (!programs || programs->type != JSON_OBJECT || !facts) {
+        st = bad(&r, "the top level", "a decoder artifact has a 'decoder' object and a 'programs' object");
+        goto done;
+    }
+    if ((st = read_decoder_facts(d, &r, facts))) goto done;
+    states = json_get(facts, "state");
+    m1->format_version = m0->format_version;
+    for (int k = 0; k < 2; k++) {
+        char scope[32];
+        snprintf(scope, sizeof scope, "programs.%s.", program_names[k]);
+        reader rk = {d->model[k], file, scope};
+        const json_value *prog = json_get(programs, program_names[k]);
+        if (!prog || prog->type != JSON_OBJECT) {
+            st = bad(&r, "programs", "'%s' must be an object", program_names[k]);
+            goto done;
+        }
+        if ((st = read_program(&rk, prog)) || (st = check_program(d, &rk, k, states))) {
+            from_model(d, d->model[k], st);
+            goto free_files;
+        }
+    }
+    if (strcmp(m0->weights_file, m1->weights_file) != 0) {
+        st = bad(&r, "programs", "both programs read one weights file (they name %s and %s)", m0->weights_file,
+                 m1->weights_file);
+        goto done;
+    }
+    files = json_get(root, "files");
+    if (!files || files->type != JSON_OBJECT) {
+        st = bad(&r, "the top level", "'files' must map file names to {sha256, bytes}");
+        goto done;
+    }
+    if ((st = read_checked(m0, path, files, m0->weights_file, o->verify_checksums, &weights))) goto done;
+    for (int k = 0; k < 2; k++)
+        if ((st = read_checked(d->model[k], path, files, d->model[k]->source_file, o->verify_checksums, &source[k]))) {
+            from_model(d, d->model[k], st);
+            goto free_files;
+        }
+    if ((st = instantiate(m0, o, path, files, source[0].data, source[0].size, weights.data, weights.size))) goto done;
+    {
+        /* the decode program on the prefill program's context, borrowing its weights and state */
+        adreno_options o1 = *o;
+        o1.context = m0->context;
+        o1.device = m0->device;
+        o1.program = NULL;
+        m1->share = m0;
+        st = instantiate(m1, &o1, path, files, source[1].data, source[1].size, weights.data, weights.size);
+        m1->share = NULL;
+        if (st) {
+            from_model(d, m1, st);
+            goto free_files;
+        }
+    }
+    d->ids = (int32_t *)calloc((size_t)d->tokens[PREFILL], sizeof *d->ids);
+    d->logits = (float *)calloc((size_t)d->vocab, sizeof *d->logits);
+    d->order = (int32_t *)calloc((size_t)d->vocab, sizeof *d->order);
+    if (!d->ids || !d->logits || !d->order) {
+        st = fail(m0, ADRENO_ERR_MEMORY, "out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < 2; k++) {
+        adreno_model *m = d->model[k];
+        d->outputs[k] = (float **)calloc((size_t)m->num_outputs, sizeof *d->outputs[k]);
+        if (!d->outputs[k]) {
+            st = fail(m0, ADRENO_ERR_MEMORY, "out of host memory");
+            goto done;
+        }
+        for (int i = 0; i < m->num_outputs; i++)
+            if (!(d->outputs[k][i] = (float *)malloc((size_t)m->outputs[i].count * 4))) {
+                st = fail(m0, ADRENO_ERR_MEMORY, "out of host memory (the %s program's outputs)", program_names[k]);
+                goto done;
+            }
+    }
+done:
+    from_model(d, m0, st);
+free_files:
+    json_free(doc);
+    free(manifest.data);
+    free(source[0].data);
+    free(source[1].data);
+    free(weights.data);
+    return st;
+}
+
+adreno_status adreno_decoder_open(const char *path, const adreno_options *options, adreno_decoder **out, char *error,
+                                  size_t error_size) {
+    if (error && error_size) error[0] = '\0';
+    if (!out) {
+        if (error && error_size) snprintf(error, error_size, "adreno_decoder_open: the decoder pointer is NULL");
+        return ADRENO_ERR_ARGUMENT;
+    }
+    *out = NULL;
+    adreno_decoder *d = (adreno_decoder *)calloc(1, sizeof *d);
+    if (!d) {
+        if (error && error_size) snprintf(error, error_size, "out of host memory");
+        return ADRENO_ERR_MEMORY;
+    }
+    adreno_options defaults;
+    if (!options) {
+        adreno_options_init(&defaults);
+        options = &defaults;
+    }
+    adreno_status st = path ? decoder_load(d, path, options)
+                            : dfail(d, ADRENO_ERR_ARGUMENT, "adreno_decoder_open: the path is NULL");
+    if (st != ADRENO_OK) {
+        if (error && error_size) snprintf(error, error_size, "%s", d->error);
+        adreno_decoder_close(d);
+        return st;
+    }
+    *out = d;
+    return ADRENO_OK;
+}
+
+const char *adreno_decoder_error(const adreno_decoder *d) { return d ? d->error : "no decoder (adreno_decoder_open failed)"; }
+const adreno_model *adreno_decoder_model(const adreno_decoder *d, int which) {
+    return d && (which == PREFILL || which == DECODE) ? d->model[which] : NULL;
+}
+int64_t adreno_decoder_vocab(const adreno_decoder *d) { return d ? d->vocab : 0; }
+int64_t adreno_decoder_max_context(const adreno_decoder *d) { return d ? d->max_context : 0; }
+int64_t adreno_decoder_prefill_chunk(const adreno_decoder *d) { return d ? d->tokens[PREFILL] : 0; }
+int64_t adreno_decoder_max_positions(const adreno_decoder *d) { return d ? d->max_positions : 0; }
+int64_t adreno_decoder_position(const adreno_decoder *d) { return d ? d->position : 0; }
+int adreno_decoder_num_eos(const adreno_decoder *d) { return d ? d->num_eos : 0; }
+const int32_t *adreno_decoder_eos(const adreno_decoder *d) { return d ? d->eos : NULL; }
+
+adreno_status adreno_decoder_reset(adreno_decoder *d) {
+    if (!d) return ADRENO_ERR_ARGUMENT;
+    d->position = 0;
+    return from_model(d, d->model[PREFILL], zero_states(d->model[PREFILL])); /* the decode program's are these */
+}
+
+/* Every id in [0, vocab), else ADRENO_ERR_INPUT naming up to five that are not. */
+static adreno_status check_vocab(adreno_decoder *d, const char *what, const int32_t *ids, size_t n) {
+    char list[160] = "";
+    size_t used = 0, bad_ids = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] >= 0 && ids[i] < d->vocab) continue;
+        if (bad_ids++ < 5 && used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%ld", used ? ", " : "", (long)ids[i]);
+    }
+    if (!bad_ids) return ADRENO_OK;
+    return dfail(d, ADRENO_ERR_INPUT, "%s has ids [%s%s] outside the vocabulary [0, %lld)", what, list,
+                 bad_ids > 5 ? ", ..." : "", (long long)d->vocab);
+}
+
+/* One run of program k on d->ids (its token count) at the current position; the logits of
+ * token `row` of the run into d->logits. */
+static adreno_status run_program(adreno_decoder *d, int k, const int32_t *ids, int64_t row) {
+    adreno_model *m = d->model[k];
+    int32_t position = (int32_t)d->position;
+    const void *inputs[2];
+    inputs[d->ids_input[k]] = ids;
+    inputs[d->position_input[k]] = &position;
+    adreno_status st = adreno_run_typed(m, inputs, d->outputs[k]);
+    if (st)
+        return dfail(d, st, "the %s program at position %lld: %s", program_names[k], (long long)d->position,
+                     m->error);
+    memcpy(d->logits, d->outputs[k][d->logits_output[k]] + row * d->vocab, (size_t)d->vocab * sizeof *d->logits);
+    return ADRENO_OK;
+}
+
+/* The loop of adreno_mlir/generation.py (GenerationLoop.feed): chunks of prefill_chunk
+ * tokens while more than one token is left and a whole chunk fits the cache (a short last
+ * chunk padded by repeating its last token; the logits of its last real token), then the
+ * decode program one token at a time. */
+static adreno_status feed(adreno_decoder *d, const int32_t *ids, size_t n) {
+    int64_t c = d->tokens[PREFILL];
+    size_t i = 0;
+    while (i < n) {
+        size_t rest = n - i, take;
+        adreno_status st;
+        if (rest > 1 && d->position + c <= d->max_context) {
+            take = rest < (size_t)c ? rest : (size_t)c;
+            for (int64_t j = 0; j < c; j++) d->ids[j] = ids[i + ((size_t)j < take ? (size_t)j : take - 1)];
+            st = run_program(d, PREFILL, d->ids, (int64_t)take - 1);
+        } else {
+            take = 1;
+            st = run_program(d, DECODE, &ids[i], 0);
+        }
+        if (st) return st;
+        d->position += (int64_t)take;
+        i += take;
+    }
+    return ADRENO_OK;
+}
+
+adreno_status adreno_decoder_feed(adreno_decoder *d, const int32_t *ids, size_t count, float *logits) {
+    if (!d) return ADRENO_ERR_ARGUMENT;
+    if (!ids || count == 0) return dfail(d, ADRENO_ERR_ARGUMENT, "the prompt is empty: give at least one token id");
+    adreno_status st = check_vocab(d, "the prompt", ids, count);
+    if (st) return st;
+    if ((uint64_t)count > (uint64_t)(d->max_context - d->position))
+        return dfail(d, ADRENO_ERR_INPUT,
+                     "%zu tokens after %lld do not fit the context of %lld tokens; compile the decoder with a larger "
+                     "max_context (the model's rotary tables allow %lld)",
+                     count, (long long)d->position, (long long)d->max_context, (long long)d->max_positions);
+    if ((st = feed(d, ids, count))) return st;
+    if (logits) memcpy(logits, d->logits, (size_t)d->vocab * sizeof *logits);
+    return ADRENO_OK;
+}
+
+adreno_status adreno_decoder_step(adreno_decoder *d, int32_t token, float *logits) {
+    if (!d) return ADRENO_ERR_ARGUMENT;
+    if (d->position >= d->max_context)
+        return dfail(d, ADRENO_ERR_INPUT, "the cache is full (%lld tokens): adreno_decoder_reset, or compile the "
+                     "decoder with a larger max_context", (long long)d->max_context);
+    adreno_status st = check_vocab(d, "the token", &token, 1);
+    if (st || (st = run_program(d, DECODE, &token, 0))) return st;
+    d->position++;
+    if (logits) memcpy(logits, d->logits, (size_t)d->vocab * sizeof *logits);
+    return ADRENO_OK;
+}
+
+void adreno_generate_options_init(adreno_generate_options *o) {
+    memset(o, 0, sizeof *o);
+    o->max_new_tokens = 32;
+    o->greedy = 1;
+    o->temperature = 1.0f;
+    o->top_k = 0;
+    o->seed = 0;
+    o->stop_at_eos = 1;
+}
+
+/* The sampler's generator: splitmix64 (as adreno-run's random inputs), a double in [0, 1). */
+static double next_uniform(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* order[0 .. k) := the indices of the k largest of x[order[0 .. n)] (quickselect, in place). */
+static void select_largest(const float *x, int32_t *order, int64_t n, int64_t k) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = x[order[lo + (hi - lo) / 2]];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[order[i]] > pivot) i++;
+            while (x[order[j]] < pivot) j--;
+            if (i <= j) {
+                int32_t t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else break;
+    }
+}
+
+/* A token of d->logits: argmax (the first largest, as numpy's), or a draw from
+ * softmax(logits / temperature) over the top_k largest (0: all). */
+static int32_t choose(adreno_decoder *d, const adreno_generate_options *o, uint64_t *rng) {
+    const float *x = d->logits;
+    int64_t v = d->vocab;
+    if (o->greedy) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < v && x[best] == x[best]; i++) /* a NaN wins, as in numpy's argmax */
+            if (x[i] > x[best] || x[i] != x[i]) best = i;
+        return (int32_t)best;
+    }
+    int64_t k = o->top_k > 0 && o->top_k < v ? o->top_k : v;
+    for (int64_t i = 0; i < v; i++) d->order[i] = (int32_t)i;
+    if (k < v) select_largest(x, d->order, v, k);
+    double top = -HUGE_VAL, total = 0;
+    for (int64_t i = 0; i < k; i++)
+        if ((double)x[d->order[i]] > top) top = (double)x[d->order[i]];
+    for (int64_t i = 0; i < k; i++) total += exp(((double)x[d->order[i]] - top) / o->temperature);
+    double u = next_uniform(rng) * total, sum = 0;
+    for (int64_t i = 0; i < k; i++) {
+        sum += exp(((double)x[d->order[i]] - top) / o->temperature);
+        if (u < sum) return d->order[i];
+    }
+    return d->order[k - 1];
+}
+
+adreno_status adreno_decoder_generate(adreno_decoder *d, const int32_t *prompt, size_t prompt_len,
+                                      const adreno_generate_options *options, int32_t *tokens, float *logits,
+                                      adreno_generation *result) {
+    if (!d) return ADRENO_ERR_ARGUMENT;
+    adreno_generate_options defaults;
+    if (!options) {
+        adreno_generate_options_init(&defaults);
+        options = &defaults;
+    }
+    if (!tokens || !result) return dfail(d, ADRENO_ERR_ARGUMENT, "adreno_decoder_generate: tokens or result is NULL");
+    if (options->max_new_tokens < 1)
+        return dfail(d, ADRENO_ERR_ARGUMENT, "max_new_tokens must be at least 1, got %d", options->max_new_tokens);
+    if (!options->greedy && !(options->temperature > 0 && options->temperature <= FLT_MAX))
+        return dfail(d, ADRENO_ERR_ARGUMENT, "the temperature must be positive, got %g", (double)options->temperature);
+    if (options->top_k < 0) return dfail(d, ADRENO_ERR_ARGUMENT, "top_k must be >= 0, got %d", options->top_k);
+    if (!prompt || prompt_len == 0)
+        return dfail(d, ADRENO_ERR_ARGUMENT, "the prompt is empty: give at least one token id");
+    adreno_status st = check_vocab(d, "the prompt", prompt, prompt_len);
+    if (st) return st;
+    if ((uint64_t)prompt_len > (uint64_t)d->max_context)
+        return dfail(d, ADRENO_ERR_INPUT,
+                     "the prompt has %zu tokens, more than the context of %lld tokens (the decoder's max_context; "
+                     "compile it with a larger one: the model's rotary tables allow %lld)",
+                     prompt_len, (long long)d->max_context, (long long)d->max_positions);
+    memset(result, 0, sizeof *result);
+    result->stop_reason = "max_new_tokens";
+    uint64_t rng = options->seed;
+    if ((st = adreno_decoder_reset(d))) return st;
+    double start = now_ms();
+    if ((st = feed(d, prompt, prompt_len))) return st;
+    double t_prefill = now_ms() - start, t_decode = 0;
+    result->prompt_tokens = (int)prompt_len;
+    int n = 0;
+    for (;;) {
+        int32_t token = choose(d, options, &rng);
+        tokens[n] = token;
+        if (logits) memcpy(logits + (size_t)n * (size_t)d->vocab, d->logits, (size_t)d->vocab * sizeof *logits);
+        n++;
+        if (n == 1) result->ttft_ms = now_ms() - start;
+        int eos = 0;
+        for (int i = 0; options->stop_at_eos && i < d->num_eos; i++) eos |= d->eos[i] == token;
+        if (eos) {
+            result->stop_reason = "eos";
+            break;
+        }
+        if (n >= options->max_new_tokens) break;
+        if (d->position >= d->max_context) {
+            result->stop_reason = "max_context";
+            break;
+        }
+        double t0 = now_ms();
+        if ((st = adreno_decoder_step(d, token, NULL))) {
+            result->num_tokens = n;
+            return st;
+        }
+        t_decode += now_ms() - t0;
+    }
+    result->num_tokens = n;
+    result->prefill_ms = t_prefill;
+    result->decode_ms = t_decode;
+    result->prefill_tok_s = t_prefill > 0 ? (double)prompt_len / (t_prefill * 1e-3) : 0.0;
+    result->decode_tok_s = n > 1 && t_decode > 0 ? (double)(n - 1) / (t_decode * 1e-3) : 0.0;
+    return ADRENO_OK;
+}

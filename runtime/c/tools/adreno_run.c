@@ -3,6 +3,8 @@
  *   adreno-run model.adreno [--input [NAME=]x.npy]... [--output [NAME=]y.npy]...
  *              [--device N|NAME] [--repeat N] [--warmup N] [--profile] [--top N] [--io auto|pinned|direct]
  *              [--seed N] [--no-verify] [--info] [--opencl-library PATH]
+ *   adreno-run --generate DECODER.adreno --prompt-ids 1,2,3 [--max-new-tokens N] [--json OUT.json]
+ *              [--save-logits OUT.npy|OUT.bin] [--ignore-eos] [--temperature T] [--top-k K] [--seed N]
  *
  * Inputs are .npy files of the model's input shapes (C order): float32 for a float input,
  * int32 or int64 for an input of token ids (i32, format version 2; int64 ids are narrowed,
@@ -18,7 +20,17 @@
  * --opencl-library names the OpenCL library to load (default:
  * $ADRENO_RT_OPENCL_LIBRARY, else the ICD loader libOpenCL.so.1, else the vendor's; see
  * adreno_options.opencl_library). Exit status: 0 success, 1 error (message on stderr),
- * 2 usage. */
+ * 2 usage.
+ *
+ * --generate runs a decoder artifact (a prefill and a decode program sharing a KV cache,
+ * written by adreno_mlir.compile_decoder(...).save(PATH)) through the generation loop of the
+ * library (adreno_decoder_generate): the prompt's ids, then up to --max-new-tokens tokens, greedy
+ * (the largest logit) unless --temperature or --top-k asks for sampling (seeded by --seed; the
+ * generator is not numpy's, so sampled tokens differ from adreno_mlir's). It prints the generated
+ * ids, the time to first token and the prefill and decode tokens per second; --json writes
+ * {"tokens", "ttft_ms", "prefill_tok_s", "decode_tok_s", ...}, --save-logits the logits each
+ * generated token was chosen from ([tokens, vocab] float32: a .npy, or raw little-endian .bin).
+ * No Python runs. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <sys/stat.h>
@@ -43,7 +55,17 @@ static const char *usage =
     "  --info                 print the model, device, inputs, outputs and launches, and exit without\n"
     "                         running (--input, --output, --seed, --repeat and --profile are then ignored)\n"
     "  --opencl-library PATH  the OpenCL library to load (default: $ADRENO_RT_OPENCL_LIBRARY, else\n"
-    "                         libOpenCL.so.1, libOpenCL.so, then on Android /vendor/lib64/libOpenCL.so)\n";
+    "                         libOpenCL.so.1, libOpenCL.so, then on Android /vendor/lib64/libOpenCL.so)\n"
+    "\n"
+    "       adreno-run --generate DECODER.adreno --prompt-ids 1,2,3 [--max-new-tokens N] [--json OUT.json]\n"
+    "                  [--save-logits OUT.npy|OUT.bin] [--ignore-eos] [--temperature T] [--top-k K] [--seed N]\n"
+    "  --generate             run a decoder artifact's generation loop (adreno_mlir.compile_decoder(...).save)\n"
+    "  --prompt-ids IDS       the prompt: comma-separated token ids\n"
+    "  --max-new-tokens N     tokens to generate (default 32; fewer at an end-of-sequence id or a full context)\n"
+    "  --json OUT.json        write {tokens, ttft_ms, prefill_tok_s, decode_tok_s, ...}\n"
+    "  --save-logits FILE     the logits of every generated token, [tokens, vocab] float32 (.npy or raw .bin)\n"
+    "  --ignore-eos           do not stop at the decoder's end-of-sequence ids\n"
+    "  --temperature T, --top-k K   sample from softmax(logits / T) among the K largest (default: greedy)\n";
 
 static double now_ms(void) {
     struct timespec ts;
@@ -423,6 +445,150 @@ static void print_shape(FILE *f, const int64_t *shape, int rank) {
     fputc(']', f);
 }
 
+/* ------------------------------------------------------------------ --generate */
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* "1,2,3" -> ids (malloc'd); 0 when it is not a list of integers. */
+static int parse_ids(const char *text, int32_t **ids, size_t *count) {
+    size_t n = 1;
+    for (const char *c = text; *c; c++) n += *c == ',';
+    *ids = (int32_t *)malloc(n * sizeof **ids);
+    *count = 0;
+    if (!*ids) return 0;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ') p++;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < INT32_MIN || v > INT32_MAX) return 0;
+        (*ids)[(*count)++] = (int32_t)v;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p == '\0') return 1;
+        if (*p != ',') return 0;
+        p++;
+        if (*p == '\0') return 1; /* a trailing comma */
+    }
+}
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON numbers: finite, else 0 (JSON has no infinities). */
+static double finite_or_zero(double x) { return x - x == 0 ? x : 0.0; }
+
+typedef struct {
+    const char *path;
+    const int32_t *prompt;
+    size_t prompt_len;
+    adreno_generate_options gen;
+    const char *json, *logits;
+    int info;
+} generate_args;
+
+static int run_generate(const generate_args *a, const adreno_options *options) {
+    char err[4096];
+    adreno_decoder *d = NULL;
+    int32_t *tokens = NULL;
+    float *logits = NULL;
+    int status = 1;
+    double t0 = now_ms();
+    adreno_status st = adreno_decoder_open(a->path, options, &d, err, sizeof err);
+    double load_ms = now_ms() - t0;
+    if (st != ADRENO_OK) {
+        fprintf(stderr, "adreno-run: error: %s\n", err);
+        return 1;
+    }
+    const adreno_model *pre = adreno_decoder_model(d, 0), *dec = adreno_decoder_model(d, 1);
+    long long vocab = (long long)adreno_decoder_vocab(d), context = (long long)adreno_decoder_max_context(d);
+    printf("model:   %s\nopencl:  %s\ndevice:  %s\nprogram: prefill %s, decode %s\nload:    %.1f ms\n", a->path,
+           adreno_opencl_library(), adreno_device_name(dec), adreno_program_origin(pre), adreno_program_origin(dec),
+           load_ms);
+    printf("decoder: vocab %lld, context %lld tokens, prefill chunk %lld, %d state buffers, eos ids [", vocab, context,
+           (long long)adreno_decoder_prefill_chunk(d), adreno_num_states(pre));
+    for (int i = 0; i < adreno_decoder_num_eos(d); i++) printf("%s%ld", i ? ", " : "", (long)adreno_decoder_eos(d)[i]);
+    printf("]; launches: prefill %d, decode %d\n", adreno_num_launches(pre), adreno_num_launches(dec));
+    if (a->info) {
+        status = 0;
+        goto out;
+    }
+    tokens = (int32_t *)malloc((size_t)a->gen.max_new_tokens * sizeof *tokens);
+    if (a->logits) logits = (float *)malloc((size_t)a->gen.max_new_tokens * (size_t)vocab * sizeof *logits);
+    if (!tokens || (a->logits && !logits)) {
+        fprintf(stderr, "adreno-run: error: out of memory (%d tokens%s)\n", a->gen.max_new_tokens,
+                a->logits ? " and their logits" : "");
+        goto out;
+    }
+    adreno_generation g;
+    st = adreno_decoder_generate(d, a->prompt, a->prompt_len, &a->gen, tokens, logits, &g);
+    if (st != ADRENO_OK) {
+        fprintf(stderr, "adreno-run: error: %s\n", adreno_decoder_error(d));
+        goto out;
+    }
+    if (!strcmp(g.stop_reason, "max_context"))
+        fprintf(stderr, "adreno-run: warning: generation stopped after %d tokens: the context of %lld tokens is full "
+                "(compile the decoder with a larger max_context)\n", g.num_tokens, context);
+    printf("tokens: ");
+    for (int i = 0; i < g.num_tokens; i++) printf("%s%ld", i ? "," : "", (long)tokens[i]);
+    printf("\nprompt %d tokens, generated %d (%s); time to first token %.1f ms, prefill %.1f tokens/s, decode %.1f "
+           "tokens/s\n", g.prompt_tokens, g.num_tokens, g.stop_reason, g.ttft_ms, g.prefill_tok_s, g.decode_tok_s);
+    if (a->json) {
+        FILE *f = fopen(a->json, "w");
+        if (!f) {
+            fprintf(stderr, "adreno-run: error: cannot write %s\n", a->json);
+            goto out;
+        }
+        fprintf(f, "{\n  \"tokens\": [");
+        for (int i = 0; i < g.num_tokens; i++) fprintf(f, "%s%ld", i ? ", " : "", (long)tokens[i]);
+        fprintf(f, "],\n  \"ttft_ms\": %.6g,\n  \"prefill_tok_s\": %.6g,\n  \"decode_tok_s\": %.6g,\n",
+                finite_or_zero(g.ttft_ms), finite_or_zero(g.prefill_tok_s), finite_or_zero(g.decode_tok_s));
+        fprintf(f, "  \"prompt_tokens\": %d,\n  \"stop_reason\": \"%s\",\n  \"max_context\": %lld,\n"
+                "  \"prefill_chunk\": %lld,\n  \"load_ms\": %.6g,\n  \"runtime\": \"adreno-run\",\n  \"device\": ",
+                g.prompt_tokens, g.stop_reason, context, (long long)adreno_decoder_prefill_chunk(d),
+                finite_or_zero(load_ms));
+        json_string(f, adreno_device_name(dec));
+        fprintf(f, "\n}\n");
+        if (fclose(f) != 0) {
+            fprintf(stderr, "adreno-run: error: cannot write %s\n", a->json);
+            goto out;
+        }
+    }
+    if (a->logits) {
+        int ok;
+        size_t count = (size_t)g.num_tokens * (size_t)vocab;
+        if (ends_with(a->logits, ".bin")) {
+            FILE *f = fopen(a->logits, "wb");
+            ok = f && fwrite(logits, 4, count, f) == count;
+            if (f) ok = fclose(f) == 0 && ok;
+        } else {
+            int64_t shape[2] = {g.num_tokens, vocab};
+            ok = npy_write(a->logits, logits, shape, 2, count);
+        }
+        if (!ok) {
+            fprintf(stderr, "adreno-run: error: cannot write %s\n", a->logits);
+            goto out;
+        }
+        printf("logits [%d, %lld] -> %s\n", g.num_tokens, vocab, a->logits);
+    }
+    status = 0;
+out:
+    free(tokens);
+    free(logits);
+    adreno_decoder_close(d);
+    return status;
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL;
     named_path inputs[64], outputs[64];
@@ -431,6 +597,12 @@ int main(int argc, char **argv) {
     const char *seed_text = "0";
     adreno_options options;
     adreno_options_init(&options);
+    int generate = 0, sampling = 0;
+    const char *prompt_text = NULL;
+    int32_t *prompt = NULL;
+    generate_args gen_args;
+    memset(&gen_args, 0, sizeof gen_args);
+    adreno_generate_options_init(&gen_args.gen);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -472,6 +644,46 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--opencl-library") && more) {
             options.opencl_library = argv[++i];
+        } else if (!strcmp(a, "--generate")) {
+            generate = 1;
+        } else if (!strcmp(a, "--prompt-ids") && more) {
+            prompt_text = argv[++i];
+        } else if (!strcmp(a, "--max-new-tokens") && more) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 1 || v > 100000000L) {
+                fprintf(stderr, "adreno-run: --max-new-tokens takes a positive integer, not '%s'\n%s", argv[i], usage);
+                return 2;
+            }
+            gen_args.gen.max_new_tokens = (int)v;
+        } else if (!strcmp(a, "--json") && more) {
+            gen_args.json = argv[++i];
+        } else if (!strcmp(a, "--save-logits") && more) {
+            gen_args.logits = argv[++i];
+            if (!ends_with(gen_args.logits, ".npy") && !ends_with(gen_args.logits, ".bin")) {
+                fprintf(stderr, "adreno-run: --save-logits takes a .npy or .bin file, not '%s'\n%s", argv[i], usage);
+                return 2;
+            }
+        } else if (!strcmp(a, "--ignore-eos")) {
+            gen_args.gen.stop_at_eos = 0;
+        } else if (!strcmp(a, "--temperature") && more) {
+            char *end;
+            double v = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(v > 0) || v > 1e30) {
+                fprintf(stderr, "adreno-run: --temperature takes a positive number, not '%s'\n%s", argv[i], usage);
+                return 2;
+            }
+            gen_args.gen.temperature = (float)v;
+            sampling = 1;
+        } else if (!strcmp(a, "--top-k") && more) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 1 || v > 1000000000L) {
+                fprintf(stderr, "adreno-run: --top-k takes a positive integer, not '%s'\n%s", argv[i], usage);
+                return 2;
+            }
+            gen_args.gen.top_k = (int)v;
+            sampling = 1;
         } else if (!strcmp(a, "--profile")) {
             profile = 1;
         } else if (!strcmp(a, "--no-verify")) {
@@ -495,6 +707,40 @@ int main(int argc, char **argv) {
     if (repeat < 1 || warmup < 0) {
         fprintf(stderr, "adreno-run: --repeat must be >= 1 and --warmup >= 0\n");
         return 2;
+    }
+    if (!generate && (prompt_text || gen_args.json || gen_args.logits || !gen_args.gen.stop_at_eos || sampling ||
+                      gen_args.gen.max_new_tokens != 32)) {
+        fprintf(stderr, "adreno-run: --prompt-ids, --max-new-tokens, --json, --save-logits, --ignore-eos, "
+                "--temperature and --top-k go with --generate\n%s", usage);
+        return 2;
+    }
+    if (generate) {
+        if (num_in || num_out || profile) {
+            fprintf(stderr, "adreno-run: --generate takes a prompt (--prompt-ids), not --input, --output or "
+                    "--profile\n%s", usage);
+            return 2;
+        }
+        if (!prompt_text && !info) {
+            fprintf(stderr, "adreno-run: --generate needs the prompt: --prompt-ids 1,2,3\n%s", usage);
+            return 2;
+        }
+        size_t n = 0;
+        if (prompt_text && !parse_ids(prompt_text, &prompt, &n)) {
+            fprintf(stderr, "adreno-run: --prompt-ids takes comma-separated token ids such as 1,2,3, not '%s'\n%s",
+                    prompt_text, usage);
+            free(prompt);
+            return 2;
+        }
+        gen_args.path = path;
+        gen_args.prompt = prompt;
+        gen_args.prompt_len = n;
+        gen_args.info = info;
+        gen_args.gen.greedy = !sampling;
+        gen_args.gen.seed = seed;
+        setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
+        int rc = run_generate(&gen_args, &options);
+        free(prompt);
+        return rc;
     }
 
     /* PoCL (the CPU driver on machines without a GPU) otherwise recompiles every kernel
@@ -529,6 +775,9 @@ int main(int argc, char **argv) {
                 printf(" float32\n");
             }
         }
+        for (int i = 0; i < adreno_num_states(m); i++)
+            printf("state %d: %s, %lld bytes kept on the device (zero-filled at load, never copied per run)\n", i,
+                   adreno_state_name(m, i), (long long)adreno_state_bytes(m, i));
         for (int i = 0; i < no; i++) {
             printf("output %d: %s ", i, adreno_output_name(m, i));
             print_shape(stdout, adreno_output_shape(m, i), adreno_output_rank(m, i));
