@@ -144,10 +144,13 @@ def _tiny_decoder(variant: str):
     "grouped": 4 query heads over 1 KV head, separate q/k/v projections with biases, rotary
     by halves, tied embeddings (the lm_head is the embedding table transposed).
     "packed": 2 heads and 2 KV heads, one packed QKV MatMulNBits (8 bits, blocks of 16, a
-    bias), interleaved rotary, its own lm_head."""
+    bias), interleaved rotary, its own lm_head.
+    "tied_int4": as "grouped", with the embedding table quantized to 4 bits in blocks of 32
+    (GatherBlockQuantized) and the lm_head a MatMulNBits of the same bytes and scales (tied
+    embeddings, as onnxruntime-genai writes them)."""
     rng = np.random.default_rng(3)
     vocab, hidden, max_pos = 97, 64, 64  # onnxruntime: head sizes multiples of 16
-    h, kvh = (4, 1) if variant == "grouped" else (2, 2)
+    h, kvh = (2, 2) if variant == "packed" else (4, 1)
     d = hidden // h
     inits, nodes = [], []
 
@@ -171,14 +174,26 @@ def _tiny_decoder(variant: str):
     node("Shape", ["attention_mask"], ["mask_shape"])
     node("Gather", ["mask_shape", "idx1"], ["total_len"], axis=0)
     node("Cast", ["total_len"], ["total_seq"], to=TensorProto.INT32)
-    x = node("Gather", ["embed", "input_ids"], ["x0"], axis=0)
+    if variant == "tied_int4":
+        for t in quantize(emb, 4, 32, None):  # B [vocab, blocks, 16] and scales: the table's rows in blocks of 32
+            t.name = "embed_" + t.name
+            inits.append(t)
+        b = next(t for t in inits if t.name == "embed_B")
+        data = numpy_helper.to_array(b).reshape(vocab, hidden // 2)
+        init("embed_q4", data)  # GatherBlockQuantized's [rows, columns / 2] view of the same bytes
+        init("embed_scales_2d", numpy_helper.to_array(next(t for t in inits if t.name == "embed_scales"))
+             .reshape(vocab, hidden // 32))
+        x = node("GatherBlockQuantized", ["embed_q4", "input_ids", "embed_scales_2d"], ["x0"], domain="com.microsoft",
+                 bits=4, block_size=32, gather_axis=0, quantize_axis=1)
+    else:
+        x = node("Gather", ["embed", "input_ids"], ["x0"], axis=0)
     init("gamma", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
     xn = node("SimplifiedLayerNormalization", [x, "gamma"], ["x_norm"], axis=-1, epsilon=1e-5)
     cos_sin = rng.uniform(0, 2 * np.pi, (max_pos, d // 2))
     init("cos_cache", np.cos(cos_sin).astype(np.float32))
     init("sin_cache", np.sin(cos_sin).astype(np.float32))
     past = ["past_key_values.0.key", "past_key_values.0.value"]
-    if variant == "grouped":
+    if variant != "packed":
         qkv = []
         for nm, width in (("q", h * d), ("k", kvh * d), ("v", kvh * d)):
             init(f"w_{nm}", (rng.standard_normal((hidden, width)) / np.sqrt(hidden)).astype(np.float32))
@@ -203,8 +218,12 @@ def _tiny_decoder(variant: str):
     y = node("Add", [x, node("MatMul", [attn, "w_o"], ["o_proj"])], ["resid"])
     init("gamma_f", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
     yn = node("SimplifiedLayerNormalization", [y, "gamma_f"], ["y_norm"], axis=-1, epsilon=1e-5)
-    init("lm_head", emb.T.copy() if variant == "grouped" else rng.standard_normal((hidden, vocab)).astype(np.float32))
-    node("MatMul", [yn, "lm_head"], ["logits"])
+    if variant == "tied_int4":
+        node("MatMulNBits", [yn, "embed_B", "embed_scales"], ["logits"], domain="com.microsoft", K=hidden, N=vocab,
+             bits=4, block_size=32)
+    else:
+        init("lm_head", emb.T.copy() if variant == "grouped" else rng.standard_normal((hidden, vocab)).astype(np.float32))
+        node("MatMul", [yn, "lm_head"], ["logits"])
     ins = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"])]
     ins += [helper.make_tensor_value_info(p, TensorProto.FLOAT, ["batch_size", kvh, "past_sequence_length", d])
@@ -217,7 +236,7 @@ def _tiny_decoder(variant: str):
 
 
 @pytest.mark.parametrize("schedule", [None, {"splits": 4, "items": 8}], ids=["default", "splits4_items8"])
-@pytest.mark.parametrize("variant", ["grouped", "packed"])
+@pytest.mark.parametrize("variant", ["grouped", "packed", "tied_int4"])
 def test_small_decoders_of_other_shapes_generate_onnxruntimes_tokens(variant, schedule):
     model = _tiny_decoder(variant)
     dec = adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, **NCHW,
@@ -335,7 +354,7 @@ def test_generate_cli_prompt_text_uses_the_tokenizer_beside_the_model(tmp_path):
 
 
 @pytest.mark.parametrize("target", ["auto", "nvidia-h200"])
-def test_decode_kernels_under_oclgrind_report_nothing(oclgrind_env, target):
+def test_decode_kernels_under_oclgrind_report_nothing(oclgrind_env, target):  # noqa: F811
     """The decoder's kernels (the cache writes at a run-time position, the attention's
     work-group reductions and splits with the GPU schedules) on Oclgrind's checked device: a
     prompt and steps up to the cache's last row, no invalid access or race."""

@@ -320,3 +320,50 @@ def _shared_buffer_gqa(n: _Node, h: int, kvh: int, d: int, scale: float, packed:
             n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial "
                    "rotary) is not supported")
     return [_emit(n, op), None, None]
+
+
+@contrib_importer("GatherBlockQuantized")
+def _gather_block_quantized(n: _Node):
+    """Rows of a block-quantized table (a tied-embedding model's int4 token embeddings,
+    onnxruntime's GatherBlockQuantized): data uint8 [rows, columns * bits / 8] (`bits` 4 or
+    8, values lowest bits first), scales [rows, blocks] of `block_size` columns, optional
+    zero points (uint8 packed as data, default 2**(bits - 1)); out = (q - zero point) *
+    scale for the rows the indices name. gather_axis 0 and quantize_axis 1 (the last) only.
+
+    The table is dequantized once, at compile time, into a float table that the ordinary
+    embedding lookup (`graph.take`) reads: a gather reads one row per token, so its format
+    matters for memory (8x the packed 4-bit table), not for speed; a kernel that gathers the
+    packed rows is left for later."""
+    from adreno_mlir.frontend.onnx_importer import run_time_lookup
+
+    bits, bs = n.attr("bits", 4), n.attr("block_size", 128)
+    if n.attr("gather_axis", 0) != 0 or n.attr("quantize_axis", 1) not in (1, -1):
+        n.fail(f"gather_axis = {n.attr('gather_axis', 0)} and quantize_axis = {n.attr('quantize_axis', 1)}: only 0 "
+               "and 1 (rows gathered, blocks along each row) are supported")
+    if bits not in (4, 8):
+        n.fail(f"bits = {bits} is not supported (4 or 8)")
+    if not isinstance(bs, int) or bs < 16 or bs & (bs - 1):
+        n.fail(f"block_size = {bs} must be a power of two >= 16")
+    data = n.const_input(0, "the quantized table")
+    if data.dtype != np.uint8 or data.ndim != 2:
+        n.fail(f"data must be a uint8 [rows, columns * {bits} / 8] table, got {data.dtype} {list(data.shape)} "
+               "(int4/uint4-typed tables are not supported: export them as uint8)")
+    rows, cols = data.shape[0], data.shape[1] * 8 // bits
+    blocks = -(-cols // bs)
+    scales = np.asarray(n.const_input(2, "the scales"), np.float32)
+    if scales.size != rows * blocks:
+        n.fail(f"scales must be [rows = {rows}, blocks = {blocks}], got {list(scales.shape)}")
+    per = 8 // bits
+    shifts = np.arange(per, dtype=np.uint8) * bits
+    q = ((data[..., None] >> shifts) & np.uint8((1 << bits) - 1)).reshape(rows, cols).astype(np.float32)
+    if n.has_input(3):
+        z = n.const_input(3, "the zero points")
+        if z.dtype != np.uint8 or z.size != rows * -(-blocks // per):
+            n.fail(f"zero points must be uint8 [rows, ceil(blocks * {bits} / 8)] = {rows * -(-blocks // per)} bytes, "
+                   f"got {z.dtype} {list(z.shape)}")
+        zp = _unpack_zero_points(z, bits, rows, blocks)
+    else:
+        zp = np.full((rows, blocks), 2.0 ** (bits - 1), np.float32)
+    table = (q - np.repeat(zp, bs, axis=1)[:, :cols]) * np.repeat(scales.reshape(rows, blocks), bs, axis=1)[:, :cols]
+    x = n.imp.constant(f"{n.proto.input[0]}_dequantized", table.astype(np.float32), n)
+    return run_time_lookup(n, x, 0)

@@ -81,6 +81,7 @@ INT_TENSOR_OPS = frozenset({
     "Concat", "Transpose", "Tile", "Split", "Pad", "Gather", "GatherElements",
     "ReduceSum", "ReduceMax", "ReduceMin",
     "GroupQueryAttention",  # its seqlens_k: the valid length - 1, read as a float (contrib_ops.py)
+    "GatherBlockQuantized",  # its indices, as a Gather's
 })
 """Ops that compute on integer tensors computed at run time (float-held, see the module
 docstring): float arithmetic gives the integer result for these (exactly, below 2**24;
@@ -277,6 +278,9 @@ class OnnxImporter:
                 for node in readers.get(name, []):
                     if node.op_type == "Gather" and node.input[0] != name and list(node.input[1:]) == [name]:
                         continue
+                    if (node.op_type == "GatherBlockQuantized" and node.domain == CONTRIB_DOMAIN
+                            and list(node.input).index(name) == 1 and list(node.input).count(name) == 1):
+                        continue  # a quantized embedding's ids: read as they are, as a Gather's
                     int_cast = node.op_type == "Cast" and _attr(node, "to") in INDEX_INPUT_TYPES
                     if ((node.op_type in INDEX_RESHAPES or int_cast) and node.input[0] == name
                             and all(i in self.consts for i in node.input[1:] if i)
@@ -299,7 +303,7 @@ class OnnxImporter:
         used = {n for node in g.node for n in node.input} | {o.name for o in g.output}
         nodes, extra = [], []
         for node in g.node:
-            stand_ins, inputs = _shape_stand_ins(node, self.shared_kv)
+            stand_ins, inputs = _shape_stand_ins(node, self.shared_kv, self._init_dims)
             nodes += stand_ins
             extra += inputs
         light = onnx.helper.make_model(
@@ -318,6 +322,11 @@ class OnnxImporter:
                 dt = onnx.helper.np_dtype_to_tensor_dtype(arr.dtype)
                 lg.input.append(onnx.helper.make_tensor_value_info(name, dt, arr.shape))
         return light
+
+    def _init_dims(self, name: str) -> list[int] | None:
+        """The dims of initializer `name` (None if it is none)."""
+        arr = self.consts.get(name)
+        return None if arr is None else list(np.shape(arr))
 
     def _infer(self) -> None:
         try:
@@ -1590,8 +1599,8 @@ inference leaves without a shape (GroupNormalization-18/21 have no inference fun
 shape inference sees an Identity in their place (`_shape_stand_ins`)."""
 
 
-def _shape_stand_ins(node: onnx.NodeProto,
-                     shared_kv: bool = False) -> tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto]]:
+def _shape_stand_ins(node: onnx.NodeProto, shared_kv: bool = False,
+                     init_dims=None) -> tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto]]:
     """`node`, or for shape inference the nodes (and extra typed inputs) that give its
     outputs their shapes: an Identity of the first input for the ops of
     _SAME_SHAPE_AS_INPUT and the RMS normalizations of onnxruntime (one per output),
@@ -1604,6 +1613,12 @@ def _shape_stand_ins(node: onnx.NodeProto,
         return [onnx.helper.make_node("Identity", [node.input[0]], [o], name=f"{node.name}_{o}") for o in outs], []
     if node.domain == CONTRIB_DOMAIN and node.op_type == "GroupQueryAttention" and len(node.input) > 4:
         return _gqa_stand_ins(node, shared_kv), []
+    if node.domain == CONTRIB_DOMAIN and node.op_type == "GatherBlockQuantized" and len(node.input) > 1:
+        cols = _gather_block_quantized_table(node, init_dims) if init_dims is not None else None
+        if cols is not None:  # a Gather of a float [rows, cols] table standing for the quantized one
+            t = f"{node.output[0]}__table_stand_in"
+            return ([onnx.helper.make_node("Gather", [t, node.input[1]], [node.output[0]], name=node.name, axis=0)],
+                    [onnx.helper.make_tensor_value_info(t, onnx.TensorProto.FLOAT, list(cols))])
     if node.domain == CONTRIB_DOMAIN and node.op_type == "MatMulNBits" and node.input:
         k, n = _attr(node, "K"), _attr(node, "N")
         if isinstance(k, int) and isinstance(n, int) and k > 0 and n > 0:
@@ -1611,6 +1626,17 @@ def _shape_stand_ins(node: onnx.NodeProto,
             return ([onnx.helper.make_node("MatMul", [node.input[0], b], [node.output[0]], name=node.name)],
                     [onnx.helper.make_tensor_value_info(b, onnx.TensorProto.FLOAT, [k, n])])
     return [node], []
+
+
+def _gather_block_quantized_table(node: onnx.NodeProto, init_dims) -> tuple[int, int] | None:
+    """(rows, columns) of GatherBlockQuantized's dequantized table: its uint8 data [rows,
+    columns * bits / 8] (an initializer: `init_dims(name)` gives its dims); None where that
+    is not so (the importer then says what is wrong)."""
+    dims = init_dims(node.input[0])
+    bits = _attr(node, "bits", 4)
+    if dims is None or len(dims) != 2 or bits not in (4, 8):
+        return None
+    return int(dims[0]), int(dims[1]) * 8 // bits
 
 
 def _gqa_stand_ins(node: onnx.NodeProto, shared_kv: bool = False) -> list[onnx.NodeProto]:
@@ -1701,6 +1727,29 @@ def _group_norm(n: _Node):
     return _emit(n, graph.AddOp(_emit(n, graph.MulOp(y, scale, t)), bias, t))
 
 
+def run_time_lookup(n: _Node, x: SSAValue, axis: int) -> SSAValue:
+    """Rows of `x` along `axis` at the run-time indices of n's input 1: `graph.take` on the
+    i32 ids of an integer model input (through reshapes of it; the runtime checks each id
+    against the table), or on float-held integers computed on device, which the kernel keeps
+    inside the table itself."""
+    shape = graph.shape_of(x)
+    ids = n.imp.int_aliases.get(n.proto.input[1], n.proto.input[1])
+    if ids not in n.imp.int_inputs:  # integers computed on device
+        return _emit(n, graph.TakeOp(operands=[x, n.input(1)], result_types=[n.out_type()],
+                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
+    n.imp.index_bounds[ids] = min(n.imp.index_bounds.get(ids, shape[axis]), shape[axis])
+    indices = n.imp.int_args[ids]
+    out = n.out_type()
+    if ids == n.proto.input[1]:
+        return _emit(n, graph.TakeOp(operands=[x, indices], result_types=[out],
+                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
+    # the ids were reshaped first: look them up as given, then reshape the rows
+    taken = TensorType(f32, [*shape[:axis], *graph.shape_of(indices), *shape[axis + 1:]])
+    rows = _emit(n, graph.TakeOp(operands=[x, indices], result_types=[taken],
+                                 properties={"axis": graph.IntegerAttr(axis, 64)}))
+    return rows if taken == out else _emit(n, graph.ReshapeOp(operands=[rows], result_types=[out]))
+
+
 @importer("Gather")
 def _gather(n: _Node):
     """Constant indices: `graph.gather`. Run-time ones: `graph.take`, on the i32 ids of
@@ -1711,21 +1760,8 @@ def _gather(n: _Node):
     shape = graph.shape_of(x)
     axis = n.attr("axis", 0) % len(shape)
     ids = n.imp.int_aliases.get(n.proto.input[1], n.proto.input[1])
-    if ids not in n.imp.int_inputs and ids not in n.imp.consts:  # integers computed on device
-        return _emit(n, graph.TakeOp(operands=[x, n.input(1)], result_types=[n.out_type()],
-                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
-    if ids in n.imp.int_inputs:  # token ids given at run time: an embedding lookup
-        n.imp.index_bounds[ids] = min(n.imp.index_bounds.get(ids, shape[axis]), shape[axis])
-        indices = n.imp.int_args[ids]
-        out = n.out_type()
-        if ids == n.proto.input[1]:
-            return _emit(n, graph.TakeOp(operands=[x, indices], result_types=[out],
-                                         properties={"axis": graph.IntegerAttr(axis, 64)}))
-        # the ids were reshaped first: look them up as given, then reshape the rows
-        taken = TensorType(f32, [*shape[:axis], *graph.shape_of(indices), *shape[axis + 1:]])
-        rows = _emit(n, graph.TakeOp(operands=[x, indices], result_types=[taken],
-                                     properties={"axis": graph.IntegerAttr(axis, 64)}))
-        return rows if taken == out else _emit(n, graph.ReshapeOp(operands=[rows], result_types=[out]))
+    if ids in n.imp.int_inputs or ids not in n.imp.consts:
+        return run_time_lookup(n, x, axis)
     idx = np.asarray(n.const_input(1, "Gather indices"))
     if idx.dtype.kind not in "iu":
         n.fail(f"indices have element type {idx.dtype}; ONNX Gather takes int32 or int64 indices")
