@@ -85,7 +85,7 @@ def ours(path: Path, args) -> dict:
         for which in ("cold", "warm"):
             t = time.perf_counter()
             dec = adreno_mlir.compile_decoder(path, max_context=args.max_context, prefill_chunk=args.chunk,
-                                              device=args.device, cache=cache)
+                                              device=args.device, cache=cache, tuning_db=args.tuning_db)
             row[f"compile_s_{which}"] = time.perf_counter() - t
     row["device"] = dec.decode.device_name
     row["plan"] = dec.decode.plan
@@ -272,6 +272,7 @@ def main(argv=None):
     ap.add_argument("--compare", default="onnxruntime,torch")
     ap.add_argument("--bandwidth-gbps", type=float, default=4800.0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--tuning-db", default=None, help="compile with this tuning database (adreno-mlir tune --decoder)")
     args = ap.parse_args(argv)
     shared = shared_dir(args.shared)
     peers = {p for p in args.compare.split(",") if p}
