@@ -22,10 +22,10 @@
 // a split)) allows.
 
 // Decode, packed q/k/v, rotary: 8 heads over 2 KV heads (G = 4), D = 16, L = 256. On the H200
-// 4 splits of 64 rows (8 would make chunks of 32, under 64), far from 264 work-groups; on the
+// 8 splits of 32 rows (16 would make chunks of 16, under 32), far from 264 work-groups; on the
 // CPU 4 * (16 + 256) floats fit: one split, no combine.
 // H200-LABEL:   func.func @decode
-// H200:           graph.fused {kernel_config = {splits = 4 : i64, items = 64 : i64}}
+// H200:           graph.fused {kernel_config = {splits = 8 : i64, items = 64 : i64}}
 // CPU-LABEL:    func.func @decode
 // CPU:            graph.fused {kernel_config = {splits = 1 : i64, items = 1 : i64}}
 
@@ -33,12 +33,12 @@
 // H200-L:         opencl.load %cos[
 // H200-L:         opencl.store %{{.*}}, %k_cache[
 // H200-L:         opencl.store %{{.*}}, %v_cache[
-// H200-L-LABEL: opencl.kernel @gqa_attention_g4_split4_wg64(%q: !opencl.ptr<global, f32>, %k_cache: !opencl.ptr<global, f32>, %v_cache: !opencl.ptr<global, f32>, %start: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) attributes {reqd_work_group_size = array<i64: 64, 1, 1>} {
+// H200-L-LABEL: opencl.kernel @gqa_attention_g4_split8_wg64(%q: !opencl.ptr<global, f32>, %k_cache: !opencl.ptr<global, f32>, %v_cache: !opencl.ptr<global, f32>, %start: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) attributes {reqd_work_group_size = array<i64: 64, 1, 1>} {
 // H200-L-NEXT:    %q_rows = opencl.local_alloc {size = 64 : i64} : !opencl.ptr<local, f32>
-// H200-L-NEXT:    %scores = opencl.local_alloc {size = 256 : i64} : !opencl.ptr<local, f32>
+// H200-L-NEXT:    %scores = opencl.local_alloc {size = 128 : i64} : !opencl.ptr<local, f32>
 // H200-L-NOT:     opencl.store %{{.*}}, %k_cache
 // H200-L-NOT:     opencl.store %{{.*}}, %v_cache
-// H200-L-LABEL: opencl.kernel @gqa_combine_split4(%partial: !opencl.ptr<global, f32>, %start: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
+// H200-L-LABEL: opencl.kernel @gqa_combine_split8(%partial: !opencl.ptr<global, f32>, %start: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>) {
 // H200-L-LABEL: func.func @decode(%qkv: !opencl.buffer<192xf32>, %pk: !opencl.buffer<8192xf32>, %pv: !opencl.buffer<8192xf32>, %seqlens: !opencl.buffer<1xf32>) -> !opencl.buffer<128xf32>
 // H200-L-SAME:    graph.state = {present_key = "past_key", present_value = "past_value"}
 // H200-L-NEXT:    %q_rotated = opencl.alloc_buffer : !opencl.buffer<128xf32>
@@ -46,9 +46,9 @@
 // H200-L-NEXT:    %sin = opencl.weight @sin : !opencl.buffer<2048xf32>
 // H200-L-NEXT:    opencl.launch @gqa_update_rotary(%qkv, %seqlens, %cos, %sin, %pk, %pv, %q_rotated) global [96] :
 // H200-L-NEXT:    %o = opencl.alloc_buffer : !opencl.buffer<128xf32>
-// H200-L-NEXT:    %attention_splits = opencl.alloc_buffer : !opencl.buffer<576xf32>
-// H200-L-NEXT:    opencl.launch @gqa_attention_g4_split4_wg64(%q_rotated, %pk, %pv, %seqlens, %attention_splits) global [64, 2, 4] local [64, 1, 1] :
-// H200-L-NEXT:    opencl.launch @gqa_combine_split4(%attention_splits, %seqlens, %o) global [16, 8] :
+// H200-L-NEXT:    %attention_splits = opencl.alloc_buffer : !opencl.buffer<1152xf32>
+// H200-L-NEXT:    opencl.launch @gqa_attention_g4_split8_wg64(%q_rotated, %pk, %pv, %seqlens, %attention_splits) global [64, 2, 8] local [64, 1, 1] :
+// H200-L-NEXT:    opencl.launch @gqa_combine_split8(%attention_splits, %seqlens, %o) global [16, 8] :
 // H200-L-NEXT:    func.return %o : !opencl.buffer<128xf32>
 
 // CPU-L-LABEL:  opencl.kernel @gqa_update_rotary(
