@@ -571,7 +571,11 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None,
     cache:  the program binary cache (None: default folder, False: off, or a folder),
             used when the artifact has no binary for this device and driver.
     runtime: "auto" (default, or $ADRENO_MLIR_RUNTIME), "native" or "pyopencl", as in
-            `compile` (the launch path of `run`; a program with state runs on pyopencl).
+            `compile` (the launch path of `run`; a program with state runs on pyopencl). For a
+            decoder artifact, the loop `generate` runs: "native" (and "auto" where
+            libadreno_rt is built) opens the C decoder (adreno_decoder_open) and loads the
+            pyopencl programs only on first use of `.prefill` / `.decode`
+            (adreno_mlir.generation.load_native_decoder).
     No xDSL, no lowering: the manifest's plan is instantiated as it is."""
     from adreno_mlir.runtime.device import default_context
     from adreno_mlir.runtime.native import resolve_runtime
@@ -670,6 +674,12 @@ def _load_decoder(root: Path, manifest: dict[str, Any], device: str | None, cach
             raise ArtifactError(f"{file} is malformed: programs.{name} must be an object")
         plans[name] = _plan_of(programs[name], file, version, f"programs.{name}: ")
         _check_decoder_program(file, name, plans[name], sig, tokens)
+    if runtime != "pyopencl":  # the C decoder (runtime/c's adreno_decoder_open) when it is there
+        from adreno_mlir.generation import load_native_decoder
+
+        loaded = load_native_decoder(root, manifest, sig, max_context, chunk, device, cache, runtime, start)
+        if loaded is not None:
+            return loaded
     files = _checked_files(root, manifest)
     weights = manifest.get("weights")
     weights_name = weights.get("file", WEIGHTS_FILE) if isinstance(weights, Mapping) else None

@@ -105,7 +105,8 @@ def test_shared_decoder_generates_onnxruntimes_64_greedy_tokens(name, plan):
 
 
 def test_a_decode_step_copies_only_the_token_the_position_and_the_logits():
-    dec = adreno_mlir.compile_decoder(_decoder_path("llama_tiny_int4"), max_context=64, prefill_chunk=8, **NCHW)
+    dec = adreno_mlir.compile_decoder(_decoder_path("llama_tiny_int4"), max_context=64, prefill_chunk=8,
+                                      runtime="pyopencl", **NCHW)  # the pyopencl loop's copies and buffers
     dec.reset()
     dec.feed([5, 6, 7])
     before = dict(dec.memory.transfers)
@@ -127,7 +128,8 @@ def test_a_decode_step_copies_only_the_token_the_position_and_the_logits():
 
 def test_cache_rows_are_written_at_the_position():
     """After a prompt of 3 and 2 steps, rows 0-4 of the cache hold keys and rows 5+ zeros."""
-    dec = adreno_mlir.compile_decoder(_decoder_path("llama_tiny_fp32"), max_context=16, prefill_chunk=4, **NCHW)
+    dec = adreno_mlir.compile_decoder(_decoder_path("llama_tiny_fp32"), max_context=16, prefill_chunk=4,
+                                      runtime="pyopencl", **NCHW)  # reads the pyopencl cache buffer
     dec.reset()
     dec.feed([5, 6, 7])
     dec.step(8)

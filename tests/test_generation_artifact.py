@@ -3,7 +3,10 @@ decode programs as one artifact (format version 5: one weights blob where a weig
 programs use is stored once, both plans, the decoder's facts, both OpenCL sources);
 `adreno_mlir.load` gives a `LoadedDecoder` that generates the compiled decoder's tokens and
 logits (and onnxruntime's) without the compiler; `adreno-run --generate` runs the whole
-generation loop in C (runtime/c, adreno_decoder_generate), with no Python in it."""
+generation loop in C (runtime/c, adreno_decoder_generate), with no Python in it, and so does
+`generate()` from Python on the native runtime (`runtime="native"`, the default where
+libadreno_rt is built: one ctypes call, adreno_decoder_feed/step/reset for the rest);
+`adreno-mlir generate` takes a decoder artifact and writes one (--save)."""
 
 from __future__ import annotations
 
@@ -92,8 +95,8 @@ def _edit(path, edit) -> None:
 def test_saved_int4_decoder_generates_the_compiled_ones_and_onnxruntimes_64_tokens(int4_decoder, int4_reference, cache):
     dec, path = int4_decoder
     prompt, ref_logits, ref_tokens = int4_reference
-    loaded = adreno_mlir.load(path, cache=cache)
-    assert isinstance(loaded, adreno_mlir.generation.LoadedDecoder)
+    loaded = adreno_mlir.load(path, cache=cache, runtime="pyopencl")
+    assert isinstance(loaded, adreno_mlir.generation.LoadedDecoder) and loaded.runtime == "pyopencl"
     assert (loaded.max_context, loaded.prefill_chunk, loaded.vocab) == (128, 16, dec.vocab)
     assert loaded.signature.eos_token_ids == tuple(dec.signature.eos_token_ids)
     assert loaded.prefill.program_origin == loaded.decode.program_origin == "artifact binary"
@@ -166,7 +169,7 @@ def test_decoder_artifact_stores_a_shared_weight_once(int4_decoder, cache):
         assert programs[k]["weights"]["file"] == "weights.bin" and programs[k]["state"]
         assert programs[k]["program"]["source"] == f"{k}.cl"
     # loaded: both Executables on one DeviceMemory, one buffer per shared weight and per cache
-    loaded = adreno_mlir.load(path, cache=cache)
+    loaded = adreno_mlir.load(path, cache=cache, runtime="pyopencl")
     pre, de = loaded.prefill.executable, loaded.decode.executable
     assert pre.memory is de.memory is loaded.memory
     index = {w.name: i for i, w in enumerate(de.plan.weights)}
@@ -402,3 +405,197 @@ def test_adreno_run_generate_under_address_sanitizer(small_decoder, tiny_path, a
                            (path, [])):
         proc = run_c(runner, artifact, env, *args, check=False)
         assert proc.returncode == 1 and "Sanitizer" not in proc.stderr, (args, proc.stderr)
+
+
+# --------------------------------------------------------------------------- the C loop from Python
+
+
+def assert_close_generation(a, b, what: str) -> None:
+    """The same greedy tokens, and logits within 1e-3 of the largest (the bar of the brief; the
+    runtimes run the same kernels, so in practice they are equal)."""
+    assert a.tokens == b.tokens, f"{what}: {a.tokens} != {b.tokens}"
+    assert a.logits.shape == b.logits.shape and a.logits.dtype == b.logits.dtype == np.float32, what
+    scale = float(np.abs(b.logits).max())
+    assert float(np.abs(a.logits - b.logits).max()) <= 1e-3 * scale, what
+
+
+def test_native_generate_gives_pyopencls_and_onnxruntimes_64_int4_tokens(int4_decoder, int4_reference, native_dir,
+                                                                         cache):
+    dec, path = int4_decoder
+    prompt, ref_logits, ref_tokens = int4_reference
+    assert dec.runtime == "native"  # auto, with libadreno_rt built: the C loop
+    got = dec.generate(prompt, 64, stop_at_eos=False)  # one adreno_decoder_generate call
+    assert len(got.tokens) == 64 and got.logits.shape == (64, dec.vocab) and got.stop_reason == "max_new_tokens"
+    assert got.prompt_tokens == 21 and got.transfers == {}  # the C API counts no copies
+    assert got.ttft_ms > 0 and got.prefill_tok_s > 0 and got.decode_tok_s > 0
+    check_against_reference(got, ref_logits, ref_tokens)
+    pyopencl = adreno_mlir.load(path, cache=cache, runtime="pyopencl")
+    assert pyopencl.runtime == "pyopencl"
+    assert_close_generation(got, pyopencl.generate(prompt, 64, stop_at_eos=False), "native vs pyopencl")
+    loaded = adreno_mlir.load(path, cache=cache, runtime="native")
+    assert loaded.runtime == "native" and loaded.native.program_origin == {"prefill": "artifact binary",
+                                                                           "decode": "artifact binary"}
+    assert_close_generation(loaded.generate(prompt, 64, stop_at_eos=False), got, "loaded native vs compiled native")
+    assert dec.position == loaded.position == 21 + 63
+
+
+def test_native_decoder_feed_step_reset_and_streaming(small_decoder, native_dir, run_env, cache, tmp_path):
+    model, dec, _ = small_decoder
+    assert dec.runtime == "native" and dec.native is not None
+    # the C decoder holds the weights and the cache; the pyopencl programs gave theirs back
+    assert dec.memory.states == {} and dec.prefill.executable._launches is None
+    py = adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, cache=cache, runtime="pyopencl", **NCHW)
+    assert py.runtime == "pyopencl" and py.native is None
+    got = dec.generate(SMALL_PROMPT, 24, stop_at_eos=False)
+    assert_close_generation(got, py.generate(SMALL_PROMPT, 24, stop_at_eos=False), "native vs pyopencl")
+    check_against_reference(got, *reference_generation(model, dec.signature, SMALL_PROMPT, 24))
+    # feed / step / reset: adreno_decoder_feed / step / reset, the pyopencl loop's logits
+    for d in (dec, py):
+        d.reset()
+        assert d.position == 0
+    for ids in (SMALL_PROMPT[:5], SMALL_PROMPT[5:], [7]):  # a padded chunk, a chunk plus a step, one step
+        a, b = dec.feed(ids), py.feed(ids)
+        assert a.shape == (dec.vocab,) and a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-3 * float(np.abs(b).max()))
+    np.testing.assert_allclose(dec.step(9), py.step(9), rtol=0, atol=1e-3 * float(np.abs(b).max()))
+    assert dec.position == py.position == dec.native.position == 13
+    with pytest.raises(InputError, match=r"ids \[97\] outside the vocabulary \[0, 97\)"):
+        dec.step(97)
+    with pytest.raises(InputError, match=r"ids \[97\] outside the vocabulary"):
+        dec.native.step(97)  # the C library's own check (ADRENO_ERR_INPUT)
+    with pytest.raises(InputError, match="28 tokens after 13 do not fit the context of 40"):
+        dec.feed(list(range(28)))
+    assert dec.position == 13
+    # streaming: on_token makes the loop step from Python (one C call per token), same tokens
+    streamed = []
+    res = dec.generate(SMALL_PROMPT, 24, stop_at_eos=False, on_token=streamed.append)
+    assert streamed == res.tokens == got.tokens and res.transfers == {}
+    np.testing.assert_array_equal(res.logits, got.logits)
+    # sampling in C: seeded, within the top k (a high temperature: this decoder's logits are steep)
+    a = dec.generate([1, 2, 3], 12, temperature=50.0, top_k=10, seed=11, stop_at_eos=False)
+    b = dec.generate([1, 2, 3], 12, temperature=50.0, top_k=10, seed=11, stop_at_eos=False)
+    assert a.tokens == b.tokens and len(a.tokens) == 12 and len(set(a.tokens)) > 1
+    for token, logits in zip(a.tokens, a.logits):
+        assert token in np.argsort(logits)[-10:]
+    assert dec.generate([1, 2, 3], 12, temperature=50.0, top_k=10, seed=12, stop_at_eos=False).tokens != a.tokens
+    # adreno-run --generate samples with the same C generator: the same seed draws the same tokens
+    _, c = run_generate(native_dir / "adreno-run", small_decoder[2], run_env, tmp_path, [1, 2, 3], 12,
+                        "--temperature", "50", "--top-k", "10", "--seed", "11", "--ignore-eos")
+    assert c.tokens == a.tokens
+    with pytest.raises(InputError, match="seed must be a non-negative integer"):
+        dec.generate([1, 2, 3], 2, temperature=0.7, seed=-1)
+    # a full context: stop_reason "max_context" and the warning, as in the pyopencl loop
+    prompt = list(range(5, 40))
+    with pytest.warns(UserWarning, match="generation stopped after 6 tokens: the context of 40 tokens is full"):
+        full = dec.generate(prompt, 10, stop_at_eos=False)
+    assert full.stop_reason == "max_context" and len(full.tokens) == 6 and dec.position == 40
+    with pytest.warns(UserWarning, match="context of 40 tokens is full"):
+        assert_close_generation(full, py.generate(prompt, 10, stop_at_eos=False), "native vs pyopencl, full context")
+    # the pyopencl programs still run (their memory re-created on first use)
+    out = dec.decode.run({"input_ids": np.array([[5]], np.int64), "position": np.array([0], np.int64)})["logits"]
+    py.reset()
+    np.testing.assert_allclose(out[0, 0], py.step(5), rtol=0, atol=1e-5 * float(np.abs(out).max()))
+
+
+def test_loaded_native_decoder_runs_the_c_loop(small_decoder, native_dir, cache):
+    model, dec, path = small_decoder
+    loaded = adreno_mlir.load(path, cache=cache, runtime="native")
+    assert loaded.runtime == "native" and "runtime='native'" in repr(loaded)
+    assert loaded.device_name == dec.device_name and loaded.plan == dec.plan
+    assert (loaded.vocab, loaded.max_context, loaded.prefill_chunk) == (97, 40, 8)
+    got = loaded.generate(SMALL_PROMPT, 24, stop_at_eos=False)
+    assert_close_generation(got, dec.generate(SMALL_PROMPT, 24, stop_at_eos=False), "loaded vs compiled")
+    check_against_reference(got, *reference_generation(model, dec.signature, SMALL_PROMPT, 24))
+    loaded.reset()
+    dec.reset()
+    np.testing.assert_array_equal(loaded.feed(SMALL_PROMPT[:5]), dec.feed(SMALL_PROMPT[:5]))
+    np.testing.assert_array_equal(loaded.step(7), dec.step(7))
+    assert loaded.position == 6
+    assert not hasattr(loaded, "run")  # still a decoder artifact, not one model
+    # its pyopencl programs load on first use only
+    assert loaded._programs is None
+    assert loaded.decode.input_names == ["input_ids", "position"] and loaded._programs is not None
+    # auto takes the C loop too (the library is built); pyopencl when asked
+    assert adreno_mlir.load(path, cache=cache).runtime == "native"
+    assert adreno_mlir.load(path, cache=cache, runtime="pyopencl").runtime == "pyopencl"
+
+
+def test_native_runtime_not_built_is_a_clear_error(small_decoder, native_dir, cache, monkeypatch, tmp_path):
+    import warnings
+
+    from adreno_mlir.runtime import native
+
+    model, _, path = small_decoder
+    monkeypatch.setenv("ADRENO_MLIR_NATIVE_LIB", str(tmp_path / "missing" / "libadreno_rt.so"))
+    for make in (lambda: adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, cache=cache,
+                                                     runtime="native", **NCHW),
+                 lambda: adreno_mlir.load(path, cache=cache, runtime="native")):
+        with pytest.raises(native.NativeRuntimeError, match="does not exist: build the native runtime with "
+                                                            "`adreno-mlir build-native`"):
+            make()
+    monkeypatch.delenv("ADRENO_MLIR_NATIVE_LIB")
+    monkeypatch.setattr(native, "DEFAULT_BUILD_DIR", tmp_path)  # nothing built there
+    assert native.library_path() is None
+    with pytest.raises(native.NativeRuntimeError, match=r"not built: run `adreno-mlir build-native`"):
+        adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, cache=cache, runtime="native", **NCHW)
+    with pytest.raises(native.NativeRuntimeError, match="build-native"):
+        adreno_mlir.load(path, cache=cache, runtime="native")
+    with warnings.catch_warnings():  # auto: pyopencl, quietly
+        warnings.simplefilter("error", native.NativeRuntimeWarning)
+        dec = adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, cache=cache, **NCHW)
+        assert dec.runtime == "pyopencl" and dec.native is None
+        assert adreno_mlir.load(path, cache=cache).runtime == "pyopencl"
+    with pytest.raises(adreno_mlir.CompileError, match="runtime= must be one of"):
+        adreno_mlir.compile_decoder(model, runtime="c")
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "adreno_mlir.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def test_generate_cli_runs_and_writes_decoder_artifacts(small_decoder, tiny_path, native_dir, cache, tmp_path):
+    model, dec, path = small_decoder
+    expected = dec.generate(SMALL_PROMPT, 6, stop_at_eos=False).tokens
+    ids = ",".join(map(str, SMALL_PROMPT))
+    out = _cli("generate", path, "--prompt-ids", ids, "--max-new-tokens", 6, "--ignore-eos", "--json",
+               tmp_path / "run.json", "--save-logits", tmp_path / "l.npy", "--textures", "on", "--max-context", 16,
+               "--cache-dir", cache)
+    assert out.returncode == 0, out.stderr
+    assert "note: --textures, --max-context ignored: the plan, the context and the prefill chunk are fixed" in out.stdout
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["tokens"] == expected and record["runtime"] == "native" and record["kind"] == "artifact"
+    assert (record["max_context"], record["prefill_chunk"], record["prompt_tokens"]) == (40, 8, 11)
+    assert record["transfers"] == {} and record["load_seconds"] > 0
+    assert np.load(tmp_path / "l.npy").shape == (6, 97)
+    assert "tokens: " + ",".join(map(str, expected)) in out.stdout and "runtime native" in out.stdout
+    out = _cli("generate", path, "--prompt-ids", ids, "--max-new-tokens", 6, "--ignore-eos", "--runtime", "pyopencl",
+               "--json", tmp_path / "py.json", "--cache-dir", cache)
+    assert out.returncode == 0, out.stderr
+    record = json.loads((tmp_path / "py.json").read_text())
+    assert record["tokens"] == expected and record["runtime"] == "pyopencl" and record["transfers"]["to_host"] > 0
+    # --save: the compiled decoder as an artifact, which generate (and adreno_mlir.load) run
+    onnx.save(model, tmp_path / "decoder.onnx")
+    saved = tmp_path / "saved.adreno"
+    out = _cli("generate", tmp_path / "decoder.onnx", "--prompt-ids", ids, "--max-new-tokens", 6, "--ignore-eos",
+               "--max-context", 40, "--prefill-chunk", 8, "--textures", "off", "--save", saved, "--json",
+               tmp_path / "c.json", "--cache-dir", cache)
+    assert out.returncode == 0, out.stderr
+    assert f"saved the decoder artifact {saved}" in out.stdout
+    record = json.loads((tmp_path / "c.json").read_text())
+    assert record["tokens"] == expected and record["kind"] == "onnx" and record["compile_seconds"] > 0
+    assert _manifest(saved)["format_version"] == 5
+    assert adreno_mlir.load(saved, cache=cache).generate(SMALL_PROMPT, 6, stop_at_eos=False).tokens == expected
+    # errors name the problem
+    plain = adreno_mlir.compile(str(tiny_path), cache=cache).save(tmp_path / "tiny.adreno")
+    out = _cli("generate", plain, "--prompt-ids", "1,2")
+    assert out.returncode == 1 and "is an artifact of one model, not a decoder artifact" in out.stderr, out.stderr
+    assert f"adreno-mlir run {plain}" in out.stderr
+    out = _cli("generate", path, "--prompt-ids", "1,2", "--save", tmp_path / "again.adreno")
+    assert out.returncode == 1 and "is already a decoder artifact" in out.stderr, out.stderr
+    out = _cli("generate", tmp_path / "missing.adreno", "--prompt-ids", "1,2")
+    assert out.returncode == 1 and "no artifact at" in out.stderr, out.stderr
+    out = _cli("generate", tmp_path / "decoder.onnx", "--prompt-ids", "1,2", "--save", tmp_path / "decoder.onnx")
+    assert out.returncode == 1 and "refusing to overwrite" in out.stderr, out.stderr
+    out = _cli("generate", path, "--prompt-ids", "1,2,97")
+    assert out.returncode == 1 and "ids [97] outside the vocabulary [0, 97)" in out.stderr, out.stderr

@@ -10,6 +10,13 @@ the artifact's binary work as before); the C library receives that context, devi
 program (`adreno_options.context/device/program`) and creates the memory, the kernels
 and the queue itself. The pyopencl launch path remains the fallback.
 
+Decoders (`NativeDecoder`): `adreno_decoder_open` on a decoder artifact directory, on
+pyopencl's context and device; `generate` is one `adreno_decoder_generate` call (the
+prompt's prefill, every decode step and the choice of each token in C, sampling with the C
+library's splitmix64 generator), `feed` / `step` / `reset` are adreno_decoder_feed / step /
+reset. adreno_mlir.generation uses it for `compile_decoder(..., runtime=)` and
+`load(DECODER.adreno, runtime=)` (docs/native-runtime.md, "Generation from Python").
+
 Which runtime runs a model: the `runtime=` argument of `compile`/`load`, else the
 environment variable ADRENO_MLIR_RUNTIME, else "auto":
 
@@ -47,12 +54,13 @@ import threading
 import warnings
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from adreno_mlir.errors import CompileError
+from adreno_mlir.errors import CompileError, InputError
 
 RUNTIMES = ("auto", "native", "pyopencl")
 SOURCE_DIR = Path(__file__).resolve().parents[2] / "runtime" / "c"
@@ -297,7 +305,9 @@ def library() -> ctypes.CDLL:
             f"the native runtime is not built: run `adreno-mlir build-native` (or cmake -S {SOURCE_DIR} "
             f"-B {DEFAULT_BUILD_DIR} && cmake --build {DEFAULT_BUILD_DIR}), or set ADRENO_MLIR_NATIVE_LIB")
     if not path.is_file():
-        raise NativeRuntimeError(f"ADRENO_MLIR_NATIVE_LIB={path} does not exist")
+        raise NativeRuntimeError(f"ADRENO_MLIR_NATIVE_LIB={path} does not exist: build the native runtime with "
+                                 f"`adreno-mlir build-native` (it writes {DEFAULT_BUILD_DIR / LIBRARY_NAME}), or point "
+                                 "ADRENO_MLIR_NATIVE_LIB at a libadreno_rt that exists")
     return _load(str(path))
 
 
@@ -457,3 +467,238 @@ def open_native(runtime: str, plan, source: str, weights_blob, context, program)
     except NativeRuntimeError as e:
         warnings.warn(f"{e}; running with pyopencl instead", NativeRuntimeWarning, stacklevel=3)
         return None
+
+
+# --------------------------------------------------------------------------- decoders
+
+
+class _GenerateOptions(ctypes.Structure):
+    """adreno_generate_options."""
+
+    _fields_ = [("max_new_tokens", ctypes.c_int), ("stop_at_eos", ctypes.c_int), ("greedy", ctypes.c_int),
+                ("temperature", ctypes.c_float), ("top_k", ctypes.c_int), ("seed", ctypes.c_uint64)]
+
+
+class _Generation(ctypes.Structure):
+    """adreno_generation."""
+
+    _fields_ = [("num_tokens", ctypes.c_int), ("prompt_tokens", ctypes.c_int), ("ttft_ms", ctypes.c_double),
+                ("prefill_ms", ctypes.c_double), ("decode_ms", ctypes.c_double),
+                ("prefill_tok_s", ctypes.c_double), ("decode_tok_s", ctypes.c_double),
+                ("stop_reason", ctypes.c_char_p)]
+
+
+ADRENO_ERR_INPUT = 11
+"""adreno_status's ADRENO_ERR_INPUT: ids outside the vocabulary, a prompt longer than the context."""
+
+
+@cache
+def _decoder_api(path: str) -> ctypes.CDLL:
+    """The library of `path` with the adreno_decoder_* functions bound (a library built from
+    sources older than decoder artifacts lacks them: NativeRuntimeError, rebuild)."""
+    lib = _load(path)
+    p, i, sz, cp, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int64
+    fp = ctypes.POINTER(ctypes.c_float)
+    sig = {
+        "adreno_decoder_open": (i, [cp, ctypes.POINTER(_Options), ctypes.POINTER(p), cp, sz]),
+        "adreno_decoder_close": (None, [p]),
+        "adreno_decoder_error": (cp, [p]),
+        "adreno_decoder_model": (p, [p, i]),
+        "adreno_decoder_vocab": (i64, [p]),
+        "adreno_decoder_max_context": (i64, [p]),
+        "adreno_decoder_prefill_chunk": (i64, [p]),
+        "adreno_decoder_max_positions": (i64, [p]),
+        "adreno_decoder_position": (i64, [p]),
+        "adreno_decoder_num_eos": (i, [p]),
+        "adreno_decoder_eos": (ctypes.POINTER(ctypes.c_int32), [p]),
+        "adreno_decoder_reset": (i, [p]),
+        "adreno_decoder_feed": (i, [p, ctypes.POINTER(ctypes.c_int32), sz, fp]),
+        "adreno_decoder_step": (i, [p, ctypes.c_int32, fp]),
+        "adreno_generate_options_init": (None, [ctypes.POINTER(_GenerateOptions)]),
+        "adreno_decoder_generate": (i, [p, ctypes.POINTER(ctypes.c_int32), sz, ctypes.POINTER(_GenerateOptions),
+                                        ctypes.POINTER(ctypes.c_int32), fp, ctypes.POINTER(_Generation)]),
+        "adreno_num_states": (i, [p]),
+    }
+    for name, (res, args) in sig.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise NativeRuntimeError(
+                f"the native runtime {path} has no {name}: it was built from sources older than decoder artifacts; "
+                "rebuild it (adreno-mlir build-native)") from None
+        fn.restype = res
+        fn.argtypes = args
+    return lib
+
+
+def decoder_library() -> ctypes.CDLL:
+    """The loaded native library with its decoder API; NativeRuntimeError when it is not built
+    (naming `adreno-mlir build-native`) or too old."""
+    library()  # the errors of a library that is not built or not there
+    return _decoder_api(str(library_path()))
+
+
+@dataclass(frozen=True)
+class NativeGeneration:
+    """What one `adreno_decoder_generate` call returned: the tokens, the logits each was chosen
+    from ([tokens, vocab] float32) and the loop's own figures (adreno_generation)."""
+
+    tokens: list[int]
+    logits: np.ndarray
+    prompt_tokens: int
+    ttft_ms: float
+    prefill_ms: float
+    decode_ms: float
+    prefill_tok_s: float
+    decode_tok_s: float
+    stop_reason: str
+
+
+class NativeDecoder:
+    """One `adreno_decoder` of the C library (adreno_decoder_open on a decoder artifact
+    directory): both programs on one context, every weight uploaded once, one KV cache; the
+    generation loop (prefill chunks, decode steps, greedy or sampled tokens) runs in C.
+
+    `context`: a pyopencl context to run on (its first device), so the device is the one
+    adreno_mlir picks (`device=`, PYOPENCL_CTX, PoCL / Intel's CPU runtime); None lets the C
+    library choose (the first GPU, else the first device). Either way it calls OpenCL through
+    pyopencl's ICD loader, as `NativeModel` does. Calls are serialized by a lock and release
+    the GIL. The artifact's files are read by the constructor, which keeps nothing of them
+    open: the directory may be deleted afterwards."""
+
+    def __init__(self, path: str | Path, context=None, *, io: str | None = None, verify_checksums: bool = True):
+        io = io or os.environ.get("ADRENO_MLIR_NATIVE_IO", "auto")
+        if io not in IO_MODES:
+            raise NativeRuntimeError(f"ADRENO_MLIR_NATIVE_IO must be one of {', '.join(IO_MODES)}, not {io!r}")
+        lib = decoder_library()
+        self._lib = lib
+        self.path = Path(path)
+        opts = _Options()
+        lib.adreno_options_init(ctypes.byref(opts))
+        opts.io_mode = IO_MODES[io]
+        opts.verify_checksums = 1 if verify_checksums else 0
+        self._context = context  # kept alive with the decoder (the C library retains it too)
+        if context is not None:
+            opts.context = context.int_ptr
+            opts.device = context.devices[0].int_ptr
+        loader = pyopencl_opencl_library()
+        opts.opencl_library = os.fsencode(loader) if loader is not None else None
+        handle = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(4096)
+        status = lib.adreno_decoder_open(os.fsencode(self.path), ctypes.byref(opts), ctypes.byref(handle), err,
+                                         len(err))
+        if status != 0:
+            message = err.value.decode(errors="replace")
+            name = lib.adreno_status_name(status).decode()
+            raise NativeRuntimeError(f"the native runtime refused the decoder artifact {self.path}: {message} ({name})")
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, lib.adreno_decoder_close, handle)
+        self._lock = threading.Lock()
+        self.vocab = int(lib.adreno_decoder_vocab(handle))
+        self.max_context = int(lib.adreno_decoder_max_context(handle))
+        self.prefill_chunk = int(lib.adreno_decoder_prefill_chunk(handle))
+        self.max_positions = int(lib.adreno_decoder_max_positions(handle))
+        eos = lib.adreno_decoder_eos(handle)
+        self.eos_token_ids = tuple(int(eos[k]) for k in range(lib.adreno_decoder_num_eos(handle)))
+        models = [lib.adreno_decoder_model(handle, k) for k in (0, 1)]
+        self.program_origin = {name: lib.adreno_program_origin(m).decode() for name, m in zip(("prefill", "decode"),
+                                                                                                 models)}
+        """Where each program came from: "artifact binary" or "built from source"."""
+        self.num_launches = {name: int(lib.adreno_num_launches(m)) for name, m in zip(("prefill", "decode"), models)}
+        self.num_states = int(lib.adreno_num_states(models[0]))
+        self.device_name = lib.adreno_device_name(models[1]).decode(errors="replace")
+        self.io_mode = lib.adreno_io_mode_name(models[1]).decode()
+        self._logits = np.empty(self.vocab, np.float32)
+
+    def close(self) -> None:
+        """Release the C decoder now (its device memory); later calls raise NativeRuntimeError."""
+        with self._lock:
+            self._finalizer()
+
+    def _check_open(self) -> None:
+        if not self._finalizer.alive:
+            raise NativeRuntimeError("this native decoder has been closed")
+
+    def _check(self, status: int) -> None:
+        if status != 0:
+            message = self._lib.adreno_decoder_error(self._handle).decode(errors="replace")
+            if status == ADRENO_ERR_INPUT:
+                raise InputError(message)
+            raise NativeRuntimeError(f"native runtime: {message}")
+
+    @property
+    def position(self) -> int:
+        """Tokens in the cache."""
+        with self._lock:
+            self._check_open()
+            return int(self._lib.adreno_decoder_position(self._handle))
+
+    def reset(self) -> None:
+        """Position 0 and a zeroed cache."""
+        with self._lock:
+            self._check_open()
+            self._check(self._lib.adreno_decoder_reset(self._handle))
+
+    @staticmethod
+    def _ids(ids: Sequence[int]) -> np.ndarray:
+        a = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if a.size and (a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max):
+            bad = a[(a < np.iinfo(np.int32).min) | (a > np.iinfo(np.int32).max)][:5].tolist()
+            raise InputError(f"token ids {bad} do not fit int32")
+        return np.ascontiguousarray(a, dtype=np.int32)
+
+    def feed(self, ids: Sequence[int]) -> np.ndarray:
+        """adreno_decoder_feed: append `ids` to the cache; the logits after the last one."""
+        a = self._ids(ids)
+        out = np.empty(self.vocab, np.float32)
+        with self._lock:
+            self._check_open()
+            self._check(self._lib.adreno_decoder_feed(
+                self._handle, a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), a.size,
+                out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
+        return out
+
+    def step(self, token: int) -> np.ndarray:
+        """adreno_decoder_step: one decode step; the next token's logits."""
+        token = int(self._ids([token])[0])
+        out = np.empty(self.vocab, np.float32)
+        with self._lock:
+            self._check_open()
+            self._check(self._lib.adreno_decoder_step(self._handle, token,
+                                                      out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
+        return out
+
+    def generate(self, prompt: Sequence[int], max_new_tokens: int, *, greedy: bool = True, temperature: float = 1.0,
+                 top_k: int = 0, seed: int = 0, stop_at_eos: bool = True) -> NativeGeneration:
+        """adreno_decoder_generate: the whole loop in one C call, from an empty cache. Sampling
+        (greedy=False) uses the C library's generator (splitmix64 seeded by `seed`), not numpy's."""
+        a = self._ids(prompt)
+        if not 1 <= max_new_tokens:
+            raise NativeRuntimeError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        # The loop stops when the cache is full: after a prompt of p tokens it makes at most
+        # max_context - p + 1 tokens. Room for one more than that keeps the buffers (and
+        # max_new_tokens) small without changing which reason stops it.
+        room = max(1, min(int(max_new_tokens), self.max_context - a.size + 2, np.iinfo(np.int32).max))
+        opts = _GenerateOptions()
+        self._lib.adreno_generate_options_init(ctypes.byref(opts))
+        opts.max_new_tokens = room
+        opts.stop_at_eos = 1 if stop_at_eos else 0
+        opts.greedy = 1 if greedy else 0
+        opts.temperature = float(temperature)
+        opts.top_k = int(top_k)
+        opts.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        tokens = np.zeros(room, np.int32)
+        logits = np.empty((room, self.vocab), np.float32)
+        result = _Generation()
+        with self._lock:
+            self._check_open()
+            self._check(self._lib.adreno_decoder_generate(
+                self._handle, a.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), a.size, ctypes.byref(opts),
+                tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), ctypes.byref(result)))
+        n = result.num_tokens
+        return NativeGeneration(tokens=[int(t) for t in tokens[:n]], logits=logits[:n].copy(),
+                                prompt_tokens=int(result.prompt_tokens), ttft_ms=float(result.ttft_ms),
+                                prefill_ms=float(result.prefill_ms), decode_ms=float(result.decode_ms),
+                                prefill_tok_s=float(result.prefill_tok_s), decode_tok_s=float(result.decode_tok_s),
+                                stop_reason=(result.stop_reason or b"").decode())
