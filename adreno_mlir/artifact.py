@@ -333,7 +333,6 @@ class _SharedBlob:
 def save_decoder(dec: Decoder, path: str | Path, *, binaries: bool = True) -> Path:
     """`Decoder.save`: both programs of a compiled decoder as one decoder artifact (format
     version 5, docs/artifact.md "Decoder artifacts")."""
-    from adreno_mlir.generation import DecoderFacts
 
     models = {"prefill": dec.prefill, "decode": dec.decode}
     if any(cm.executable is None for cm in models.values()):
@@ -353,7 +352,7 @@ def save_decoder(dec: Decoder, path: str | Path, *, binaries: bool = True) -> Pa
             for t in plans[name].outputs))
     decode_plan = plans["decode"]
     state_bytes = {st.input: decode_plan.allocations[st.allocation].nbytes for st in decode_plan.states}
-    facts = DecoderFacts.of(dec.signature)
+    facts = dec.signature
     embedded = {name: ProgramBinary.of(cm.executable.program, cm.executable.device, plans[name].build_options)
                 if binaries else None for name, cm in models.items()}
 
@@ -601,8 +600,8 @@ def load(path: str | Path, device: str | None = None, cache: CacheArg = None,
 
 
 def _decoder_facts(manifest: Mapping[str, Any], file: Path):
-    """The `decoder` object of a decoder artifact: (DecoderFacts, max_context, prefill_chunk)."""
-    from adreno_mlir.generation import POSITION, DecoderFacts
+    """The `decoder` object of a decoder artifact: (DecoderSignature, max_context, prefill_chunk)."""
+    from adreno_mlir.generation import POSITION, DecoderSignature
 
     facts = manifest.get("decoder")
     programs = manifest.get("programs")
@@ -612,7 +611,7 @@ def _decoder_facts(manifest: Mapping[str, Any], file: Path):
     try:
         if facts.get("position", POSITION) != POSITION:
             raise ValueError(f"position input {facts['position']!r} (this adreno-mlir feeds {POSITION!r})")
-        sig = DecoderFacts(
+        sig = DecoderSignature(
             input_ids=str(facts["input_ids"]), attention_mask=str(facts.get("attention_mask", "attention_mask")),
             logits=str(facts["logits"]),
             caches=tuple((str(st["input"]), str(st["output"])) for st in facts["state"]),

@@ -97,20 +97,23 @@ class GenerationResult:
 
 
 @dataclass(frozen=True)
-class DecoderFacts:
-    """What the generation loop (and a reader of a decoder artifact) knows of a decoder: the
-    names of its token-id input and logits output, the vocabulary, the end-of-sequence ids,
-    the caches. A loaded decoder's `signature` (the fields of
-    `adreno_mlir.frontend.decoder.DecoderSignature`, without importing the compiler)."""
+class DecoderSignature:
+    """What generation needs to know of a decoder graph (names as the model spells them): its
+    token-id input, attention mask and logits output, the caches, the vocabulary, the
+    rotary tables' rows, the end-of-sequence ids. Made from the ONNX graph by
+    `adreno_mlir.frontend.decoder.decoder_signature`, read back from a decoder artifact's
+    manifest here (this module imports no compiler)."""
 
     input_ids: str
     attention_mask: str
     logits: str
     caches: tuple[tuple[str, str], ...]
+    """(past input, present output) of every cache: each layer's key, then its value."""
     kv_heads: int
     head_dim: int
     vocab: int
     max_positions: int
+    """Rows of the rotary cos/sin caches: the longest context the model can address."""
     layers: int
     eos_token_ids: tuple[int, ...] = ()
     bos_token_id: int | None = None
@@ -130,17 +133,11 @@ class DecoderFacts:
                 "max_positions": self.max_positions, "layers": self.layers, "kv_heads": self.kv_heads,
                 "head_dim": self.head_dim}
 
-    @staticmethod
-    def of(sig) -> DecoderFacts:
-        """The facts of a `DecoderSignature` (or of anything with its fields)."""
-        return DecoderFacts(sig.input_ids, sig.attention_mask, sig.logits, tuple(tuple(c) for c in sig.caches),
-                            int(sig.kv_heads), int(sig.head_dim), int(sig.vocab), int(sig.max_positions),
-                            int(sig.layers), tuple(int(e) for e in sig.eos_token_ids),
-                            None if sig.bos_token_id is None else int(sig.bos_token_id))
 
 
 POSITION = "position"
-"""The run-time position input of both programs (adreno_mlir.frontend.decoder.POSITION)."""
+"""The decode and prefill programs' run-time position input (int, [1]): the tokens already in the
+cache, where the first of this run's S tokens goes (adreno_mlir/frontend/decoder.py computes the mask from it)."""
 
 
 class GenerationLoop:
@@ -148,8 +145,8 @@ class GenerationLoop:
     device: `reset`, `feed`, `step` and `generate`, for a compiled `Decoder` and for a
     `LoadedDecoder` (a decoder artifact) alike.
 
-    Needs on the instance: `signature` (the names, vocab and eos ids: a DecoderSignature or
-    DecoderFacts), `prefill` and `decode` (models with `run(feeds)`), `memory` (their
+    Needs on the instance: `signature` (a DecoderSignature: the names, vocab and eos ids),
+    `prefill` and `decode` (models with `run(feeds)`), `memory` (their
     shared `DeviceMemory`), `max_context`, `prefill_chunk`; `position` is how many tokens
     the cache holds. runtime/c/src/adreno_rt.c (adreno_decoder_feed/step/generate) is the
     same loop in C."""
@@ -383,7 +380,7 @@ class Decoder(GenerationLoop):
 class LoadedDecoder(GenerationLoop):
     """A decoder artifact loaded by `adreno_mlir.load` (imports no xDSL): `prefill` and
     `decode` (LoadedModels whose Executables share `memory`: every weight uploaded once,
-    one KV cache), `signature` (DecoderFacts), `max_context`, `prefill_chunk`, and the same
+    one KV cache), `signature` (DecoderSignature), `max_context`, `prefill_chunk`, and the same
     `generate`/`feed`/`step`/`reset` as a compiled `Decoder`. Also `path`, `manifest`,
     `load_seconds`, `runtime`.
 
@@ -392,7 +389,7 @@ class LoadedDecoder(GenerationLoop):
     (`programs`, a callable returning the three), with a device copy of the weights and a
     cache of their own, apart from the C decoder's."""
 
-    def __init__(self, path: Path, manifest: dict, signature: DecoderFacts, prefill, decode, memory,
+    def __init__(self, path: Path, manifest: dict, signature: DecoderSignature, prefill, decode, memory,
                  max_context: int, prefill_chunk: int, load_seconds: float, *, native=None,
                  programs: Callable[[], tuple] | None = None):
         self.path = path
@@ -456,7 +453,7 @@ class LoadedDecoder(GenerationLoop):
                 f"runtime={self.runtime!r})")
 
 
-def load_native_decoder(root: Path, manifest: dict, signature: DecoderFacts, max_context: int, prefill_chunk: int,
+def load_native_decoder(root: Path, manifest: dict, signature: DecoderSignature, max_context: int, prefill_chunk: int,
                         device: str | None, cache, runtime: str, start: float) -> LoadedDecoder | None:
     """The LoadedDecoder of a checked decoder artifact on the native runtime, for
     `adreno_mlir.load(path, runtime=...)` (adreno_mlir.artifact): "native" opens the C decoder

@@ -24,7 +24,6 @@ program S = 1, the prefill program S = the chunk):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,36 +32,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from adreno_mlir.frontend.onnx_importer import CONTRIB_DOMAIN, FrontendError
 
-POSITION = "position"
-"""The decode and prefill programs' run-time position input (int, [1]): the tokens already
-in the cache, where the first of this run's S tokens goes."""
-
-
-@dataclass(frozen=True)
-class DecoderSignature:
-    """What generation needs to know of a decoder graph (names as the model spells them)."""
-
-    input_ids: str
-    attention_mask: str
-    logits: str
-    caches: tuple[tuple[str, str], ...]
-    """(past input, present output) of every cache: each layer's key, then its value."""
-    kv_heads: int
-    head_dim: int
-    vocab: int
-    max_positions: int
-    """Rows of the rotary cos/sin caches: the longest context the model can address."""
-    layers: int
-    eos_token_ids: tuple[int, ...] = ()
-    bos_token_id: int | None = None
-
-    @property
-    def state(self) -> dict[str, str]:
-        """{present output: past input}: the tensors that are one device buffer."""
-        return {present: past for past, present in self.caches}
-
-    def cache_bytes(self, max_context: int) -> int:
-        return len(self.caches) * self.kv_heads * max_context * self.head_dim * 4
+from adreno_mlir.generation import POSITION, DecoderSignature  # noqa: F401 - the compiler-free half, re-exported
 
 
 def genai_config(model_path: str | Path | None) -> dict | None:
