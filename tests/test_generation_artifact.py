@@ -599,3 +599,15 @@ def test_generate_cli_runs_and_writes_decoder_artifacts(small_decoder, tiny_path
     assert out.returncode == 1 and "refusing to overwrite" in out.stderr, out.stderr
     out = _cli("generate", path, "--prompt-ids", "1,2,97")
     assert out.returncode == 1 and "ids [97] outside the vocabulary [0, 97)" in out.stderr, out.stderr
+
+
+def test_adreno_run_generate_fp32_decoder_gives_onnxruntimes_64_greedy_tokens(native_dir, run_env, cache, tmp_path):
+    """The shared fp32 decoder through the C loop: onnxruntime's 64 greedy tokens, each step's
+    logits within 1e-3 of the largest reference logit."""
+    path = _decoder_path("llama_tiny_fp32")
+    dec = adreno_mlir.compile_decoder(path, max_context=128, prefill_chunk=16, cache=cache, runtime="pyopencl", **NCHW)
+    artifact = dec.save(tmp_path / "fp32.adreno")
+    prompt = _shared_prompt(dec.vocab)
+    _, got = run_generate(native_dir / "adreno-run", artifact, run_env, tmp_path, prompt, 64, "--ignore-eos")
+    assert len(got.tokens) == 64
+    check_against_reference(got, *reference_generation(onnx.load(str(path)), dec.signature, prompt, 64))
