@@ -534,3 +534,19 @@ def test_cli_needs_a_model_and_shows_the_device(normal_tune, tmp_path):
     assert line, run.stdout
     counts = {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", line.group(1))}
     assert sum(counts.values()) == 9 and counts.get("ok", 0) >= 3, counts
+
+
+def test_a_search_without_optuna_says_what_to_install(monkeypatch):
+    """More configurations than trials need Optuna's sampler: without it, one CompileError
+    saying to install it or to measure every configuration, not a traceback."""
+    import sys
+
+    from adreno_mlir.errors import CompileError
+    from adreno_mlir.tuning.space import Space
+    from adreno_mlir.tuning.tuner import Search
+
+    space = Space("graph.group_query_attention(...)", "gqa", {"splits": 1, "items": 1},
+                  (("splits", (1, 2, 4)), ("items", (1, 16))))
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` raises ImportError
+    with pytest.raises(CompileError, match=r"pip install optuna .* --trials 6 to measure every one"):
+        Search(space, trials=2, seed=0)

@@ -68,7 +68,13 @@ class Search:
         if len(candidates) <= trials:
             self._exhaustive = deque(candidates[1:])  # the default is measured by the baseline
         else:
-            import optuna
+            try:
+                import optuna
+            except ImportError:
+                raise CompileError(
+                    f"tune: {len(candidates)} configurations of {space.signature[:60]} need Optuna's search, which is not "
+                    "installed: pip install optuna (a dependency of adreno-mlir), or give --trials "
+                    f"{len(candidates)} to measure every one") from None
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)
             sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(8, max(2, trials // 2)))
