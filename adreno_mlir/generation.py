@@ -490,19 +490,11 @@ def load_native_decoder(root: Path, manifest: dict, signature: DecoderSignature,
 def _release_pyopencl_memory(dec: Decoder) -> None:
     """Give back the device memory of a compiled decoder's pyopencl programs (weights, caches,
     activations) before its C decoder takes its own, so the two are never both on the device.
-    Nothing else is lost: an Executable whose launch list is None re-creates its memory and
-    kernels on its next pyopencl run (Executable._setup_pyopencl), and its plan, host weights
-    and program (what `Decoder.save` writes) stay."""
+    Nothing else is lost: each Executable re-creates its memory and kernels on its next
+    pyopencl run, and its plan, host weights and program (what `Decoder.save` writes) stay."""
     for model in (dec.prefill, dec.decode):
-        ex = model.executable
-        with ex._lock:
-            ex._launches = None
-            for attr in ("weights", "allocations", "inputs", "outputs", "buffers"):
-                ex.__dict__.pop(attr, None)
-    memory = dec.memory
-    memory._weights.clear()
-    memory.states.clear()
-    memory._state_bytes.clear()
+        model.executable.release_device_memory()
+    dec.memory.release()
 
 
 def _open_native(dec: Decoder, runtime: str):

@@ -142,6 +142,14 @@ class DeviceMemory:
             cl.enqueue_copy(q, self.states[name], np.zeros(self._state_bytes[name] // 4, np.float32))
         q.finish()
 
+    def release(self) -> None:
+        """Forget every weight and state buffer (their device memory goes back once no
+        executable holds them): `Executable.release_device_memory` on every sharer first;
+        later runs create them again, the states zero-filled."""
+        self._weights.clear()
+        self.states.clear()
+        self._state_bytes.clear()
+
     def read_state(self, name: str, queue: cl.CommandQueue | None = None) -> np.ndarray:
         """A host copy of a state buffer (flat float32), for tests and debugging."""
         q = queue or cl.CommandQueue(self.context)
@@ -302,6 +310,15 @@ class Executable:
         # Kernel arguments do not keep memory objects alive: hold every one for our lifetime.
         self.buffers = self.allocations + self.weights
         self._launches = launches
+
+    def release_device_memory(self) -> None:
+        """Give back the pyopencl path's memory objects and kernels (another runtime takes over:
+        a decoder's C loop). The plan, host weights and program stay; the next pyopencl run
+        creates them again (`launches` is None until then)."""
+        with self._lock:
+            self._launches = None
+            for attr in ("weights", "allocations", "inputs", "outputs", "buffers"):
+                self.__dict__.pop(attr, None)
 
     def _image(self, a) -> cl.Image:
         fmt = cl.ImageFormat(cl.channel_order.RGBA,
