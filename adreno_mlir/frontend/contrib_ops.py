@@ -67,9 +67,10 @@ def _skip_simplified_layer_norm(n: _Node):
     return outs
 
 
-def _unpack_zero_points(z: np.ndarray, bits: int, n: int, blocks: int) -> np.ndarray:
-    """uint8 zero points, `8 / bits` per byte (lowest bits first), each column's row padded to
-    whole bytes (onnxruntime's layout), as [N, blocks] floats."""
+def _unpack_u8(z: np.ndarray, bits: int, n: int, blocks: int) -> np.ndarray:
+    """uint8-packed values, `8 / bits` per byte (lowest bits first), each of n rows padded to
+    whole bytes (onnxruntime's layout of zero points and of GatherBlockQuantized's table), as
+    [n, blocks] floats."""
     per_byte = 8 // bits
     row = -(-blocks // per_byte)
     z = np.asarray(z, np.uint8).reshape(n, row)
@@ -113,7 +114,7 @@ def _matmul_nbits(n: _Node):
             if z.size != nn * -(-blocks // (8 // bits)):
                 n.fail(f"uint8 zero points must hold N x ceil(blocks * {bits} / 8) = {nn * -(-blocks // (8 // bits))} "
                        f"bytes, got {z.size}")
-            zp = _unpack_zero_points(z, bits, nn, blocks)
+            zp = _unpack_u8(z, bits, nn, blocks)
         else:
             if z.size != nn * blocks:
                 n.fail(f"zero points must hold N x blocks = {nn * blocks} values, got {z.size}")
@@ -207,6 +208,13 @@ def _group_query_attention(n: _Node):
     def const(name: str, arr: np.ndarray):
         return n.imp.constant(f"{n.name}_{name}", np.asarray(arr, np.float32), n)
 
+    if n.attr("do_rotary", 0):
+        if not (n.has_input(7) and n.has_input(8)):
+            n.fail("do_rotary = 1 needs cos_cache and sin_cache")
+        half = graph.shape_of(n.input(7))[1]
+        if half * 2 != d:
+            n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial rotary) "
+                   "is not supported")
     if n.imp.shared_kv:
         return _shared_buffer_gqa(n, h, kvh, d, scale, packed)
     if packed:
@@ -229,10 +237,7 @@ def _group_query_attention(n: _Node):
     def rotate(x, heads_n):
         """x [B, S, heads, D] rotated at `positions` (cos/sin rows of the caches)."""
         cos_cache, sin_cache = n.input(7), n.input(8)
-        half = graph.shape_of(cos_cache)[1]
-        if half * 2 != d:
-            n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial rotary) "
-                   "is not supported")
+        half = d // 2
         cos, sin = (reshape(emit(graph.TakeOp(operands=[cache, positions], result_types=[tt((b, s, half))],
                                               properties={"axis": graph.IntegerAttr(0, 64)})), (b, s, 1, half))
                     for cache in (cos_cache, sin_cache))
@@ -251,8 +256,6 @@ def _group_query_attention(n: _Node):
         return concat([r1, r2], 3, (b, s, heads_n, d))
 
     if n.attr("do_rotary", 0):
-        if not (n.has_input(7) and n.has_input(8)):
-            n.fail("do_rotary = 1 needs cos_cache and sin_cache")
         q, k = rotate(q, h), rotate(k, kvh)
     present = [concat([past, transpose(new, (0, 2, 1, 3))], 2, (b, kvh, t_len, d))
                for new, past in ((k, past_k), (v, past_v))]
@@ -304,9 +307,7 @@ def _shared_buffer_gqa(n: _Node, h: int, kvh: int, d: int, scale: float, packed:
         seqlens = _emit(n, graph.ReshapeOp(operands=[n.input(5)], result_types=[TensorType(f32, [b, 1])]))
         offset = n.imp.constant(f"{n.name}_first_offset", np.full([1, 1], 1 - s, np.float32), n)
         start = n.imp.shared_values[key] = _emit(n, graph.AddOp(seqlens, offset, TensorType(f32, [b, 1])))
-    rotary = bool(n.attr("do_rotary", 0))
-    if rotary and not (n.has_input(7) and n.has_input(8)):
-        n.fail("do_rotary = 1 needs cos_cache and sin_cache")
+    rotary = bool(n.attr("do_rotary", 0))  # its inputs checked by the caller
     op = graph.GroupQueryAttentionOp(
         operands=[q_in, [] if packed else [n.input(1)], [] if packed else [n.input(2)], n.input(3), n.input(4), start,
                   [n.input(7)] if rotary else [], [n.input(8)] if rotary else []],
@@ -314,11 +315,6 @@ def _shared_buffer_gqa(n: _Node, h: int, kvh: int, d: int, scale: float, packed:
         properties={"num_heads": graph.IntegerAttr(h, 64), "kv_num_heads": graph.IntegerAttr(kvh, 64),
                     "scale": graph.f32_attr(scale),
                     "interleaved": graph.IntegerAttr(int(n.attr("rotary_interleaved", 0)), 64)})
-    if rotary:
-        half = graph.shape_of(n.input(7))[1]
-        if half * 2 != d:
-            n.fail(f"cos_cache/sin_cache are [max positions, {half}]: rotary over {2 * half} of D = {d} (partial "
-                   "rotary) is not supported")
     return [_emit(n, op), None, None]
 
 
@@ -354,14 +350,13 @@ def _gather_block_quantized(n: _Node):
     if scales.size != rows * blocks:
         n.fail(f"scales must be [rows = {rows}, blocks = {blocks}], got {list(scales.shape)}")
     per = 8 // bits
-    shifts = np.arange(per, dtype=np.uint8) * bits
-    q = ((data[..., None] >> shifts) & np.uint8((1 << bits) - 1)).reshape(rows, cols).astype(np.float32)
+    q = _unpack_u8(data, bits, rows, cols)
     if n.has_input(3):
         z = n.const_input(3, "the zero points")
         if z.dtype != np.uint8 or z.size != rows * -(-blocks // per):
             n.fail(f"zero points must be uint8 [rows, ceil(blocks * {bits} / 8)] = {rows * -(-blocks // per)} bytes, "
                    f"got {z.dtype} {list(z.shape)}")
-        zp = _unpack_zero_points(z, bits, rows, blocks)
+        zp = _unpack_u8(z, bits, rows, blocks)
     else:
         zp = np.full((rows, blocks), 2.0 ** (bits - 1), np.float32)
     table = (q - np.repeat(zp, bs, axis=1)[:, :cols]) * np.repeat(scales.reshape(rows, blocks), bs, axis=1)[:, :cols]
