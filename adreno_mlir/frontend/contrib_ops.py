@@ -301,8 +301,16 @@ def _shared_buffer_gqa(n: _Node, h: int, kvh: int, d: int, scale: float, packed:
         n.imp.state[present_name] = past_name
     q_in = n.input(0)
     b, s = graph.shape_of(q_in)[:2]
+    from adreno_mlir.generation import POSITION
+
     key = ("gqa_start", n.proto.input[5], b, s)  # every layer reads the same seqlens_k: one kernel computes it
     start = n.imp.shared_values.get(key)
+    if start is None and POSITION in n.imp.values and b == 1:
+        # bind_decoder's mask is j < position + S and its position's bound keeps position + S <= L,
+        # so seqlens_k + 1 - S is the position itself: read it, and the mask arithmetic (its
+        # ReduceSum, Sub and Casts: four launches a run) is left without readers
+        start = n.imp.shared_values[key] = _emit(n, graph.ReshapeOp(
+            operands=[n.imp.values[POSITION]], result_types=[TensorType(f32, [1, 1])]))
     if start is None:
         seqlens = _emit(n, graph.ReshapeOp(operands=[n.input(5)], result_types=[TensorType(f32, [b, 1])]))
         offset = n.imp.constant(f"{n.name}_first_offset", np.full([1, 1], 1 - s, np.float32), n)
