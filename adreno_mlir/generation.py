@@ -67,7 +67,6 @@ import numpy as np
 
 from adreno_mlir.errors import CompileError, InputError
 
-DEFAULT_MAX_CONTEXT = 512
 DEFAULT_PREFILL_CHUNK = 64
 
 
@@ -552,7 +551,7 @@ def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int
     "pyopencl". `dec.runtime` says which."""
     from adreno_mlir.api import compile as compile_model
     from adreno_mlir.frontend import import_onnx, load_model
-    from adreno_mlir.frontend.decoder import decoder_signature, genai_config
+    from adreno_mlir.frontend.decoder import decoder_signature, default_max_context, genai_config
     from adreno_mlir.plan import make_plan
     from adreno_mlir.runtime import DeviceMemory
     from adreno_mlir.runtime.native import decoder_library, resolve_runtime
@@ -567,8 +566,7 @@ def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int
         config = genai_config(path)
     sig = decoder_signature(m, config)
     if max_context is None:
-        ctx = ((config or {}).get("model") or {}).get("context_length") or DEFAULT_MAX_CONTEXT
-        max_context = min(int(ctx), DEFAULT_MAX_CONTEXT, sig.max_positions)
+        max_context = default_max_context(sig, config)
     for what, v in (("max_context", max_context), ("prefill_chunk", prefill_chunk)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise CompileError(f"{what} must be a positive integer, got {v!r}")
