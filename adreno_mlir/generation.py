@@ -533,7 +533,8 @@ def _sample(logits: np.ndarray, temperature: float, top_k: int, rng: np.random.G
 def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
                     config: dict | None = None, target: str = "auto", device: str | None = None,
                     textures: bool | None = None, precision: str = "fp32", layout: str | None = None,
-                    tuning_db=None, overrides=None, plan=None, cache=None, runtime: str | None = None) -> Decoder:
+                    tuning_db=None, overrides=None, plan=None, cache=None, runtime: str | None = None,
+                    kv_cache: str | None = None) -> Decoder:
     """Compile an onnxruntime-genai decoder (path or ModelProto) for generation: the
     prefill program (`prefill_chunk` tokens a run) and the decode program (one token),
     sharing weights and a KV cache of `max_context` rows on the device.
@@ -544,6 +545,10 @@ def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int
     model path), for input/output names and the end-of-sequence ids. The plan options are
     compile()'s; the textures plan is only used where its kernels apply (the caches and
     their writes stay plain buffers).
+
+    kv_cache: the caches' storage, "f32" (the model's) or "f16" (halves: half the memory and
+    the attention's bytes, each cached value rounded; the `kv-cache-storage` pass, in the
+    printed pipeline and IR); default f16 with precision "fp16-acc32", else f32.
 
     runtime: which loop `generate` runs (the module's docstring): "auto" (default, or
     $ADRENO_MLIR_RUNTIME: the C loop of libadreno_rt when it is built, else pyopencl),
@@ -574,7 +579,9 @@ def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int
         raise CompileError(f"prefill_chunk = {prefill_chunk} is longer than max_context = {max_context}")
     if plan is None:
         plan = make_plan(target, device, textures=textures, precision=precision, layout=layout,
-                         tuning_db=tuning_db, overrides=overrides)
+                         tuning_db=tuning_db, overrides=overrides, kv_cache=kv_cache)
+    elif kv_cache is not None and kv_cache != plan.kv_cache:
+        raise CompileError(f"kv_cache={kv_cache!r} and a plan whose kv_cache is {plan.kv_cache!r}: give one of them")
     memory = DeviceMemory(plan.context())
     programs = {}
     for name, tokens in (("decode", 1), ("prefill", prefill_chunk)):

@@ -19,17 +19,18 @@ from xdsl.utils.exceptions import VerifyException
 
 from adreno_mlir.errors import CompileError
 
-def graph_opt(target: str) -> tuple[str, str]:
+def graph_opt(target: str, kv_cache: str = "f32") -> tuple[str, str]:
     """Graph cleanups, then attention fusion (after canonicalize has folded the key
     transposes into the MatMuls' perms; before layout: graph.attention stays plain;
-    `fuse-attention` fuses for GPU targets only, where it pays)."""
+    `fuse-attention` fuses for GPU targets only, where it pays), and, with `kv_cache`
+    "f16", a decoder's KV caches kept in halves (`kv-cache-storage`)."""
     return ("graph-opt", f"graph-canonicalize,fold-batchnorm,graph-canonicalize,fuse-attention{{target={target}}},"
-                         "fuse-rms-norm")
+                         "fuse-rms-norm" + (f",kv-cache-storage{{element={kv_cache}}}" if kv_cache != "f32" else ""))
 
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
                work_group: tuple[int, ...] = (), compute: str = "f32",
-               overrides: str = "", *, profile=None) -> list[tuple[str, str]]:
+               overrides: str = "", *, profile=None, kv_cache: str = "f32") -> list[tuple[str, str]]:
     """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
     (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
     target profile, split-K, shared storage for concats (plan-memory) and the lowering.
@@ -63,10 +64,10 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     ]
     winograd = ("winograd", f"conv-winograd{{target={target}}}")
     if layout == "nchw":
-        return [graph_opt(target), winograd, *tail]
+        return [graph_opt(target, kv_cache), winograd, *tail]
     images = "true" if textures else "false"
     return [
-        graph_opt(target),
+        graph_opt(target, kv_cache),
         ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
         winograd,
         ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),

@@ -64,6 +64,9 @@ class CompilePlan:
     overrides_file: str = ""
     """The merged JSON file select-kernel-config reads (tuning database entries, then the
     overrides; adreno_mlir.tuning.overrides_file_for), "" for none."""
+    kv_cache: str = "f32"
+    """The storage of a decoder's KV caches: "f32", or "f16" (the `kv-cache-storage` pass
+    keeps them in halves; passes/kv_cache_storage.py). Nothing else reads it."""
 
     # ------------------------------------------------------------------ derived options
 
@@ -104,7 +107,7 @@ class CompilePlan:
         from adreno_mlir.pipeline import stages_for
 
         stages = stages_for(self.layout, self.textures, self.storage, self.target, self.local_size, self.compute,
-                            self.overrides_file, profile=self.profile)
+                            self.overrides_file, profile=self.profile, kv_cache=self.kv_cache)
         if until is None:
             return stages
         names = [n for n, _ in stages]
@@ -150,7 +153,8 @@ class CompilePlan:
         """The one-line description of the plan (`CompiledModel.plan`, an artifact's
         `plan`, `analyze`'s header)."""
         return (f"layout {self.layout}, {'textures' if self.textures else 'buffers'}, {self.precision}, "
-                f"target {self.target}" + (" (custom pipeline: see .pipeline)" if custom_pipeline else ""))
+                f"target {self.target}" + (", f16 KV cache" if self.kv_cache == "f16" else "")
+                + (" (custom pipeline: see .pipeline)" if custom_pipeline else ""))
 
     def record(self, custom_pipeline: bool = False) -> dict:
         """The resolved options as plain JSON values (`CompiledModel.options`, an
@@ -158,7 +162,7 @@ class CompilePlan:
         return {"layout": self.layout, "textures": bool(self.textures), "precision": str(self.precision),
                 "storage": self.storage, "target": self.target,
                 "work_group": str(self.work_group) if isinstance(self.work_group, str) else list(self.work_group),
-                "custom_pipeline": bool(custom_pipeline)}
+                "kv_cache": self.kv_cache, "custom_pipeline": bool(custom_pipeline)}
 
     def config_source_names(self) -> tuple[str, str]:
         """(merged file, what the user gave) for messages that name the file
@@ -198,13 +202,15 @@ def make_plan(
     work_group: str | tuple[int, ...] = "driver",
     tuning_db: str | Path | None = None,
     overrides: str | Path | dict | None = None,
+    kv_cache: str | None = None,
 ) -> CompilePlan:
     """The plan of a compile with these options (`compile()`'s, which documents them).
 
     Every option is checked (type and value) before the device is touched; a bad one is a
     `CompileError` naming the parameter, the value and the choices (adreno_mlir.options).
     Defaults are resolved here: `textures=None` is images on GPU targets with image
-    support, `layout=None` nchw4c with textures or fp16 storage (else nchw)."""
+    support, `layout=None` nchw4c with textures or fp16 storage (else nchw), `kv_cache=None`
+    (a decoder's KV cache storage, "f32" or "f16") f16 with fp16 storage (else f32)."""
     from adreno_mlir.options import (
         Layout,
         Precision,
@@ -248,9 +254,13 @@ def make_plan(
         needs += [f"precision={checked.value!r}"] if checked != Precision.FP32 else []
         raise CompileError(f"layout='nchw' is the fp32 buffer path: {' and '.join(needs)} need "
                            "layout='nchw4c' (or leave layout=None)")
+    if kv_cache is None:
+        kv_cache = "f16" if Precision(checked).storage == "f16" else "f32"
+    if kv_cache not in ("f32", "f16"):
+        raise CompileError(f"kv_cache must be 'f32' or 'f16' (the storage of a decoder's KV cache), got {kv_cache!r}")
     tuning_db = None if tuning_db is None else str(tuning_db)
     source, merged = _overrides(device, tuning_db, overrides)
     return CompilePlan(
         layout=layout.value, textures=bool(textures), precision=checked.value, target=target_name, profile=profile,
         work_group=work_group.value if isinstance(work_group, WorkGroup) else work_group,
-        device=device, tuning_db=tuning_db, overrides_source=source, overrides_file=merged)
+        device=device, tuning_db=tuning_db, overrides_source=source, overrides_file=merged, kv_cache=kv_cache)

@@ -4,7 +4,7 @@ CPU and PyTorch (transformers, the same architecture) on CUDA, in one run.
 
     python bench/generate.py [--models llama_tiny_int4,llama_tiny_fp32,PATH.onnx] [--prompt 64]
                              [--new 128] [--max-context 256] [--chunk 64] [--device nvidia]
-                             [--compare onnxruntime,torch] [--json out.json]
+                             [--compare onnxruntime,torch] [--kv-cache f32|f16] [--json out.json]
 
 Per model, ours (adreno_mlir.compile_decoder, greedy, end-of-sequence ignored):
 - compile seconds with a cold and a warm program cache, time to first token (the 64-token
@@ -86,6 +86,7 @@ def ours(path: Path, args) -> dict:
             t = time.perf_counter()
             dec = adreno_mlir.compile_decoder(path, max_context=args.max_context, prefill_chunk=args.chunk,
                                               device=args.device, cache=cache, tuning_db=args.tuning_db,
+                                              kv_cache=args.kv_cache,
                                               runtime="pyopencl")  # the Python loop (c_loop: the C one)
             row[f"compile_s_{which}"] = time.perf_counter() - t
     row["device"] = dec.decode.device_name
@@ -274,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--bandwidth-gbps", type=float, default=4800.0)
     ap.add_argument("--json", default=None)
     ap.add_argument("--tuning-db", default=None, help="compile with this tuning database (adreno-mlir tune --decoder)")
+    ap.add_argument("--kv-cache", choices=("f32", "f16"), default=None,
+                    help="the KV caches' storage (default: compile_decoder's, f32)")
     args = ap.parse_args(argv)
     shared = shared_dir(args.shared)
     peers = {p for p in args.compare.split(",") if p}

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     VectorType,
+    f16,
     f32,
     i32,
     i64,
@@ -2206,10 +2207,13 @@ class GroupQueryAttentionOp(GraphOp):
 
     - `query`: [B, S, H * D], or [B, S, (H + 2 KVH) * D] with q, k and v packed (no `key`
       and `value` operands); `key` / `value`: [B, S, KVH * D].
-    - `k_cache` / `v_cache`: [B, KVH, L, D], state (model inputs that live on the device,
-      `graph.state`): the op writes the S new rows into them in place, at positions
-      start[b] + s (rows at or past L are not written), before it attends; so no other op
-      may read them (its order against the write would decide what it sees).
+    - `k_cache` / `v_cache`: [B, KVH, L, D] (heads, then rows by position: each head's rows
+      contiguous, so a work-group reads one head's split as one range), state (model inputs
+      that live on the device, `graph.state`): the op writes the S new rows into them in
+      place, at positions start[b] + s (rows at or past L are not written), before it
+      attends; so no other op may read them (its order against the write would decide what
+      it sees). Their element type is the storage: f32 (the ONNX model's), or f16 after
+      `kv-cache-storage{element=f16}` (half the bytes; the kernels still compute in f32).
     - `start`: [B, 1] float-held integers, the position of the first new token.
     - `cos` / `sin` (optional: rotary embedding of q and k): [P, D / 2], rows by position;
       `interleaved` 1 rotates pairs (2i, 2i + 1), 0 halves (i, i + D / 2), as onnxruntime.
@@ -2252,6 +2256,11 @@ class GroupQueryAttentionOp(GraphOp):
         return self.key is None
 
     @property
+    def cache_storage(self) -> str:
+        """"f32" or "f16": the caches' element type (`kv-cache-storage` decides it)."""
+        return "f16" if self.k_cache.type.get_element_type() == f16 else "f32"
+
+    @property
     def geometry(self) -> tuple[int, int, int, int, int]:
         """(B, S, L, D, table rows (0 without rotary))."""
         b, _, length, d = shape_of(self.k_cache)
@@ -2266,10 +2275,18 @@ class GroupQueryAttentionOp(GraphOp):
             raise VerifyException("'graph.group_query_attention' takes key and value together (or neither: packed)")
         if (self.cos is None) != (self.sin is None):
             raise VerifyException("'graph.group_query_attention' takes cos and sin together")
-        for what in ("query", "key", "value", "k_cache", "v_cache", "start", "cos", "sin"):
+        for what in ("query", "key", "value", "start", "cos", "sin"):
             v = getattr(self, what)
             if v is not None and v.type.get_element_type() != f32:
                 raise VerifyException(f"'graph.group_query_attention' {what} must be an f32 tensor, got {v.type}")
+        for what in ("k_cache", "v_cache"):
+            element = getattr(self, what).type.get_element_type()
+            if element not in (f32, f16):
+                raise VerifyException(f"'graph.group_query_attention' {what} must be an f32 or f16 (storage) tensor, "
+                                      f"got {getattr(self, what).type}")
+        if self.v_cache.type.get_element_type() != self.k_cache.type.get_element_type():
+            raise VerifyException("'graph.group_query_attention' k_cache and v_cache must have one storage type, got "
+                                  f"{self.k_cache.type} and {self.v_cache.type}")
         if self.k_cache is self.v_cache:
             raise VerifyException("'graph.group_query_attention' k_cache and v_cache are one value; each needs its own "
                                   "buffer")
@@ -2338,11 +2355,12 @@ class GroupQueryAttentionOp(GraphOp):
 
         q, k = rotate(q), rotate(k)
         kp, vp = np.array(k_cache, np.float32, copy=True), np.array(v_cache, np.float32, copy=True)
+        store = np.float16 if self.cache_storage == "f16" else np.float32  # rows as the caches hold them
         for bi in range(b):
             for si in range(s):
                 if 0 <= pos[bi, si] < length:
-                    kp[bi, :, pos[bi, si]] = k[bi, si]
-                    vp[bi, :, pos[bi, si]] = v[bi, si]
+                    kp[bi, :, pos[bi, si]] = k[bi, si].astype(store)
+                    vp[bi, :, pos[bi, si]] = v[bi, si].astype(store)
         g = h // kvh
         out = np.zeros((b, s, h, d), np.float32)
         scale = self.scale.value.data
@@ -2353,7 +2371,7 @@ class GroupQueryAttentionOp(GraphOp):
                     sc = kp[bi, hi // g, :n] @ q[bi, si, hi] * scale
                     p = np.exp(sc - sc.max())
                     out[bi, si, hi] = p @ vp[bi, hi // g, :n] / p.sum()
-        return out.reshape(b, s, h * d), kp, vp
+        return out.reshape(b, s, h * d), kp.astype(store), vp.astype(store)
 
 
 class CumSumHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):

@@ -865,6 +865,90 @@ class VStoreOp(IRDLOperation):
 
 
 @irdl_op_definition
+class VLoadHalfOp(IRDLOperation):
+    """`%v = opencl.vload_half %ptr[%off] : !opencl.ptr<global, f16> -> f32` → `vload_half(0,
+    ptr + off)` (or `vector<4xf32>` → `vload_half4(0, ptr + off)`): 1, 2, 4, 8 or 16 halves
+    from element offset `off`, widened to floats. fp16 storage read by an fp32 kernel (a
+    decoder's KV cache after `kv-cache-storage{element=f16}`): OpenCL 1.2 core, no
+    cl_khr_fp16. Unlike `opencl.vload_half4`, whose index counts groups of four, the
+    offset counts halves."""
+
+    name = "opencl.vload_half"
+
+    ptr = operand_def(PointerType)
+    offset = operand_def(I32)
+    result = result_def(Attribute)
+
+    def __init__(self, ptr: SSAValue | Operation, offset: SSAValue | Operation, lanes: int = 1):
+        super().__init__(operands=[ptr, offset], result_types=[f32 if lanes == 1 else VectorType(f32, [lanes])])
+
+    @property
+    def lanes(self) -> int:
+        return 1 if self.result.type == f32 else self.result.type.get_shape()[0]
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element != f16:
+            raise VerifyException(f"opencl.vload_half reads a pointer to f16, got {self.ptr.type}")
+        rt = self.result.type
+        if not (rt == f32 or (is_float_vector(rt) and rt.element_type == f32)):
+            raise VerifyException(f"opencl.vload_half gives f32 or a vector of 2, 4, 8 or 16 f32, got {rt}")
+
+    print = VLoadOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VLoadHalfOp:
+        ptr, (off,) = _parse_ptr_index(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = _parse_ptr_type(parser)
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        op = cls.create(operands=[parser.resolve_operand(ptr, t), parser.resolve_operand(off, i32)],
+                        result_types=[rt])  # the type as written: verify_ says what is wrong with it
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class VStoreHalfOp(IRDLOperation):
+    """`opencl.vstore_half %v, %ptr[%off] : f32, !opencl.ptr<global, f16>` → `vstore_half(v,
+    0, ptr + off)` (a floatN value: `vstore_halfN`): floats rounded to halves (round to
+    nearest even), stored from element offset `off`. OpenCL 1.2 core."""
+
+    name = "opencl.vstore_half"
+
+    value = operand_def(Attribute)
+    ptr = operand_def(PointerType)
+    offset = operand_def(I32)
+
+    def __init__(self, value: SSAValue | Operation, ptr: SSAValue | Operation, offset: SSAValue | Operation):
+        super().__init__(operands=[value, ptr, offset])
+
+    def verify_(self) -> None:
+        assert isinstance(self.ptr.type, PointerType)
+        if self.ptr.type.element != f16:
+            raise VerifyException(f"opencl.vstore_half writes through a pointer to f16, got {self.ptr.type}")
+        vt = self.value.type
+        if not (vt == f32 or (is_float_vector(vt) and vt.element_type == f32)):
+            raise VerifyException(f"opencl.vstore_half stores f32 or a vector of 2, 4, 8 or 16 f32, got {vt}")
+        if self.ptr.type.space.data == "constant":
+            raise VerifyException("opencl.vstore_half into a constant pointer")
+
+    print = VStoreOp.print  # pyright: ignore
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VStoreHalfOp:
+        value, ptr, off, attrs = _parse_store_head(parser)
+        vt = parser.parse_type()
+        parser.parse_punctuation(",")
+        t = _parse_ptr_type(parser)
+        op = cls(parser.resolve_operand(value, vt), parser.resolve_operand(ptr, t), parser.resolve_operand(off, i32))
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
 class VLoadHalf4Op(IRDLOperation):
     """`%v = opencl.vload_half4 %ptr[%idx] : !opencl.ptr<global, f16>` → `vload_half4(idx, ptr)`.
 
@@ -1596,7 +1680,9 @@ OpenCL = Dialect(
     "opencl",
     [
         VLoadHalf4Op,
+        VLoadHalfOp,
         VStoreHalf4Op,
+        VStoreHalfOp,
         KernelOp,
         ReturnOp,
         GlobalIdOp,

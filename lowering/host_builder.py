@@ -104,9 +104,10 @@ class HostBuilder:
         self.store = store_of(module)
         self.config: dict[str, Any] = {}
         """The `kernel_config` of the kernel being lowered (set by the driver)."""
-        # Model inputs are f32 buffers, integer ones (token ids) i32.
-        in_types = [opencl.BufferType(numel(a.type), i32 if a.type.get_element_type() == i32 else f32)
-                    for a in fn.args]
+        # Model inputs are f32 buffers, integer ones (token ids) i32, and f16 state (a KV
+        # cache kept in halves, `kv-cache-storage`) f16.
+        in_types = [opencl.BufferType(numel(a.type), a.type.get_element_type() if a.type.get_element_type() in (i32, f16)
+                                      else f32) for a in fn.args]
         self.block = Block(arg_types=in_types)
         self.buffers: dict[SSAValue, SSAValue] = {}
         self._int_constants: dict[int, SSAValue] = {}

@@ -275,6 +275,9 @@ class KernelBuilder:
     def and_(self, a: SSAValue, b: SSAValue, hint=None) -> SSAValue:
         return self._op(arith.AndIOp, a, b, hint=hint)
 
+    def or_(self, a: SSAValue, b: SSAValue, hint=None) -> SSAValue:
+        return self._op(arith.OrIOp, a, b, hint=hint)
+
     def shr(self, a: SSAValue, bits: int | SSAValue, hint=None) -> SSAValue:
         """`a >> bits` on i32: an arithmetic shift (the sign bit is copied in)."""
         return self._op(arith.ShRSIOp, a, self.i(bits), hint=hint)
@@ -300,6 +303,13 @@ class KernelBuilder:
 
     def to_float(self, v: SSAValue) -> SSAValue:
         return self._op(arith.SIToFPOp, self.i(v), attrs=(f32,))
+
+    def bits_as_float(self, v: SSAValue) -> SSAValue:
+        """The 32 bits of an i32 read as an f32 (`as_float`): with 0x4B000000 (2^23) or-ed
+        into a small non-negative integer q, as_float gives 2^23 + q exactly, so subtracting
+        2^23 converts q with one float add instead of an int-to-float conversion (a quarter
+        or less of the float rate on GPUs)."""
+        return self._op(arith.BitcastOp, self.i(v), attrs=(f32,))
 
     def to_int(self, v: SSAValue) -> SSAValue:
         return self._op(arith.FPToSIOp, v, attrs=(i32,))
@@ -482,6 +492,27 @@ class KernelBuilder:
     def vstore(self, value: SSAValue, ptr: SSAValue, offset) -> None:
         """ptr[offset ..] = the lanes of `value`."""
         self.emit(opencl.VStoreOp(value, ptr, self.i(offset)))
+
+    def load_float(self, ptr: SSAValue, index, hint=None) -> SSAValue:
+        """ptr[index] as an f32 whatever the buffer stores: a half buffer (fp16 storage, such
+        as a decoder's KV cache after `kv-cache-storage{element=f16}`) is read with
+        `vload_half`, which needs no cl_khr_fp16."""
+        if ptr.type.element == f16 and not self.half:
+            return self.emit(opencl.VLoadHalfOp(ptr, self.i(index)), hint)
+        return self.load(ptr, index, hint)
+
+    def vload_float(self, ptr: SSAValue, offset, lanes: int, hint=None) -> SSAValue:
+        """`vload` as floats whatever the buffer stores (`vload_halfN` from halves)."""
+        if ptr.type.element == f16 and not self.half:
+            return self.emit(opencl.VLoadHalfOp(ptr, self.i(offset), lanes), hint)
+        return self.vload(ptr, offset, lanes, hint)
+
+    def store_float(self, value: SSAValue, ptr: SSAValue, index) -> None:
+        """ptr[index] = a float, rounded to a half (`vstore_half`) into a half buffer."""
+        if ptr.type.element == f16 and value.type == f32:
+            self.emit(opencl.VStoreHalfOp(value, ptr, self.i(index)))
+        else:
+            self.store(value, ptr, index)
 
     def global_id(self, dim: int, hint=None) -> SSAValue:
         return self._op(opencl.GlobalIdOp, attrs=(dim,), hint=hint)

@@ -317,7 +317,8 @@ def _is_pure_expr_op(op: Operation) -> bool:
             | arith.IndexCastOp
             | arith.ExtSIOp
             | arith.TruncIOp
-            | arith.ExtUIOp,
+            | arith.ExtUIOp
+            | arith.BitcastOp,
         )
         or isinstance(op, PURE_OPENCL_OPS)
     )
@@ -483,6 +484,8 @@ class OpenCLCPrinter:
                 if c_type(rt) == c_type(src.type):
                     return self.plain(src), self.operand(src).atomic
                 return f"({c_type(rt)}){self.arg(src)}", False
+            case arith.BitcastOp():  # the same 32 bits read as the other type
+                return f"as_{c_type(op.result.type)}({self.plain(op.input)})", True
             case opencl.WorkItemQueryOp():
                 return f"(int){op.C_FUNCTION}({op.dim.value.data})", False
             case opencl.SelectNonzeroOp():
@@ -558,7 +561,8 @@ class OpenCLCPrinter:
             ct = c_type(t)
             if isinstance(t, opencl.PointerType) and t.space.data == "global":
                 written = any(
-                    isinstance(u.operation, opencl.StoreOp | opencl.VStore4Op | opencl.VStoreOp | opencl.VStoreHalf4Op)
+                    isinstance(u.operation, opencl.StoreOp | opencl.VStore4Op | opencl.VStoreOp | opencl.VStoreHalf4Op
+                                  | opencl.VStoreHalfOp)
                     and u.index == 1
                     for u in arg.uses
                 )
@@ -641,6 +645,14 @@ class OpenCLCPrinter:
     def print_vstore(self, op: opencl.VStoreOp) -> None:
         lanes = op.value.type.get_shape()[0]
         self.line(f"vstore{lanes}({self.plain(op.value)}, 0, {self.arg(op.ptr)} + {self.arg(op.offset)});")
+
+    def print_vload_half(self, op: opencl.VLoadHalfOp) -> None:
+        n = "" if op.lanes == 1 else op.lanes
+        self.declare(op.result, f"vload_half{n}(0, {self.arg(op.ptr)} + {self.arg(op.offset)})")
+
+    def print_vstore_half(self, op: opencl.VStoreHalfOp) -> None:
+        n = "" if isinstance(op.value.type, Float32Type) else op.value.type.get_shape()[0]
+        self.line(f"vstore_half{n}({self.plain(op.value)}, 0, {self.arg(op.ptr)} + {self.arg(op.offset)});")
 
     def print_vload_half4(self, op: opencl.VLoadHalf4Op) -> None:
         self.declare(op.result, f"vload_half4({self.plain(op.index)}, {self.plain(op.ptr)})")
@@ -813,6 +825,8 @@ STATEMENTS: dict[type[Operation], Callable[[OpenCLCPrinter, Operation], None]] =
     opencl.VLoadOp: OpenCLCPrinter.print_vload,  # pyright: ignore
     opencl.VStoreOp: OpenCLCPrinter.print_vstore,  # pyright: ignore
     opencl.VLoadHalf4Op: OpenCLCPrinter.print_vload_half4,  # pyright: ignore
+    opencl.VLoadHalfOp: OpenCLCPrinter.print_vload_half,  # pyright: ignore
+    opencl.VStoreHalfOp: OpenCLCPrinter.print_vstore_half,  # pyright: ignore
     opencl.VStoreHalf4Op: OpenCLCPrinter.print_vstore_half4,  # pyright: ignore
     opencl.ReadImageOp: OpenCLCPrinter.print_read_image,  # pyright: ignore
     opencl.WriteImageOp: OpenCLCPrinter.print_write_image,  # pyright: ignore

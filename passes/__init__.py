@@ -17,11 +17,12 @@ def all_passes():
     from adreno_mlir.passes.fuse_pool_partials import FusePoolPartials
     from adreno_mlir.passes.fuse_rms_norm import FuseRMSNorm
     from adreno_mlir.passes.graph_fuse import GraphFuse
+    from adreno_mlir.passes.kv_cache_storage import KVCacheStorage
     from adreno_mlir.passes.plan_memory import PlanMemory
     from adreno_mlir.passes.select_kernel_config import SelectKernelConfig
     from adreno_mlir.passes.split_k import SplitK
 
-    return [GraphCanonicalize, FoldBatchNorm, FuseAttentionPass, FuseRMSNorm, ConvertLayoutNCHW4c, ConvWinograd,
+    return [GraphCanonicalize, FoldBatchNorm, FuseAttentionPass, FuseRMSNorm, KVCacheStorage, ConvertLayoutNCHW4c, ConvWinograd,
             AnnotateTextureScope, GraphFuse, FusePoolPartials, FuseChannelScale, FuseDepthwiseLoad, SelectKernelConfig,
             SplitK, PlanMemory, ConvertGraphToOpenCL]
 

@@ -126,6 +126,50 @@ def test_a_decode_step_copies_only_the_token_the_position_and_the_logits():
                           if w.name == v.name == next(iter(shared)))
 
 
+def test_f16_kv_cache_halves_the_cache_and_still_gives_onnxruntimes_64_greedy_tokens():
+    """kv_cache="f16" (the kv-cache-storage pass): each cache a state buffer of halves, read and
+    written with vload_half / vstore_half (no cl_khr_fp16), the rounding within the tolerance."""
+    path = _decoder_path("llama_tiny_int4")
+    dec = adreno_mlir.compile_decoder(path, max_context=128, prefill_chunk=16, kv_cache="f16", runtime="pyopencl",
+                                      **NCHW)
+    prompt = np.random.default_rng(1).integers(3, dec.vocab, 21).tolist()
+    got = dec.generate(prompt, 64, stop_at_eos=False)
+    check_against_reference(got, *reference_generation(onnx.load(str(path)), dec.signature, prompt, 64))
+    sig = dec.signature
+    cache = dec.memory.read_state(sig.caches[0][0])
+    assert cache.dtype == np.float16 and cache.size == sig.kv_heads * 128 * sig.head_dim
+    assert np.abs(cache.reshape(sig.kv_heads, 128, sig.head_dim)[:, :len(prompt) + 63]).max(-1).min() > 0
+    for program in (dec.prefill, dec.decode):
+        assert "kv-cache-storage{element=f16}" in program.pipeline
+        assert {t.dtype for t in program.launch_plan.inputs if t.name in dict(sig.caches)} == {"f16"}
+        assert "vload_half4(" in program.source and "vstore_half(" in program.source
+        assert "cl_khr_fp16" not in program.source
+    assert "f16 KV cache" in dec.decode.plan
+    with pytest.raises(AdrenoError, match="kv_cache must be 'f32' or 'f16'"):
+        adreno_mlir.compile_decoder(path, max_context=16, prefill_chunk=4, kv_cache="bf16", **NCHW)
+
+
+def test_prefill_is_tiled_over_the_chunk_and_matches_one_token_a_work_group():
+    """The prefill program's attention by default: the kernel tiled over the chunk (tile
+    tokens a work-group, K/V tiles in local memory); against one token a work-group (tile 0)
+    and onnxruntime, for a prompt of several chunks and a padded one."""
+    path = _decoder_path("llama_tiny_fp32")
+    m = onnx.load(str(path))
+    nodes = [n.name for n in m.graph.node if n.op_type == "GroupQueryAttention"]
+    prompt = np.random.default_rng(3).integers(3, 8000, 45).tolist()
+    got = {}
+    for label, cfg in (("tiled", {"tile": 4, "kv_tile": 8}), ("default", None), ("per_token", {"tile": 0})):
+        dec = adreno_mlir.compile_decoder(path, max_context=64, prefill_chunk=16, runtime="pyopencl", **NCHW,
+                                          overrides=None if cfg is None else {f"loc:{n}": cfg for n in nodes})
+        assert ("gqa_prefill_g4_" in dec.prefill.source) == (label != "per_token")
+        assert "gqa_prefill" not in dec.decode.source  # one token a run: the split kernel
+        got[label] = dec.generate(prompt, 4, stop_at_eos=False)
+    ref_logits, ref_tokens = reference_generation(m, dec.signature, prompt, 4)
+    for label, res in got.items():
+        check_against_reference(res, ref_logits, ref_tokens)
+    np.testing.assert_allclose(got["tiled"].logits, got["per_token"].logits, rtol=0, atol=1e-4)
+
+
 def test_cache_rows_are_written_at_the_position():
     """After a prompt of 3 and 2 steps, rows 0-4 of the cache hold keys and rows 5+ zeros."""
     dec = adreno_mlir.compile_decoder(_decoder_path("llama_tiny_fp32"), max_context=16, prefill_chunk=4,
@@ -358,15 +402,18 @@ def test_generate_cli_prompt_text_uses_the_tokenizer_beside_the_model(tmp_path):
 @pytest.mark.parametrize("target", ["auto", "nvidia-h200"])
 def test_decode_kernels_under_oclgrind_report_nothing(oclgrind_env, target):  # noqa: F811
     """The decoder's kernels (the cache writes at a run-time position, the attention's
-    work-group reductions and splits with the GPU schedules) on Oclgrind's checked device: a
-    prompt and steps up to the cache's last row, no invalid access or race."""
+    work-group reductions and splits with the GPU schedules; with the CPU's, the prefill tiled
+    over the chunk and caches in halves) on Oclgrind's checked device: a prompt and steps up to
+    the cache's last row, no invalid access or race."""
     script = f"""
 import warnings
 from tests.test_generation import _tiny_decoder
 import adreno_mlir
 dec = adreno_mlir.compile_decoder(_tiny_decoder("grouped"), max_context=12, prefill_chunk=4, device="oclgrind",
                                   textures=False, layout="nchw", cache=False, target="{target}",
+                                  kv_cache="f16" if "{target}" == "auto" else "f32",
                                   overrides={{"loc:attn_node": {{"splits": 4, "items": 4}}}} if "{target}" != "auto" else None)
+assert ("gqa_prefill_" in dec.prefill.source) == ("vload_half" in dec.decode.source) == ("{target}" == "auto")
 print("device:", dec.decode.device_name)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

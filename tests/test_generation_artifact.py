@@ -310,6 +310,35 @@ def test_adreno_run_generate_small_decoder_and_the_chunk_tail(small_decoder, nat
     check_against_reference(got, *reference_generation(model, dec.signature, prompt, 2))
 
 
+def test_adreno_run_generate_with_an_f16_kv_cache(native_dir, run_env, cache, tmp_path):
+    """A decoder whose caches are kept in halves (kv_cache="f16"): its artifact's state inputs
+    are f16, which adreno-run allocates (half the bytes) and the C loop runs as Python does."""
+    model = _tiny_decoder("grouped")
+    dec = adreno_mlir.compile_decoder(model, max_context=40, prefill_chunk=8, cache=cache, kv_cache="f16",
+                                      runtime="pyopencl", **NCHW)
+    path = dec.save(tmp_path / "f16.adreno")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["options"]["kv_cache"] == "f16"
+    for program in manifest["programs"].values():
+        states = {st["input"] for st in program["state"]}
+        assert len(states) == 2 and {t["dtype"] for t in program["inputs"] if t["name"] in states} == {"f16"}
+    _, got = run_generate(native_dir / "adreno-run", path, run_env, tmp_path, SMALL_PROMPT, 16, "--ignore-eos",
+                          logits="logits.bin")
+    expected = dec.generate(SMALL_PROMPT, 16, stop_at_eos=False)
+    assert got.tokens == expected.tokens
+    assert float(np.abs(got.logits - expected.logits).max()) <= 1e-6 * float(np.abs(expected.logits).max())
+    check_against_reference(got, *reference_generation(model, dec.signature, SMALL_PROMPT, 16))
+    # an f16 input that is not state: no run could feed it
+    broken = tmp_path / "broken.adreno"
+    shutil.copytree(path, broken)
+    _edit(broken, lambda m: m["programs"]["decode"]["state"].pop())
+    proc = run_c(native_dir / "adreno-run", broken, run_env, "--generate", "--prompt-ids", "1", check=False)
+    assert proc.returncode == 1 and "input 'past_key_values.0.value' is f16, which only state" in proc.stderr, \
+        proc.stderr
+    with pytest.raises(ArtifactError, match="'past_key_values.0.value' is f16, which only state"):
+        adreno_mlir.load(broken)
+
+
 def test_adreno_run_generate_stops_at_eos_and_samples(native_dir, run_env, cache, tmp_path):
     model = _tiny_decoder("packed")
     first = adreno_mlir.compile_decoder(model, max_context=32, prefill_chunk=4, cache=cache, **NCHW).generate(

@@ -112,6 +112,7 @@ class DeviceMemory:
         self._weights: dict[tuple[str, str, int], tuple[np.ndarray, cl.Buffer]] = {}
         self.states: dict[str, cl.Buffer] = {}
         self._state_bytes: dict[str, int] = {}
+        self._state_dtype: dict[str, str] = {}
         self.transfers = {"to_device": 0, "to_host": 0}
 
     def weight(self, w, arr: np.ndarray) -> cl.Buffer:
@@ -124,14 +125,17 @@ class DeviceMemory:
             self._weights[key] = (arr, buf)
         return buf
 
-    def state(self, name: str, nbytes: int) -> cl.Buffer:
+    def state(self, name: str, nbytes: int, dtype: str = "f32") -> cl.Buffer:
+        """The buffer of state `name` (created zero-filled on first use): `nbytes` bytes of
+        `dtype` elements ("f32", or "f16" for a cache kept in halves)."""
         if name in self.states:
-            if self._state_bytes[name] != nbytes:
-                raise RuntimeError_(f"state '{name}' is {self._state_bytes[name]} bytes in one program and {nbytes} in "
-                                    "another; programs sharing it must be compiled for the same cache shape")
+            if (self._state_bytes[name], self._state_dtype[name]) != (nbytes, dtype):
+                raise RuntimeError_(f"state '{name}' is {self._state_bytes[name]} bytes of {self._state_dtype[name]} in "
+                                    f"one program and {nbytes} of {dtype} in another; programs sharing it must be "
+                                    "compiled for the same cache shape and storage")
             return self.states[name]
         buf = cl.Buffer(self.context, MF.READ_WRITE, nbytes)
-        self.states[name], self._state_bytes[name] = buf, nbytes
+        self.states[name], self._state_bytes[name], self._state_dtype[name] = buf, nbytes, dtype
         self.reset_states(names=[name])
         return buf
 
@@ -139,7 +143,7 @@ class DeviceMemory:
         """Zero the state buffers (all, or `names`)."""
         q = queue or cl.CommandQueue(self.context)
         for name in (self.states if names is None else names):
-            cl.enqueue_copy(q, self.states[name], np.zeros(self._state_bytes[name] // 4, np.float32))
+            cl.enqueue_copy(q, self.states[name], np.zeros(self._state_bytes[name], np.uint8))
         q.finish()
 
     def release(self) -> None:
@@ -149,11 +153,14 @@ class DeviceMemory:
         self._weights.clear()
         self.states.clear()
         self._state_bytes.clear()
+        self._state_dtype.clear()
 
     def read_state(self, name: str, queue: cl.CommandQueue | None = None) -> np.ndarray:
-        """A host copy of a state buffer (flat float32), for tests and debugging."""
+        """A host copy of a state buffer (flat: float32, or float16 for a cache kept in
+        halves), for tests and debugging."""
         q = queue or cl.CommandQueue(self.context)
-        out = np.empty(self._state_bytes[name] // 4, np.float32)
+        dtype = np.float16 if self._state_dtype[name] == "f16" else np.float32
+        out = np.empty(self._state_bytes[name] // np.dtype(dtype).itemsize, dtype)
         cl.enqueue_copy(q, out, self.states[name])
         q.finish()
         return out
@@ -276,8 +283,9 @@ class Executable:
         self.weights: list[cl.Buffer] = [self.memory.weight(w, arr)
                                          for w, arr in zip(plan.weights, self.weight_arrays[:len(plan.weights)])]
         states = {st.allocation: st for st in plan.states}
+        dtypes = {t.name: t.dtype for t in plan.inputs}
         self.allocations: list[cl.MemoryObject] = [
-            self.memory.state(states[i].input, a.nbytes) if i in states
+            self.memory.state(states[i].input, a.nbytes, dtypes[states[i].input]) if i in states
             else cl.Buffer(context, MF.READ_WRITE, a.nbytes) if isinstance(a, BufferAlloc) else self._image(a)
             for i, a in enumerate(plan.allocations)]
         self.inputs = [self.allocations[t.allocation] for t in plan.fed_inputs]
@@ -353,10 +361,14 @@ class Executable:
         return (ends - starts) * 1e-6
 
     def profile_events(self, inputs: list[np.ndarray], repeat: int = 5,
-                       warmup: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                       warmup: int = 1, back_to_back: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """CL_PROFILING_COMMAND_START and _END (device nanoseconds, int64 arrays
         [repeat, launches]) of every launch in every run, on a profiling queue after
-        `warmup` untimed runs: the timeline of each inference (adreno_mlir.profiler)."""
+        `warmup` untimed runs: the timeline of each inference (adreno_mlir.profiler).
+        `back_to_back`: the timed runs are enqueued together and waited for once, so the
+        device goes from one to the next without the host in between; (last end - first
+        start) / repeat is then a run's time without the per-event overhead a lone short
+        kernel shows (bench/qmatmul.py)."""
         arrays = self._input_arrays(inputs)
         with self._lock:  # the same memory as run(): no run of another thread in between
             if self._launches is None:
@@ -370,12 +382,17 @@ class Executable:
                 cl.enqueue_copy(q, buf, arr)
             starts = np.zeros((repeat, len(launches)), np.int64)
             ends = np.zeros((repeat, len(launches)), np.int64)
+            timed = []
             for r in range(-warmup, repeat):
                 events = [cl.enqueue_nd_range_kernel(q, l.kernel, l.global_size, l.local_size) for l in launches]
-                q.finish()
+                if r < 0 or not back_to_back:
+                    q.finish()
                 if r >= 0:
-                    starts[r] = [ev.profile.start for ev in events]
-                    ends[r] = [ev.profile.end for ev in events]
+                    timed.append(events)
+            q.finish()
+            for r, events in enumerate(timed):
+                starts[r] = [ev.profile.start for ev in events]
+                ends[r] = [ev.profile.end for ev in events]
         return starts, ends
 
     def _input_arrays(self, inputs: list[np.ndarray]) -> list[np.ndarray]:

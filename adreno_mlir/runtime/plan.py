@@ -43,7 +43,8 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
 """Element types a plan's weights, inputs and outputs may have, by manifest name (i32
 weights: the packed words of quantized weights, format version 4)."""
 
-TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32}
+TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32, "f16": np.float16}
+"""Element types of inputs and outputs (f16: state inputs only, a KV cache kept in halves)."""
 """Element types of model inputs and outputs: f32, and i32 for integer inputs (token ids
 of an embedding lookup, attention masks, token type ids), whose `bound` says which values
 are valid."""
@@ -389,15 +390,21 @@ class Plan:
 
 
 def check_states(states: Sequence[State], inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> None:
-    """Each state names an f32 input living in the state's allocation, and an output name
-    that is no output of the plan (PlanError otherwise)."""
+    """Each state names an f32 or f16 input living in the state's allocation, and an output
+    name that is no output of the plan; f16 inputs and outputs are state, never fed or
+    returned (PlanError otherwise)."""
     ins, outs = {t.name: t for t in inputs}, {t.name for t in outputs}
     for st in states:
         i = ins.get(st.input)
-        if i is None or i.dtype != "f32" or i.allocation != st.allocation:
-            raise PlanError(f"state '{st.input}' must be an f32 input in allocation {st.allocation}")
+        if i is None or i.dtype not in ("f32", "f16") or i.allocation != st.allocation:
+            raise PlanError(f"state '{st.input}' must be an f32 or f16 input in allocation {st.allocation}")
         if st.output in outs:
             raise PlanError(f"state '{st.input}' stands for output '{st.output}', which the plan also returns")
+    kept = {st.input for st in states}
+    for t in [*inputs, *outputs]:
+        if t.dtype == "f16" and t.constant is None and t.name not in kept:
+            raise PlanError(f"'{t.name}' is f16, which only state (a KV cache kept on the device) may be; a run "
+                            "exchanges f32 and i32 arrays")
 
 
 def _positive(v: Any, where: str) -> int:
@@ -542,8 +549,17 @@ def plan_from_module(
 
     bounds = fn.attributes.get("graph.index_bounds")
     bounds = {} if bounds is None else {k: v.value.data for k, v in bounds.data.items()}
+    state_attr = fn.attributes.get("graph.state")
+    state_inputs = {past.data for past in ({} if state_attr is None else state_attr.data).values()}
+
+    def half_state(name: str, v) -> bool:
+        """A state input kept in halves (a KV cache after kv-cache-storage{element=f16}):
+        no run copies it, so it need not be f32."""
+        return name in state_inputs and isinstance(v.type, opencl.BufferType) and v.type.element == f16
+
     for name, arg in zip(input_names, fn.body.block.args):
-        if not (name in bounds and isinstance(arg.type, opencl.BufferType) and arg.type.element == i32):
+        if not (name in bounds and isinstance(arg.type, opencl.BufferType) and arg.type.element == i32) and \
+                not half_state(name, arg):
             check_f32_buffer(arg, "a model input")
         refs[arg] = Arg("allocation", new_alloc(arg.type))
 
@@ -606,14 +622,15 @@ def plan_from_module(
 
     def tensor(name: str, v, shapes: Mapping[str, Sequence[int]] | None, what: str) -> Tensor:
         integer = what == "input" and name in bounds
-        if not integer:
+        half = what == "input" and half_state(name, v)
+        if not integer and not half:
             check_f32_buffer(v, f"{what} '{name}'")
         ref = refs[v]
         if ref.kind != "allocation":
             raise PlanError(f"{what} '{name}' is a host constant ({ref.kind}); the runtime cannot return it")
         shape = shape_of(name, v, shapes, what)
         return Tensor(name, shape, "i32", ref.index, bound=bounds[name]) if integer else \
-            Tensor(name, shape, "f32", ref.index)
+            Tensor(name, shape, "f16" if half else "f32", ref.index)
 
     # Constant outputs: their values go into the blob after the weights, in output order.
     dtype_names = {np.dtype(t): k for k, t in CONSTANT_DTYPES.items()}
@@ -643,7 +660,6 @@ def plan_from_module(
             outputs.append(tensor(name, returned[name], output_shapes, "output"))
     inputs = tuple(tensor(n, a, input_shapes, "input") for n, a in zip(input_names, fn.body.block.args))
     in_allocations = {t.name: t.allocation for t in inputs}
-    state_attr = fn.attributes.get("graph.state")
     states = tuple(State(past.data, present, in_allocations.get(past.data, -1))
                    for present, past in ({} if state_attr is None else state_attr.data).items())
     check_states(states, inputs, outputs)

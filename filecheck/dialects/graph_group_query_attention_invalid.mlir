@@ -170,12 +170,12 @@ func.func @one_cache_twice(%qkv: tensor<1x1x32xf32>, %pk: tensor<1x2x16x4xf32>, 
 
 // -----
 
-// Integer caches: the kernels read and write floats.
+// Integer caches: the kernels read and write floats (f32, or f16 storage).
 func.func @int_cache(%qkv: tensor<1x1x32xf32>, %pk: tensor<1x2x16x4xi32>, %pv: tensor<1x2x16x4xi32>, %start: tensor<1x1xf32>) -> tensor<1x1x16xf32> {
   %o = graph.group_query_attention %qkv cache %pk, %pv at %start {num_heads = 4 : i64, kv_num_heads = 2 : i64, scale = 5.000000e-01 : f32} : tensor<1x1x32xf32> cache tensor<1x2x16x4xi32>, tensor<1x2x16x4xi32> at tensor<1x1xf32> -> tensor<1x1x16xf32>
   func.return %o : tensor<1x1x16xf32>
 }
-// CHECK: 'graph.group_query_attention' k_cache must be an f32 tensor, got tensor<1x2x16x4xi32>
+// CHECK: 'graph.group_query_attention' k_cache must be an f32 or f16 (storage) tensor, got tensor<1x2x16x4xi32>
 
 // -----
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
-from adreno_mlir.lowering.kernel_builder import KernelBuilder
+from adreno_mlir.lowering.kernel_builder import GLOBAL_F16, KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allreduce
 
 LOCAL_FLOATS = 4096
@@ -44,6 +44,15 @@ class _Geometry(KernelSpec):
     depth: int
     length: int
     """L: the caches' rows."""
+    cache: str = "f32"
+    """The caches' storage: "f32", or "f16" (`kv-cache-storage{element=f16}`: halves read
+    with vload_half and written with vstore_half, arithmetic in f32; no cl_khr_fp16)."""
+
+    def pointer_types(self) -> dict:
+        return {"k_cache": GLOBAL_F16, "v_cache": GLOBAL_F16} if self.cache == "f16" else {}
+
+    def cache_suffix(self) -> str:
+        return "_f16" if self.cache == "f16" else ""
 
     @property
     def group(self) -> int:
@@ -68,7 +77,8 @@ class GQAUpdateSpec(_Geometry):
     table_rows: int = 0
 
     def base_name(self) -> str:
-        return "gqa_update" + ("_rotary" if self.rotary else "") + ("_interleaved" if self.interleaved else "")
+        return ("gqa_update" + ("_rotary" if self.rotary else "") + ("_interleaved" if self.interleaved else "")
+                + self.cache_suffix())
 
     def input_names(self) -> tuple[str, ...]:
         qkv = ("qkv",) if self.packed else ("q", "k", "v")
@@ -109,8 +119,8 @@ class GQAUpdateSpec(_Geometry):
         def cache_store(k1: KernelBuilder, cache: SSAValue, kv: SSAValue, y1: SSAValue, y2: SSAValue) -> None:
             def write(k2: KernelBuilder) -> None:
                 row = k2.mul(k2.add(k2.mul(k2.add(k2.mul(b, kvh), kv), self.length), pos), d)
-                k2.store(y1, cache, k2.add(row, i1))
-                k2.store(y2, cache, k2.add(row, i2))
+                k2.store_float(y1, cache, k2.add(row, i1))
+                k2.store_float(y2, cache, k2.add(row, i2))
 
             k1.if_(k1.cmp("slt", pos, self.length), write)
 
@@ -156,8 +166,8 @@ class GQAAttentionSpec(_Geometry):
         return -(-self.length // self.splits)
 
     def base_name(self) -> str:
-        return f"gqa_attention_g{self.group}" + (f"_split{self.splits}" if self.splits > 1 else "") + (
-            f"_wg{self.items}" if self.items > 1 else "")
+        return (f"gqa_attention_g{self.group}" + (f"_split{self.splits}" if self.splits > 1 else "")
+                + (f"_wg{self.items}" if self.items > 1 else "") + self.cache_suffix())
 
     def input_names(self) -> tuple[str, ...]:
         return ("q", "k_cache", "v_cache", "start")
@@ -197,14 +207,14 @@ class GQAAttentionSpec(_Geometry):
 
             def dot(k2: KernelBuilder, dd: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 if vec:
-                    kv4 = k2.vload(kc, k2.add(row, dd), 4)
+                    kv4 = k2.vload_float(kc, k2.add(row, dd), 4)
                     out = list(a)
                     for t in range(4):
                         kt = k2.lane(kv4, t)
                         for gi in range(g):
                             out[gi] = k2.fma(k2.load(qs, k2.add(dd, gi * d + t)), kt, out[gi])
                     return out
-                kt = k2.load(kc, k2.add(row, dd))
+                kt = k2.load_float(kc, k2.add(row, dd))
                 return [k2.fma(k2.load(qs, k2.add(dd, gi * d)), kt, a[gi]) for gi in range(g)]
 
             sums = k1.for_(0, d, 4 if vec else 1, [k1.f(0.0)] * g, dot, "dd")
@@ -242,8 +252,8 @@ class GQAAttentionSpec(_Geometry):
             def mac(k2: KernelBuilder, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 slot = k2.sub(j, j0)
                 vrow = k2.add(k2.add(cache0, k2.mul(j, d)), c0)
-                vs = ([k2.lane(v4, t) for v4 in [k2.vload(vc, vrow, 4)] for t in range(4)] if vec
-                      else [k2.load(vc, vrow)])
+                vs = ([k2.lane(v4, t) for v4 in [k2.vload_float(vc, vrow, 4)] for t in range(4)] if vec
+                      else [k2.load_float(vc, vrow)])
                 out = list(a)
                 for gi in range(g):
                     pr = k2.load(scores, k2.add(slot, gi * chunk))
@@ -317,3 +327,131 @@ class GQACombineSpec(_Geometry):
 
         num, den = kb.for_(0, used, 1, [kb.f(0.0), kb.f(0.0)], add, "t")
         kb.store(kb.fdiv(num, den), out, kb.add(kb.mul(rh, d), c))
+
+
+@dataclass(frozen=True)
+class GQAPrefillSpec(_Geometry):
+    """Causal attention of a prefill chunk tiled over its tokens (flash attention): one
+    work-group per (batch row, tile of `tile` tokens, KV head), one work-item per (token,
+    query head) of the tile, `tile * G` in all. The work-group walks the cache rows up to
+    its last token's position in tiles of `kv_tile` rows: it copies each tile's K and V
+    rows into local memory once (2 kv_tile D floats) for all its tile x G query rows,
+    where the one-token-a-work-group kernel (`GQAAttentionSpec`) reads every row once per
+    token. Each work-item keeps its query row, its output row and the running maximum
+    and sum in registers (an online softmax: earlier rows rescaled by exp(m - m') as the
+    maximum grows) and stops at its own token's position (causal). Output [B, S, H * D]."""
+
+    tile: int = 16
+    kv_tile: int = 32
+    scale: float = 1.0
+
+    def __post_init__(self):
+        for what, v in (("tile", self.tile), ("kv_tile", self.kv_tile)):
+            if v < 1 or v & (v - 1):
+                raise ValueError(f"{what} must be a power of two, got {v}")
+        if 2 * self.kv_tile * self.depth > LOCAL_FLOATS:
+            raise ValueError(f"kv_tile = {self.kv_tile} rows of K and V ({2 * self.kv_tile * self.depth} floats) exceed "
+                             f"the {LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
+
+    @property
+    def tiles(self) -> int:
+        return -(-self.rows // self.tile)
+
+    @property
+    def items(self) -> int:
+        return self.tile * self.group
+
+    def base_name(self) -> str:
+        return f"gqa_prefill_g{self.group}_t{self.tile}_kv{self.kv_tile}" + self.cache_suffix()
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("q", "k_cache", "v_cache", "start")
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.items, self.batch * self.tiles * self.kv_heads)
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.items, 1)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        (q, kc, vc, start), _, out = self.split_args(args)
+        g, d, h, kvh, rows, tile_rows = self.group, self.depth, self.heads, self.kv_heads, self.rows, self.kv_tile
+        keys = kb.local_alloc(tile_rows * d, f32, "k_tile")  # kernel scope, declared first
+        values = kb.local_alloc(tile_rows * d, f32, "v_tile")
+        lid = kb.local_id(0, "l")
+        b, t0, kv = kb.unravel(kb.group_id(1, "r"), (self.batch, self.tiles, kvh), ("b", "tile", "kv"))
+        t, gi = (kb.div(lid, g, "t"), kb.rem(lid, g, "g")) if g > 1 else (lid, kb.i(0))
+        s = kb.add(kb.mul(t0, self.tile), t, "s")
+        valid = kb.cmp("slt", s, rows)
+        s_in = kb.min_i(s, rows - 1)  # a work-item past the chunk computes its last token again, unwritten
+        pos = self.position(kb, start, b, s_in)
+        last = self.position(kb, start, b, kb.min_i(kb.add(kb.mul(t0, self.tile), self.tile - 1), rows - 1))
+        end = kb.min_i(kb.add(last, 1), self.length)  # rows this work-group reads: [0, end)
+        mine = kb.min_i(kb.add(pos, 1), self.length)  # rows this work-item attends: [0, mine)
+        row0 = kb.mul(kb.add(kb.mul(kb.add(kb.mul(b, rows), s_in), h), kb.add(kb.mul(kv, g), gi)), d, "row0")
+        vec = d % 4 == 0
+        lanes = 4 if vec else 1
+        qv = []
+        for c in range(0, d, lanes):
+            if vec:
+                v4 = kb.vload(q, kb.add(row0, c), 4)
+                qv += [kb.lane(v4, k) for k in range(4)]
+            else:
+                qv.append(kb.load(q, kb.add(row0, c)))
+        if self.scale != 1.0:
+            qv = [kb.fmul(x, self.scale) for x in qv]
+        cache0 = kb.mul(kb.add(kb.mul(b, kvh), kv), self.length * d, "cache0")
+
+        def tile_body(k1: KernelBuilder, j0: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            k1.barrier()  # the previous tile's readers are done
+            have = k1.mul(k1.sub(k1.min_i(k1.add(j0, tile_rows), self.length), j0), d)  # floats of rows < L
+
+            def copy(k2: KernelBuilder, e: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                at = k2.add(k2.add(cache0, k2.mul(j0, d)), e)
+                if vec:
+                    k2.vstore(k2.vload_float(kc, at, 4), keys, e)
+                    k2.vstore(k2.vload_float(vc, at, 4), values, e)
+                else:
+                    k2.store(k2.load_float(kc, at), keys, e)
+                    k2.store(k2.load_float(vc, at), values, e)
+                return []
+
+            k1.for_(k1.mul(lid, lanes), have, self.items * lanes, [], copy, "e")
+            k1.barrier()
+
+            def row(k2: KernelBuilder, r: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
+                m, l, o = a[0], a[1], a[2:]
+                at = k2.mul(r, d)
+                kr = []
+                for c in range(0, d, lanes):
+                    if vec:
+                        v4 = k2.vload(keys, k2.add(at, c), 4)
+                        kr += [k2.lane(v4, k) for k in range(4)]
+                    else:
+                        kr.append(k2.load(keys, k2.add(at, c)))
+                score = k2.f(0.0)
+                for x, y in zip(qv, kr):
+                    score = k2.fma(x, y, score)
+                m2 = k2.fmax(m, score)
+                alpha = k2.exp(k2.fsub(m, m2))
+                p = k2.exp(k2.fsub(score, m2))
+                vr = []
+                for c in range(0, d, lanes):
+                    if vec:
+                        v4 = k2.vload(values, k2.add(at, c), 4)
+                        vr += [k2.lane(v4, k) for k in range(4)]
+                    else:
+                        vr.append(k2.load(values, k2.add(at, c)))
+                return [m2, k2.fma(l, alpha, p)] + [k2.fma(p, v, k2.fmul(x, alpha)) for x, v in zip(o, vr)]
+
+            n = k1.min_i(k1.sub(mine, j0), tile_rows)  # this token's rows of the tile (none past it)
+            return k1.for_(0, n, 1, acc, row, "r")
+
+        res = kb.for_(0, end, tile_rows, [kb.f(float("-inf")), kb.f(0.0)] + [kb.f(0.0)] * d, tile_body, "j0")
+        inv = kb.fdiv(1.0, res[1])
+
+        def write(k1: KernelBuilder) -> None:
+            for c in range(d):
+                k1.store(k1.fmul(res[2 + c], inv), out, k1.add(row0, c))
+
+        kb.if_(valid, write)

@@ -6,8 +6,13 @@ out[r, n] = sum_blocks scale[n, b] * sum_{k in block b} a[r, k] * (q[n, k] - zer
 
 One kernel, generated from the block format (bits, block size, zero points or not): the
 inner loop over a block is unrolled over its words and each word's values (a 4-bit word
-holds 8, an 8-bit one 4, a 2-bit one 16), a value being `(word >> (bits * j)) & mask`. The
-scale multiplies the block's sum once. A is read as float4s where K % 4 == 0 (every word's
+holds 8, an 8-bit one 4, a 2-bit one 16), a value being `(word >> (bits * j)) & mask`,
+made a float minus its zero point as `as_float(q | 0x4B000000) - (2^23 + zp)` (exact: the
+bits of 2^23 + q; one integer or and one float add, where an int-to-float conversion runs
+at a quarter of the float rate or less on GPUs, 16 a clock per SM on the H200). Each word's
+products are a chain of their own, the words' sums added as a tree (independent chains in
+flight instead of one dependent chain of a block's 32 multiply-adds). The scale multiplies
+the block's sum once. A is read as float4s where K % 4 == 0 (every word's
 values are consecutive k), else a float at a time.
 
 Schedule (kernel_config of the `qgemm` family, lowering/families/qgemm.py):
@@ -48,6 +53,10 @@ from adreno_mlir.lowering.kernels.matmul import pragma
 QMATMUL_MAX_GROUP = 1024
 """The most work-items (k_split * cols_per_group) a work-group of the kernel may have (the
 families' defaults stay within 256, which every profile's devices run)."""
+MAGIC_BITS = 0x4B000000
+"""The bits of 2^23 as an f32: or-ed with an integer q < 2^23 they are the float 2^23 + q."""
+MAGIC = 8388608.0
+"""2^23, subtracted (with the zero point) after `bits_as_float` to leave q - zp exactly."""
 VLOAD_WORDS = 16
 """The widest vload of words (int16: 64 bytes); a block of more words takes several."""
 
@@ -185,9 +194,11 @@ class QMatMulSpec(KernelSpec):
             accs, squares = carried[:tr], list(carried[tr:])  # squares: sum of a^2 per row (rms_norm)
             k0 = k1.mul(b, self.block, "k0")
             scale = k1.load(scales, block_scale_index(k1, b), "scale")
-            zp = (k1.load(zps, block_scale_index(k1, b), "zp") if zps is not None
-                  else k1.f(float(2 ** (self.bits - 1))))
-            sums = [k1.f(0.0)] * tr
+            # q - zp as (2^23 + q) - (2^23 + zp): q's bits or-ed into 2^23's (`bits_as_float`), one
+            # float add where a conversion would take a quarter or less of the float rate
+            zp = (k1.fadd(k1.load(zps, block_scale_index(k1, b), "zp"), MAGIC) if zps is not None
+                  else k1.f(MAGIC + float(2 ** (self.bits - 1))))
+            parts: list[list[SSAValue]] = [[] for _ in range(tr)]  # per row, one partial sum per word
             wbase = k1.add(w_col, k1.mul(b, self.words))
             if self.block_loads and self.words > 1:
                 # the block's words in one load (two vload16 for 32 words), all issued before any use
@@ -203,8 +214,8 @@ class QMatMulSpec(KernelSpec):
                 for i in range(per):
                     # an arithmetic shift (>> of a signed int): the mask drops the sign bits too
                     q = word if i == 0 else k1.shr(word, self.bits * i)
-                    q = k1.and_(q, k1.i(mask))
-                    values.append(k1.fsub(k1.to_float(q), zp))
+                    q = k1.or_(k1.and_(q, k1.i(mask)), k1.i(MAGIC_BITS))
+                    values.append(k1.fsub(k1.bits_as_float(q), zp))
                 kw = j * per  # this word's first k inside the block
                 gammas = None
                 if rms:  # gamma of each of this word's k, shared by the rows
@@ -229,6 +240,7 @@ class QMatMulSpec(KernelSpec):
                     squares[r] = k1.fma(x, x, squares[r])
                     return k1.fmul(x, gammas[t])
 
+                sums = [k1.f(0.0)] * tr  # this word's products: independent chains, several in flight
                 for r, ar in enumerate(a_rows):
                     base = k1.add(ar, k1.add(k0, kw))
                     if vec:
@@ -249,7 +261,16 @@ class QMatMulSpec(KernelSpec):
                             cond = [k1.cmp("slt", k1.add(k0, kw + t), k)] if ragged else []
                             x = k1.masked_load(a, k1.add(base, t), k1.all_of(cond))
                             sums[r] = k1.fma(take(x, r, t), values[t], sums[r])
-            return [k1.fma(sums[r], scale, accs[r]) for r in range(tr)] + squares
+                for r in range(tr):
+                    parts[r].append(sums[r])
+            totals = []
+            for r in range(tr):  # the words' sums added as a tree
+                level = parts[r]
+                while len(level) > 1:
+                    level = [k1.fadd(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
+                             for i in range(0, len(level), 2)]
+                totals.append(level[0])
+            return [k1.fma(totals[r], scale, accs[r]) for r in range(tr)] + squares
 
         carried = kb.for_(s, self.blocks, split, [kb.f(0.0)] * (tr * (2 if rms else 1)), block_step, "b",
                           unroll=pragma(self.unroll))

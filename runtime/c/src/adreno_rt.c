@@ -54,6 +54,9 @@
 #define MAX_IMAGE_SIDE ((int64_t)1 << 24)
 /* An i32 input's ids lie in [-bound, bound): with bound = 2^31 every int32 is one. */
 #define MAX_BOUND ((int64_t)1 << 31)
+/* tensor_desc.dtype of an input kept in halves (format version 5: state only, never fed;
+ * not part of the public adreno_dtype) */
+#define DTYPE_F16_STATE ((adreno_dtype)2)
 
 enum { ARG_ALLOCATION, ARG_WEIGHT, ARG_I32, ARG_F32 };
 
@@ -343,6 +346,10 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
             if (!json_get(t, "bound")) return bad(r, where, "an i32 input needs a 'bound'");
             if ((st = need_int(r, t, "bound", where, 1, MAX_BOUND, &d->bound))) return st;
             d->dtype = ADRENO_DTYPE_I32;
+        } else if (!outputs && strcmp(dtype->string, "f16") == 0 && r->m->format_version >= 5) {
+            /* state kept in halves (a KV cache after kv-cache-storage{element=f16}): never fed,
+             * read_states checks that it is state */
+            d->dtype = DTYPE_F16_STATE;
         } else if (strcmp(dtype->string, "f32") != 0) {
             /* Not malformed (format version 3 has constant outputs of any dtype): this C API
              * returns float32 arrays only. */
@@ -401,9 +408,10 @@ static adreno_status read_tensors(reader *r, const json_value *root, const char 
         for (size_t j = 0; j < i; j++)
             if ((*out)[j].allocation == d->allocation)
                 return bad(r, where, "shares allocation %lld with %s[%zu]; each has its own", (long long)a, key, j);
-        if (alloc->bytes < d->count * 4)
+        int64_t need = d->count * (d->dtype == DTYPE_F16_STATE ? 2 : 4);
+        if (alloc->bytes < need)
             return bad(r, where, "allocation %lld has %lld bytes, fewer than the %lld the tensor needs", (long long)a,
-                       (long long)alloc->bytes, (long long)(d->count * 4));
+                       (long long)alloc->bytes, (long long)need);
     }
     return ADRENO_OK;
 }
@@ -528,14 +536,23 @@ static int find_state(const adreno_model *m, const char *input) {
     return -1;
 }
 
-/* The plan's "state" (format version 5): each entry an f32 input in its own allocation,
- * standing for an output the plan does not return. Those inputs leave `inputs` (which then
- * lists what a run is fed) for `states`. */
+/* Inputs in halves must be state: no run feeds them (this C API takes float and int32 arrays). */
+static adreno_status check_f16_inputs_are_state(reader *r) {
+    for (int i = 0; i < r->m->num_inputs; i++)
+        if (r->m->inputs[i].dtype == DTYPE_F16_STATE && find_state(r->m, r->m->inputs[i].name) < 0)
+            return bad(r, "inputs", "input '%s' is f16, which only state (a KV cache kept on the device) may be",
+                       r->m->inputs[i].name);
+    return ADRENO_OK;
+}
+
+/* The plan's "state" (format version 5): each entry an f32 input (or an f16 one: a KV cache
+ * kept in halves) in its own allocation, standing for an output the plan does not return.
+ * Those inputs leave `inputs` (which then lists what a run is fed) for `states`. */
 static adreno_status read_states(reader *r, const json_value *root) {
     adreno_model *m = r->m;
     adreno_status st;
     const json_value *arr = json_get(root, "state");
-    if (!arr || (arr->type == JSON_ARRAY && arr->length == 0)) return ADRENO_OK;
+    if (!arr || (arr->type == JSON_ARRAY && arr->length == 0)) return check_f16_inputs_are_state(r);
     if (arr->type != JSON_ARRAY) return bad(r, "the top level", "'state' must be an array");
     if (m->format_version < 5)
         return bad(r, "state", "state (inputs kept on the device) needs format version 5 (this manifest says %d)",
@@ -558,8 +575,9 @@ static adreno_status read_states(reader *r, const json_value *root) {
         d->allocation = (int)a;
         int k = find_input(m, d->input);
         if (k < 0) return bad(r, where, "names input '%s', which the model does not have", d->input);
-        if (m->inputs[k].dtype != ADRENO_DTYPE_F32 || m->inputs[k].allocation != d->allocation)
-            return bad(r, where, "input '%s' must be an f32 input in allocation %d", d->input, d->allocation);
+        if ((m->inputs[k].dtype != ADRENO_DTYPE_F32 && m->inputs[k].dtype != DTYPE_F16_STATE) ||
+            m->inputs[k].allocation != d->allocation)
+            return bad(r, where, "input '%s' must be an f32 or f16 input in allocation %d", d->input, d->allocation);
         for (int j = 0; j < m->num_outputs; j++)
             if (strcmp(m->outputs[j].name, d->output) == 0)
                 return bad(r, where, "stands for output '%s', which the plan also returns", d->output);
@@ -567,6 +585,7 @@ static adreno_status read_states(reader *r, const json_value *root) {
             if (strcmp(m->states[j].input, d->input) == 0) return bad(r, where, "input '%s' is state twice", d->input);
         d->bytes = m->allocs[a].bytes;
     }
+    if ((st = check_f16_inputs_are_state(r))) return st;
     int kept = 0;
     for (int i = 0; i < m->num_inputs; i++) {
         if (find_state(m, m->inputs[i].name) >= 0) {
