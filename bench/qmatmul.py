@@ -62,6 +62,7 @@ SHAPES = [  # (name, rows, K, N, bits, block)
 SWEEPS = {  # k_split, cols_per_group, k_unroll (None: the rule's for that k_split)
     "quick": ((4, 8, 16, 32), (1, 4, 8, 16), (None,)),
     "full": ((2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32), (None, 0, 4)),
+    "wide": ((1, 2, 4), (8, 16, 32, 64), (0, 2, 4)),  # few items per column, many columns a work-group
 }
 
 
@@ -85,6 +86,9 @@ def schedules(rows: int, k: int, block: int, sweep: str) -> list[tuple[str, dict
                 if u is not None:
                     cfg["k_unroll"] = u
                 out.append((f"{s} x {c}" + ("" if u is None else f" u{u}"), cfg))
+    if sweep == "wide":  # W repacked so that neighbouring columns read neighbouring words, a column an item
+        out += [(f"interleaved x {c} u{u}", {"k_split": 1, "tile_m": 1, "cols_per_group": c, "block_loads": 0,
+                                             "interleave": 1, "k_unroll": u}) for c in (32, 64) for u in (0, 4)]
     return out
 
 
