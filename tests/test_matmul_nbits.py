@@ -143,29 +143,28 @@ def test_gpu_default_splits_the_decode_gemv():
         run_stages(make_context(), module, make_plan(target=target).stages(until="config"))
         return [config_of(op) for op in module.walk() if is_kernel(op)][0]
 
-    # 64 columns: too few for 4 work-groups per compute unit with several columns each, so one column per
-    # work-group, and 16 items (one block each) to fill a warp
-    assert config((1,), "nvidia-h200") == {"k_split": 16, "tile_m": 1, "cols_per_group": 1, "block_loads": 1,
-                                           "k_unroll": 0, "interleave": 0}
-    assert config((1,), "adreno-740") == {"k_split": 4, "tile_m": 1, "cols_per_group": 16, "block_loads": 1,
-                                          "k_unroll": 4, "interleave": 0}  # compute units unknown: 64-item work-groups
+    # every GPU: 4 work-items a column, 8 columns a work-group (a warp), 2 blocks' loads in flight
+    gemv = {"k_split": 4, "tile_m": 1, "cols_per_group": 8, "block_loads": 1, "k_unroll": 2, "interleave": 0}
+    assert config((1,), "nvidia-h200") == gemv
+    assert config((1,), "adreno-740") == gemv
     assert config((1,), "pocl-cpu") == {"k_split": 1, "tile_m": 1, "cols_per_group": 1, "block_loads": 0,
                                         "k_unroll": 0, "interleave": 0}
-    assert config((64,), "nvidia-h200")["k_split"] == 16  # 4096 outputs: still below min-work-items
+    assert config((64,), "nvidia-h200")["k_split"] == 4  # 4096 outputs: still below min-work-items
     assert config((256,), "nvidia-h200") == {"k_split": 1, "tile_m": 4, "cols_per_group": 1, "block_loads": 0,
                                              "k_unroll": 0, "interleave": 0}  # prefill rows
 
 
 @pytest.mark.parametrize(("k", "n", "bits", "expected"), [
-    (1024, 5632, 4, (8, 8, 4)),  # 32 blocks of 16 bytes: 4 per item, 704 work-groups of 64
-    (1024, 3072, 4, (8, 4, 4)),  # 8 columns would make 384 work-groups, under 4 per compute unit
-    (2816, 1024, 4, (32, 1, 2)),  # 88 blocks: 2-3 per item; 1024 columns, one per work-group
-    (1024, 32000, 4, (8, 8, 4)),  # the lm_head: more outputs than min-work-items, still one row
-    (1024, 5632, 8, (16, 4, 2)),  # 32-byte blocks: 2 per item
+    (1024, 5632, 4, (4, 8, 2, 0)),  # the H200's fastest on K = 1024 .. 4096 (bench/qmatmul.py --sweep wide)
+    (1024, 3072, 4, (4, 8, 2, 0)),
+    (2816, 1024, 4, (4, 8, 2, 0)),
+    (64, 40, 4, (2, 8, 0, 0)),  # two blocks: two items a column, one block each
+    (1024, 32000, 4, (1, 32, 4, 1)),  # the lm_head (N >= 16 K): interleaved W, a column an item
+    (1024, 5632, 8, (4, 8, 2, 0)),
 ])
 def test_gpu_decode_gemv_defaults(k, n, bits, expected):
     """The decode GEMV's default on the H200 (132 compute units; QGemm._gemv): (k_split,
-    cols_per_group, k_unroll), block loads on."""
+    cols_per_group, k_unroll, interleave), block loads on unless interleaved."""
     from adreno_mlir.lowering.families.qgemm import QGEMM
     from adreno_mlir.lowering.families.base import Rules
     from adreno_mlir.dialects import graph
@@ -176,9 +175,10 @@ def test_gpu_decode_gemv_defaults(k, n, bits, expected):
     rules = Rules(gpu=True, conv_co_block=8, conv_x_block=4, vectorize=True, packed_co_blocks=1,
                   min_work_items=16384, split_k_items=0, work_group=(), compute_units=132)
     cfg = QGEMM.defaults(op, rules, {})
-    assert (cfg["k_split"], cfg["cols_per_group"], cfg["k_unroll"]) == expected and cfg["block_loads"] == 1
+    assert (cfg["k_split"], cfg["cols_per_group"], cfg["k_unroll"], cfg.get("interleave", 0)) == expected
+    assert cfg["block_loads"] == 1 - expected[3]
     # an override of k_split keeps it and fits the columns to it
-    assert QGEMM.defaults(op, rules, {"k_split": 128})["cols_per_group"] == 1
+    assert QGEMM.defaults(op, rules, {"k_split": 128})["cols_per_group"] == 2  # 256 work-items at most
 
 
 SCHEDULES = {  # rows, K, N, bits, block, zero points, bias, (k_split, cols_per_group, block_loads, k_unroll, tile_m)

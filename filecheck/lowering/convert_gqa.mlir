@@ -18,7 +18,8 @@
 // kernel_config {splits, items} (one token a work-group) or {tile, kv_tile} (prefill tiled over
 // the chunk): on a GPU 64 work-items a work-group; a decode step (S = 1)
 // splits the cache in chunks of at least 64 rows until there are about two work-groups per
-// compute unit (the H200 has 132); several tokens (prefill) take the tiled kernel. On a CPU a
+// compute unit (the H200 has 132); several tokens (prefill) take the tiled kernel where its
+// work-groups fill the compute units. On a CPU a
 // decode step takes one work-item, the fewest splits local memory (4096 floats: G * (D + rows of
 // a split)) allows.
 
@@ -99,22 +100,29 @@ func.func @long(%q: tensor<1x1x128xf32>, %k: tensor<1x1x32xf32>, %v: tensor<1x1x
 
 // Prefill (4 tokens): the kernel tiled over the chunk (gqa_prefill_g<G>_t<tile>_kv<kv_tile>,
 // lowering/kernels/gqa.py GQAPrefillSpec): one work-group per tile of tokens and KV head, a
-// work-item per token and query head (4 x 4 = 16), K/V tiles of 32 rows in local memory; the
-// same default on both targets (64 // G tokens a work-group, at most the chunk): no combine.
+// work-item per token and query head (4 x 4 = 16), K/V tiles of 32 rows in local memory,
+// where its work-groups fill the target's compute units (or it does not say how many), and on
+// CPUs. On the H200 2 of them would leave 130 of its 132 compute units idle: one token
+// a work-group instead (8 work-groups of 64 items), no splits, no combine.
 // H200-LABEL:   func.func @prefill(
-// H200:           graph.fused {kernel_config = {tile = 4 : i64, kv_tile = 32 : i64}}
+// H200:           graph.fused {kernel_config = {splits = 1 : i64, items = 64 : i64, tile = 0 : i64}}
 // CPU-LABEL:    func.func @prefill(
 // CPU:            graph.fused {kernel_config = {tile = 4 : i64, kv_tile = 32 : i64}}
 // H200-L-NOT:   opencl.kernel @gqa_combine
-// H200-L-LABEL: opencl.kernel @gqa_prefill_g4_t4_kv32(
-// H200-L-SAME:    reqd_work_group_size = array<i64: 16, 1, 1>
-// H200-L:         %k_tile = opencl.local_alloc {size = 512 : i64} : !opencl.ptr<local, f32>
-// H200-L-NEXT:    %v_tile = opencl.local_alloc {size = 512 : i64} : !opencl.ptr<local, f32>
 // H200-L-LABEL: func.func @prefill(
 // H200-L:         opencl.launch @gqa_update(%qkv, %start, %pk, %pv, %q_rotated) global [384] :
 // H200-L-NEXT:    %o = opencl.alloc_buffer : !opencl.buffer<512xf32>
-// H200-L-NEXT:    opencl.launch @gqa_prefill_g4_t4_kv32(%q_rotated, %pk, %pv, %start, %o) global [16, 2] local [16, 1] :
+// H200-L-NEXT:    opencl.launch @gqa_attention_g4_wg64(%q_rotated, %pk, %pv, %start, %o) global [64, 8, 1] local [64, 1, 1] :
 // H200-L-NEXT:    func.return %o : !opencl.buffer<512xf32>
+// CPU-L-LABEL:  opencl.kernel @gqa_prefill_g4_t4_kv32(
+// CPU-L-SAME:     reqd_work_group_size = array<i64: 16, 1, 1>
+// CPU-L:          %k_tile = opencl.local_alloc {size = 512 : i64} : !opencl.ptr<local, f32>
+// CPU-L-NEXT:     %v_tile = opencl.local_alloc {size = 512 : i64} : !opencl.ptr<local, f32>
+// CPU-L-LABEL:  func.func @prefill(
+// CPU-L:          opencl.launch @gqa_update(%qkv, %start, %pk, %pv, %q_rotated) global [384] :
+// CPU-L-NEXT:     %o = opencl.alloc_buffer : !opencl.buffer<512xf32>
+// CPU-L-NEXT:     opencl.launch @gqa_prefill_g4_t4_kv32(%q_rotated, %pk, %pv, %start, %o) global [16, 2] local [16, 1] :
+// CPU-L-NEXT:     func.return %o : !opencl.buffer<512xf32>
 func.func @prefill(%qkv: tensor<1x4x192xf32>, %pk: tensor<1x2x256x16xf32>, %pv: tensor<1x2x256x16xf32>, %start: tensor<1x1xf32>) -> tensor<1x4x128xf32> attributes {graph.inputs = ["qkv", "past_key", "past_value", "start"], graph.outputs = ["o"], graph.state = {present_key = "past_key", present_value = "past_value"}} {
   %o = graph.group_query_attention %qkv cache %pk, %pv at %start {num_heads = 8 : i64, kv_num_heads = 2 : i64, scale = 2.500000e-01 : f32} : tensor<1x4x192xf32> cache tensor<1x2x256x16xf32>, tensor<1x2x256x16xf32> at tensor<1x1xf32> -> tensor<1x4x128xf32>
   func.return %o : tensor<1x4x128xf32>

@@ -6,31 +6,30 @@
 
 // The qgemm family (graph.matmul_nbits, lowering/families/qgemm.py). A decode GEMV (one
 // row, 64 columns, K = 512 in 16 blocks of 32): on a GPU target the GEMV schedule
-// (QGemm._gemv): on adreno-740 (the default; compute units unknown) 4 work-items per
-// column, four blocks each (64 bytes of weights: four 16-byte loads, `#pragma unroll 4`),
-// 16 columns per work-group of 64 (local size [64, 1], grid [4 * 16 * 4, 1]), each block's
-// 4 words in one vload (`opencl.vload ... vector<4xi32>`); on the H200 (132 compute units)
-// 64 columns are too few for several per work-group: one column of 16 work-items (a block
-// each). On the CPU one work-item per output. 64 prefill rows: tiles of 4 rows (each
-// weight dequantized once for them), grid [64, 16], on all. The bias joins the epilogue
-// as its first extra input, before the fused Relu.
+// (QGemm._gemv, measured on the H200), the same on adreno-740 (the default) and on the H200 --
+// 4 work-items per column, four blocks each (`#pragma unroll 2`: two blocks' loads in
+// flight), 8 columns per work-group of 32 (local size [32, 1], grid [4 * 8 * 8, 1]), each
+// block's 4 words in one vload (`opencl.vload ... vector<4xi32>`). On the CPU one work-item per
+// output. 64 prefill rows: tiles of 4 rows (each weight dequantized once for them), grid
+// [64, 16], on all. The bias joins the epilogue as its first extra input, before the fused
+// Relu.
 
 // CONFIG-LABEL: func.func @decode
-// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 16 : i64, block_loads = 1 : i64, k_unroll = 4 : i64, interleave = 0 : i64}}
+// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 2 : i64, interleave = 0 : i64}}
 // H200-LABEL:   func.func @decode
-// H200:           graph.fused {kernel_config = {k_split = 16 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 1 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
+// H200:           graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 2 : i64, interleave = 0 : i64}}
 // CPU-LABEL:    func.func @decode
 // CPU:            graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
-// LAUNCH-LABEL: opencl.kernel @qmatmul_q4b32_ksplit_c16_vload_u4_add_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
-// LAUNCH-SAME:    reqd_work_group_size = array<i64: 64, 1, 1>
-// LAUNCH:         opencl.local_alloc {size = 64 : i64}
+// LAUNCH-LABEL: opencl.kernel @qmatmul_q4b32_ksplit_c8_vload_u2_add_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
+// LAUNCH-SAME:    reqd_work_group_size = array<i64: 32, 1, 1>
+// LAUNCH:         opencl.local_alloc {size = 32 : i64}
 // LAUNCH:         scf.for
 // LAUNCH:           opencl.vload %packed[{{.*}}] : !opencl.ptr<global, i32> -> vector<4xi32>
-// LAUNCH:         } {opencl.unroll = 4 : i64}
+// LAUNCH:         } {opencl.unroll = 2 : i64}
 // LAUNCH:         opencl.barrier
 // LAUNCH-LABEL: func.func @decode
 // LAUNCH:         opencl.weight @w : !opencl.buffer<4096xi32>
-// LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c16_vload_u4_add_relu({{.*}}) global [256, 1] local [64, 1]
+// LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c8_vload_u2_add_relu({{.*}}) global [256, 1] local [32, 1]
 func.func @decode(%a: tensor<1x512xf32>) -> tensor<1x64xf32> attributes {graph.inputs = ["a"], graph.outputs = ["r"]} {
   %w = graph.constant @w : tensor<64x16x4xi32>
   %s = graph.constant @s : tensor<64x16xf32>
@@ -63,17 +62,17 @@ func.func @prefill(%a: tensor<64x64xf32>) -> tensor<64x1024xf32> attributes {gra
 
 // BEGIN EDITED
 // A config written by hand keeps its keys; what it lacks comes from the GPU rules given
-// them (k_split 4 over 16 blocks: k_unroll 4; block loads on). 20 columns in work-groups
+// them (k_split 4 over 16 blocks: k_unroll 2; block loads on). 20 columns in work-groups
 // of 8: the last group's columns 20..23 read column 19 (`min(col, 19)`, in bounds) and
 // store nothing (`col < 20`), after the barriers every work-item reaches. Column c of the
 // group sums its 4 partials in slots 4c .. 4c + 3 (slot = local id).
 
 // CONFIG-LABEL: func.func @edited
-// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 4 : i64, interleave = 0 : i64}}
+// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 2 : i64, interleave = 0 : i64}}
 // LAUNCH-LABEL: func.func @edited
-// LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c8_vload_u4({{.*}}) global [96, 1] local [32, 1]
+// LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c8_vload_u2({{.*}}) global [96, 1] local [32, 1]
 // OCL:          __attribute__((reqd_work_group_size(32, 1, 1)))
-// OCL-NEXT:     __kernel void qmatmul_q4b32_ksplit_c8_vload_u4(
+// OCL-NEXT:     __kernel void qmatmul_q4b32_ksplit_c8_vload_u2(
 // OCL:            __local float partial[32];
 // OCL-NEXT:       const int lid = (int)get_local_id(0);
 // OCL-NEXT:       const int s = lid & 3;
@@ -81,7 +80,7 @@ func.func @prefill(%a: tensor<64x64xf32>) -> tensor<64x1024xf32> attributes {gra
 // OCL-NEXT:       const int col = (((int)get_group_id(0)) * 8) + c;
 // OCL-NEXT:       const int [[COLR:v[0-9]+]] = min(col, 19);
 // OCL:            const int w_col = [[COLR]] * 64;
-// OCL:            #pragma unroll 4
+// OCL:            #pragma unroll 2
 // OCL-NEXT:       for (int b = s; b < 16; b += 4) {
 // OCL:              const int4 words = vload4(0, packed + (w_col + (b * 4)));
 // OCL-NEXT:         const int {{v[0-9]+}} = words.s0;

@@ -104,9 +104,10 @@ func.func @decode(%qkv: tensor<1x1x192xf32>, %pk: tensor<1x2x256x16xf32>, %pv: t
 // -----
 
 // Key and value apart, a prefill of 4 tokens: q, k, v and start are arguments too, and
-// stay f32; only the caches (the 4th and 5th arguments) change.
+// stay f32; only the caches (the 4th and 5th arguments) change. (`kernel_config = {tile = 4}`:
+// the prefill kernel tiled over the chunk, which the H200's default leaves for so few tokens.)
 // CHECK-LABEL:  func.func @prefill(%q: tensor<1x4x128xf32>, %k: tensor<1x4x32xf32>, %v: tensor<1x4x32xf32>, %pk: tensor<1x2x256x16xf16>, %pv: tensor<1x2x256x16xf16>, %start: tensor<1x1xf32>) -> tensor<1x4x128xf32>
-// CHECK-NEXT:     %o = graph.group_query_attention %q key %k value %v cache %pk, %pv at %start {num_heads = 8 : i64, kv_num_heads = 2 : i64, scale = 2.500000e-01 : f32} : tensor<1x4x128xf32> key tensor<1x4x32xf32> value tensor<1x4x32xf32> cache tensor<1x2x256x16xf16>, tensor<1x2x256x16xf16> at tensor<1x1xf32> -> tensor<1x4x128xf32>
+// CHECK-NEXT:     %o = graph.group_query_attention %q key %k value %v cache %pk, %pv at %start {kernel_config = {tile = 4 : i64}, num_heads = 8 : i64, kv_num_heads = 2 : i64, scale = 2.500000e-01 : f32} : tensor<1x4x128xf32> key tensor<1x4x32xf32> value tensor<1x4x32xf32> cache tensor<1x2x256x16xf16>, tensor<1x2x256x16xf16> at tensor<1x1xf32> -> tensor<1x4x128xf32>
 // CHECK-NEXT:     func.return %o : tensor<1x4x128xf32>
 
 // GENERIC:      sym_name = "prefill", function_type = (tensor<1x4x128xf32>, tensor<1x4x32xf32>, tensor<1x4x32xf32>, tensor<1x2x256x16xf16>, tensor<1x2x256x16xf16>, tensor<1x1xf32>) -> tensor<1x4x128xf32>
@@ -129,7 +130,7 @@ func.func @decode(%qkv: tensor<1x1x192xf32>, %pk: tensor<1x2x256x16xf32>, %pv: t
 // CL:               __global const half* k_cache,
 // CL-NEXT:          __global const half* v_cache,
 func.func @prefill(%q: tensor<1x4x128xf32>, %k: tensor<1x4x32xf32>, %v: tensor<1x4x32xf32>, %pk: tensor<1x2x256x16xf32>, %pv: tensor<1x2x256x16xf32>, %start: tensor<1x1xf32>) -> tensor<1x4x128xf32> attributes {graph.inputs = ["q", "k", "v", "past_key", "past_value", "start"], graph.outputs = ["o"], graph.state = {present_key = "past_key", present_value = "past_value"}} {
-  %o = graph.group_query_attention %q key %k value %v cache %pk, %pv at %start {num_heads = 8 : i64, kv_num_heads = 2 : i64, scale = 2.500000e-01 : f32} : tensor<1x4x128xf32> key tensor<1x4x32xf32> value tensor<1x4x32xf32> cache tensor<1x2x256x16xf32>, tensor<1x2x256x16xf32> at tensor<1x1xf32> -> tensor<1x4x128xf32>
+  %o = graph.group_query_attention %q key %k value %v cache %pk, %pv at %start {num_heads = 8 : i64, kv_num_heads = 2 : i64, scale = 2.500000e-01 : f32, kernel_config = {tile = 4 : i64}} : tensor<1x4x128xf32> key tensor<1x4x32xf32> value tensor<1x4x32xf32> cache tensor<1x2x256x16xf32>, tensor<1x2x256x16xf32> at tensor<1x1xf32> -> tensor<1x4x128xf32>
   func.return %o : tensor<1x4x128xf32>
 }
 

@@ -81,7 +81,12 @@ class GQA(Family):
 
         Prefill (several tokens a run): the tiled kernel, 64 // G tokens a work-group (a
         work-item per token and query head; at most the chunk), K/V tiles of 32 rows (fewer
-        where 2 x 32 x D floats do not fit local memory)."""
+        where 2 x 32 x D floats do not fit local memory), where its work-groups are at least
+        the target's compute units (or it does not say: the Adreno profiles; CPUs). Else one
+        token a work-group: on the H200 (132 compute units) the 0.34B decoder's chunk of 64
+        makes 16 tiled work-groups, whose attention took 98 us a layer against 65 for the
+        256 work-groups of one token each (tiles of 4 tokens, 64 work-groups: 119;
+        docs/bench/issue29/session3/prefill_attn.log)."""
         b, s, length, d, _ = op.geometry
         g = op.heads // op.kv_heads
         schedule_given = any(given.get(k, 1) != 1 for k in ("splits", "items"))
@@ -92,7 +97,9 @@ class GQA(Family):
             kv_tile = 32
             while kv_tile > 4 and 2 * kv_tile * d > LOCAL_FLOATS:
                 kv_tile //= 2
-            return {"tile": tile, "kv_tile": kv_tile}
+            groups = b * cdiv(s, tile) * op.kv_heads
+            if "tile" in given or not rules.gpu or not rules.compute_units or groups >= rules.compute_units:
+                return {"tile": tile, "kv_tile": kv_tile}
         splits = min_splits(op) or MAX_SPLITS  # (too long for any: check() says so)
         if not rules.gpu:
             return {"splits": splits, "items": 1}
@@ -101,7 +108,8 @@ class GQA(Family):
             target = 2 * (rules.compute_units or 16)
             while splits < 32 and groups * splits < target and cdiv(length, 2 * splits) >= MIN_CHUNK:
                 splits *= 2
-        return {"splits": splits, "items": 64}
+            return {"splits": splits, "items": 64}
+        return {"splits": splits, "items": 64, "tile": 0}
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
         _, _, length, d, _ = head.geometry

@@ -29,14 +29,10 @@ from adreno_mlir.lowering.expr import Bin, In, Src
 from adreno_mlir.lowering.nchw_lowering import _collapse_rows, _epi_args, _substitute_src
 
 
-GEMV_BYTES_PER_ITEM = 64
-"""What the GPU decode default gives each work-item to read: four 16-byte loads in flight."""
-GEMV_GROUP_ITEMS = 64
-"""Work-items per work-group of the GPU decode default (before the rules below shrink it)."""
-GEMV_GROUPS_PER_UNIT = 4
-"""Work-groups per compute unit the GPU decode default keeps (where the target says how many)."""
-SIMD_WIDTH = 32
-"""Work-items a work-group of the GPU decode default fills at least (a warp; half an Adreno wave)."""
+GEMV_SPLIT = 4
+"""Work-items sharing a column in the GPU decode default (`_gemv`: measured on the H200)."""
+GEMV_COLUMNS = 8
+"""Columns per work-group of the GPU decode default (with GEMV_SPLIT: 32 work-items, a warp)."""
 TUNED_GROUP_MAX = 256
 """The tuner's largest work-group (every profile's devices run 256)."""
 
@@ -69,8 +65,8 @@ class QGemm(Family):
         neighbouring columns side by side) stays off: on this project's 2-core CPU it made
         llama_tiny's int4 prefill 1.6x faster on Intel's CPU runtime (695 -> 1099 tokens/s)
         but 7x slower on PoCL (509 -> 70) and changed neither's decode step (launch-bound:
-        about 0.15 ms a launch on Intel's runtime); the tuner tries it. Not measured on a
-        GPU yet: the first choice, to be tuned (bench/qmatmul.py sweeps every key)."""
+        about 0.15 ms a launch on Intel's runtime); the tuner tries it. On a GPU the GEMV
+        of a product far wider than deep (an lm_head) takes it (`_gemv`)."""
         m = op.rows
         gemv = m < 4 or m * op.n < rules.min_work_items
         if gemv and rules.gpu and given.get("tile_m", 1) == 1:
@@ -79,47 +75,42 @@ class QGemm(Family):
                 "interleave": 0}
 
     def _gemv(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        """The decode GEMV on a GPU. It reads each weight byte once and does ~5 integer and
-        float operations per value: bandwidth-bound, so the schedule is about bytes in flight
-        and coalescing, not arithmetic (the H200's 4.8 TB/s at ~0.6 us of DRAM latency needs
-        ~22 KB in flight per compute unit).
+        """The decode GEMV on a GPU: bandwidth-bound (each weight byte read once, ~5 integer
+        and float operations per value), so the schedule is about bytes in flight and
+        coalescing. Measured on the H200 (bench/qmatmul.py --sweep wide, every weight read
+        from DRAM, docs/bench/issue29/session3/):
 
-        - `block_loads` 1: a block's words in one vload, so the k_split items of a column
-          read neighbouring 16-byte chunks (a 4-bit block of 32) and one instruction loads
-          16 bytes, not 4 (the word-at-a-time kernel reached 2-11% of 4.8 TB/s there).
-        - `k_split` S: the fewest that leave each work-item at most GEMV_BYTES_PER_ITEM of
-          weights (64: four 16-byte loads) -- enough loads per item to keep memory busy, few
-          enough items per column that the tree reduction (log2 S barriers) stays short.
-          K = 1024 in 4-bit blocks of 32 (32 blocks of 16 bytes): S = 8, four blocks each.
-        - `k_unroll`: the largest of 2, 4, 8 that is at most the blocks per item, so all of
-          an item's block loads are issued before the first one is used.
-        - `cols_per_group` C: S x C = GEMV_GROUP_ITEMS (64) work-items, two warps of
-          neighbouring columns whose loads are runs of S x 16 bytes and whose reads of A hit
-          the same S blocks (broadcast), halved while the work-groups would be fewer than
-          GEMV_GROUPS_PER_UNIT (4) per compute unit where the target knows its count (the
-          H200: 132; 5632 columns keep C = 8, the 1024 of a down projection C = 1).
-        - then S doubled (at most one block per item) while S x C is under SIMD_WIDTH (32),
-          so a narrow product still fills a warp.
+        - `block_loads` 1, `k_split` 4, `cols_per_group` 8 (32 work-items: a warp of 8
+          neighbouring columns whose 4 items read 4 neighbouring 16-byte blocks; their A
+          reads are the same 4 blocks, broadcast), `k_unroll` 2. That was the fastest or
+          within 5% of it on K = 1024 to 4096 and N = 1024 to 12288: 37.3 us for Llama-7B's
+          MLP up projection (4096 x 11008, 28 MB: 15% of 4.8 TB/s), where splitting K until
+          each item had 64 bytes (the rule before: k_split 32 x 2 columns) took 188 us, and
+          more items per column or more columns a work-group were slower (2 x 16: 40.2,
+          4 x 32: 40.9, 1 x 16: 63.1).
+        - a product far wider than deep (N >= 16 K: an lm_head, 1024 x 32000): W repacked
+          so that neighbouring columns read neighbouring words (`interleave`), one work-item
+          per column, 32 a work-group, `k_unroll` 4: 26.3 us against 40.5 for the rule before
+          (the split kernel at 4 x 8: 29.4 with the weights in L2, 19.1 interleaved).
+        - k_split halved while it exceeds the blocks, cols_per_group while it is more than
+          N needs.
         A `k_split` or `cols_per_group` given (an override) is kept and the rest follows it."""
         blocks, n = op.blocks, op.n
-        block_bytes = 4 * op.words
-        split = given.get("k_split")
-        if split is None:
-            split = 1
-            while split < 32 and 2 * split <= blocks and cdiv(blocks, split) * block_bytes > GEMV_BYTES_PER_ITEM:
-                split *= 2
-        cols = given.get("cols_per_group")
-        if cols is None:
-            cols = max(1, min(32, GEMV_GROUP_ITEMS // split))
-            while cols > 1 and cols // 2 >= n:  # no more columns than N needs
+        if n >= 16 * op.k and "k_split" not in given and given.get("block_loads", 0) == 0:
+            cols = given.get("cols_per_group", 32)
+            while cols > 1 and cols // 2 >= n:
                 cols //= 2
-            while cols > 1 and rules.compute_units and cdiv(n, cols) < GEMV_GROUPS_PER_UNIT * rules.compute_units:
-                cols //= 2
-        if "k_split" not in given:
-            while split * cols < SIMD_WIDTH and 2 * split <= blocks:
-                split *= 2
+            unroll = max((u for u in (2, 4) if u <= blocks), default=0)
+            return {"k_split": 1, "tile_m": 1, "cols_per_group": cols, "block_loads": 0, "k_unroll": unroll,
+                    "interleave": 1}
+        split = given.get("k_split", GEMV_SPLIT)
+        while split > 1 and split > blocks and "k_split" not in given:
+            split //= 2
+        cols = given.get("cols_per_group", GEMV_COLUMNS)
+        while cols > 1 and (cols // 2 >= n or split * cols > TUNED_GROUP_MAX) and "cols_per_group" not in given:
+            cols //= 2  # no more columns than N needs, no more than 256 work-items
         trips = cdiv(blocks, split)
-        unroll = max((u for u in (2, 4, 8) if u <= trips), default=0)
+        unroll = max((u for u in (2,) if u <= trips), default=0)
         return {"k_split": split, "tile_m": 1, "cols_per_group": cols, "block_loads": 1, "k_unroll": unroll}
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
