@@ -63,6 +63,7 @@ SWEEPS = {  # k_split, cols_per_group, k_unroll (None: the rule's for that k_spl
     "quick": ((4, 8, 16, 32), (1, 4, 8, 16), (None,)),
     "full": ((2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16, 32), (None, 0, 4)),
     "wide": ((1, 2, 4), (8, 16, 32, 64), (0, 2, 4)),  # few items per column, many columns a work-group
+    "none": ((), (), ()),  # the default schedule only
 }
 
 
@@ -72,6 +73,8 @@ def schedules(rows: int, k: int, block: int, sweep: str) -> list[tuple[str, dict
     if rows > 1:
         return out + [("tile_m 4, block loads", {"tile_m": 4, "k_split": 1, "block_loads": 1})]
     blocks = -(-k // block)
+    if sweep == "none":
+        return out
     out += [(f"words {s}", {"k_split": s, "tile_m": 1, "cols_per_group": 1, "block_loads": 0, "k_unroll": 0})
             for s in (8, 32, 128) if s <= blocks]
     splits, cols, unrolls = SWEEPS[sweep]
