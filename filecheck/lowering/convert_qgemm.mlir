@@ -7,29 +7,28 @@
 // The qgemm family (graph.matmul_nbits, lowering/families/qgemm.py). A decode GEMV (one
 // row, 64 columns, K = 512 in 16 blocks of 32): on a GPU target the GEMV schedule
 // (QGemm._gemv, measured on the H200), the same on adreno-740 (the default) and on the H200 --
-// 4 work-items per column, four blocks each (`#pragma unroll 2`: two blocks' loads in
-// flight), 8 columns per work-group of 32 (local size [32, 1], grid [4 * 8 * 8, 1]), each
-// block's 4 words in one vload (`opencl.vload ... vector<4xi32>`). On the CPU one work-item per
-// output. 64 prefill rows: tiles of 4 rows (each weight dequantized once for them), grid
-// [64, 16], on all. The bias joins the epilogue as its first extra input, before the fused
-// Relu.
+// 64 columns are few, so 16 work-items per column (one block each), 8 columns per
+// work-group of 128 (local size [128, 1], grid [16 * 8 * 8, 1]), each block's 4 words in one
+// vload (`opencl.vload ... vector<4xi32>`). On the CPU one work-item per output. 64 prefill
+// rows: tiles of 4 rows (each weight dequantized once for them), grid [64, 16], on all. The
+// bias joins the epilogue as its first extra input, before the fused Relu.
 
 // CONFIG-LABEL: func.func @decode
-// CONFIG:         graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 2 : i64, interleave = 0 : i64}}
+// CONFIG:         graph.fused {kernel_config = {k_split = 16 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // H200-LABEL:   func.func @decode
-// H200:           graph.fused {kernel_config = {k_split = 4 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 2 : i64, interleave = 0 : i64}}
+// H200:           graph.fused {kernel_config = {k_split = 16 : i64, tile_m = 1 : i64, cols_per_group = 8 : i64, block_loads = 1 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
 // CPU-LABEL:    func.func @decode
 // CPU:            graph.fused {kernel_config = {k_split = 1 : i64, tile_m = 1 : i64, cols_per_group = 1 : i64, block_loads = 0 : i64, k_unroll = 0 : i64, interleave = 0 : i64}}
-// LAUNCH-LABEL: opencl.kernel @qmatmul_q4b32_ksplit_c8_vload_u2_add_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
-// LAUNCH-SAME:    reqd_work_group_size = array<i64: 32, 1, 1>
-// LAUNCH:         opencl.local_alloc {size = 32 : i64}
+// LAUNCH-LABEL: opencl.kernel @qmatmul_q4b32_ksplit_c8_vload_add_relu(%a: !opencl.ptr<global, f32>, %packed: !opencl.ptr<global, i32>, %scales: !opencl.ptr<global, f32>, %x0: !opencl.ptr<global, f32>, %out: !opencl.ptr<global, f32>)
+// LAUNCH-SAME:    reqd_work_group_size = array<i64: 128, 1, 1>
+// LAUNCH:         opencl.local_alloc {size = 128 : i64}
 // LAUNCH:         scf.for
 // LAUNCH:           opencl.vload %packed[{{.*}}] : !opencl.ptr<global, i32> -> vector<4xi32>
-// LAUNCH:         } {opencl.unroll = 2 : i64}
+// LAUNCH:         }
 // LAUNCH:         opencl.barrier
 // LAUNCH-LABEL: func.func @decode
 // LAUNCH:         opencl.weight @w : !opencl.buffer<4096xi32>
-// LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c8_vload_u2_add_relu({{.*}}) global [256, 1] local [32, 1]
+// LAUNCH:         opencl.launch @qmatmul_q4b32_ksplit_c8_vload_add_relu({{.*}}) global [1024, 1] local [128, 1]
 func.func @decode(%a: tensor<1x512xf32>) -> tensor<1x64xf32> attributes {graph.inputs = ["a"], graph.outputs = ["r"]} {
   %w = graph.constant @w : tensor<64x16x4xi32>
   %s = graph.constant @s : tensor<64x16xf32>
