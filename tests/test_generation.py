@@ -170,6 +170,36 @@ def test_prefill_is_tiled_over_the_chunk_and_matches_one_token_a_work_group():
     np.testing.assert_allclose(got["tiled"].logits, got["per_token"].logits, rtol=0, atol=1e-4)
 
 
+def test_attention_local_memory_counts_the_reduction_partials(tmp_path):
+    """A work-group of the split attention keeps G queries, G scores a row of its split and,
+    with several work-items, 2 x G x items partials of its reductions; a schedule whose
+    partials leave too little room for its rows is refused with the fewest splits that fit."""
+    func = (
+        'func.func @f(%qkv: tensor<1x1x192xf32>, %pk: tensor<1x2x8192x16xf32>, %pv: tensor<1x2x8192x16xf32>, '
+        '%start: tensor<1x1xf32>) -> tensor<1x1x128xf32> attributes {graph.inputs = ["qkv", "past_key", '
+        '"past_value", "start"], graph.outputs = ["o"], graph.state = {present_key = "past_key", present_value = '
+        '"past_value"}} {\n  %o = graph.group_query_attention %qkv cache %pk, %pv at %start {num_heads = 8 : i64, '
+        'kv_num_heads = 2 : i64, scale = 2.500000e-01 : f32, kernel_config = CONFIG} : tensor<1x1x192xf32> cache '
+        'tensor<1x2x8192x16xf32>, tensor<1x2x8192x16xf32> at tensor<1x1xf32> -> tensor<1x1x128xf32>\n'
+        '  func.return %o : tensor<1x1x128xf32>\n}\n')
+    pipeline = "graph-fuse,select-kernel-config{target=nvidia-h200},convert-graph-to-opencl"
+
+    def opt(config: str):
+        path = tmp_path / "attn.mlir"
+        path.write_text(func.replace("CONFIG", config))
+        return subprocess.run([sys.executable, "-m", "adreno_mlir.opt", str(path), "-p", pipeline],
+                              capture_output=True, text=True)
+
+    # 4 heads x (16 + 512 rows) = 2112 floats fit alone, not with 2 x 4 x 256 = 2048 partials
+    ok = opt("{splits = 16 : i64, items = 8 : i64}")
+    assert ok.returncode == 0, ok.stderr
+    refused = opt("{splits = 16 : i64, items = 256 : i64}")
+    assert refused.returncode == 1
+    assert ("splits = 16 leaves more cache rows per work-group than local memory holds beside 256 work-items' "
+            "partials; at least 32") in refused.stderr
+    assert opt("{splits = 32 : i64, items = 256 : i64}").returncode == 0
+
+
 def test_cache_rows_are_written_at_the_position():
     """After a prompt of 3 and 2 steps, rows 0-4 of the cache hold keys and rows 5+ zeros."""
     dec = adreno_mlir.compile_decoder(_decoder_path("llama_tiny_fp32"), max_context=16, prefill_chunk=4,

@@ -24,7 +24,7 @@ from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.gqa import (LOCAL_FLOATS, GQAAttentionSpec, GQACombineSpec, GQAPrefillSpec,
-                                              GQAUpdateSpec)
+                                              GQAUpdateSpec, attention_local_floats)
 
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -34,13 +34,14 @@ MIN_CHUNK = 32
 """The fewest cache rows per split the GPU decode default gives a work-group."""
 
 
-def min_splits(op: graph.GroupQueryAttentionOp) -> int | None:
+def min_splits(op: graph.GroupQueryAttentionOp, items: int = 1) -> int | None:
     """The fewest splits whose rows fit a work-group's local memory (G queries + G scores a
-    row); None when even MAX_SPLITS do not (a cache too long, or heads too wide)."""
+    row, and with several work-items their reductions' partials); None when even MAX_SPLITS
+    do not (a cache too long, or heads too wide)."""
     _, _, length, d, _ = op.geometry
     g = op.heads // op.kv_heads
     splits = 1
-    while g * (d + cdiv(length, splits)) > LOCAL_FLOATS:
+    while attention_local_floats(g, d, cdiv(length, splits), items) > LOCAL_FLOATS:
         if splits == MAX_SPLITS:
             return None
         splits *= 2
@@ -100,9 +101,9 @@ class GQA(Family):
             groups = b * cdiv(s, tile) * op.kv_heads
             if "tile" in given or not rules.gpu or not rules.compute_units or groups >= rules.compute_units:
                 return {"tile": tile, "kv_tile": kv_tile}
-        splits = min_splits(op) or MAX_SPLITS  # (too long for any: check() says so)
         if not rules.gpu:
-            return {"splits": splits, "items": 1}
+            return {"splits": min_splits(op) or MAX_SPLITS, "items": 1}  # (too long for any: check() says so)
+        splits = min_splits(op, 64) or min_splits(op) or MAX_SPLITS
         if s == 1:
             groups = b * op.kv_heads
             target = 2 * (rules.compute_units or 16)
@@ -124,9 +125,14 @@ class GQA(Family):
         if min_splits(head) is None:
             return (f"{g} query heads of {d} over {length} cache rows do not fit local memory even in {MAX_SPLITS} "
                     f"splits ({LOCAL_FLOATS} floats a work-group); compile with a smaller max_context")
-        if cfg.get("splits", 1) < min_splits(head):
-            return (f"splits = {cfg.get('splits', 1)} leaves more cache rows per work-group than local memory holds; "
-                    f"at least {min_splits(head)}")
+        items = cfg.get("items", 1)
+        least = min_splits(head, items)
+        if least is None:
+            return (f"items = {items} work-items' reduction partials (2 x {g} x {items} floats) leave no local memory "
+                    "for the cache rows; use fewer items")
+        if cfg.get("splits", 1) < least:
+            return (f"splits = {cfg.get('splits', 1)} leaves more cache rows per work-group than local memory holds"
+                    + (f" beside {items} work-items' partials" if items > 1 else "") + f"; at least {least}")
         return None
 
     def space(self, head: Operation, default: dict[str, Any]) -> list:

@@ -30,8 +30,14 @@ from adreno_mlir.lowering.kernel_builder import GLOBAL_F16, KernelBuilder
 from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allreduce
 
 LOCAL_FLOATS = 4096
-"""Floats of local memory (16 KiB) a work-group of the attention kernel may use: G queries
-of D plus G scores per row of its split."""
+"""Floats of local memory (16 KiB) a work-group of the attention kernels may use: G queries
+of D, G scores per row of its split and the reductions' partials (`attention_local_floats`);
+the tiled prefill's K and V tiles."""
+
+
+def attention_local_floats(group: int, depth: int, chunk: int, items: int) -> int:
+    """What `GQAAttentionSpec` declares in local memory, in floats (its `local_floats`)."""
+    return group * (depth + chunk) + (2 * group * items if items > 1 else 0)
 
 
 @dataclass(frozen=True)
@@ -156,9 +162,17 @@ class GQAAttentionSpec(_Geometry):
         for what, v in (("splits", self.splits), ("items", self.items)):
             if v < 1 or v & (v - 1):
                 raise ValueError(f"{what} must be a power of two, got {v}")
-        if self.group * (self.depth + self.chunk) > LOCAL_FLOATS:
-            raise ValueError(f"{self.group} heads x ({self.depth} + {self.chunk} rows) exceed the {LOCAL_FLOATS} "
-                             "floats of local memory a work-group may take: use more splits")
+        if self.local_floats > LOCAL_FLOATS:
+            raise ValueError(f"{self.group} heads x ({self.depth} + {self.chunk} rows"
+                             + (f" + 2 x {self.items} work-items' partials" if self.items > 1 else "")
+                             + f") exceed the {LOCAL_FLOATS} floats of local memory a work-group may take: use more "
+                             "splits" + (" or fewer items" if self.items > 1 else ""))
+
+    @property
+    def local_floats(self) -> int:
+        """Local memory floats: the G query rows, G scores per row of the split and, with
+        several work-items, the two reductions' partials (a maximum and a sum per head)."""
+        return attention_local_floats(self.group, self.depth, self.chunk, self.items)
 
     @property
     def chunk(self) -> int:
