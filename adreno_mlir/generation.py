@@ -578,6 +578,10 @@ def compile_decoder(model, *, max_context: int | None = None, prefill_chunk: int
     if prefill_chunk > max_context:
         raise CompileError(f"prefill_chunk = {prefill_chunk} is longer than max_context = {max_context}")
     if plan is None:
+        if kv_cache is None:  # fp16 storage keeps the caches in halves too
+            from adreno_mlir.options import Precision, check_precision
+
+            kv_cache = "f16" if Precision(check_precision(precision)).storage == "f16" else "f32"
         plan = make_plan(target, device, textures=textures, precision=precision, layout=layout,
                          tuning_db=tuning_db, overrides=overrides, kv_cache=kv_cache)
     elif kv_cache is not None and kv_cache != plan.kv_cache:

@@ -162,7 +162,7 @@ class CompilePlan:
         return {"layout": self.layout, "textures": bool(self.textures), "precision": str(self.precision),
                 "storage": self.storage, "target": self.target,
                 "work_group": str(self.work_group) if isinstance(self.work_group, str) else list(self.work_group),
-                "kv_cache": self.kv_cache, "custom_pipeline": bool(custom_pipeline)}
+                "custom_pipeline": bool(custom_pipeline)} | ({"kv_cache": self.kv_cache} if self.kv_cache != "f32" else {})
 
     def config_source_names(self) -> tuple[str, str]:
         """(merged file, what the user gave) for messages that name the file
@@ -210,7 +210,8 @@ def make_plan(
     `CompileError` naming the parameter, the value and the choices (adreno_mlir.options).
     Defaults are resolved here: `textures=None` is images on GPU targets with image
     support, `layout=None` nchw4c with textures or fp16 storage (else nchw), `kv_cache=None`
-    (a decoder's KV cache storage, "f32" or "f16") f16 with fp16 storage (else f32)."""
+    (a decoder's KV cache storage, "f32" or "f16") f32 (compile_decoder asks for f16 with fp16
+    storage)."""
     from adreno_mlir.options import (
         Layout,
         Precision,
@@ -255,7 +256,7 @@ def make_plan(
         raise CompileError(f"layout='nchw' is the fp32 buffer path: {' and '.join(needs)} need "
                            "layout='nchw4c' (or leave layout=None)")
     if kv_cache is None:
-        kv_cache = "f16" if Precision(checked).storage == "f16" else "f32"
+        kv_cache = "f32"
     if kv_cache not in ("f32", "f16"):
         raise CompileError(f"kv_cache must be 'f32' or 'f16' (the storage of a decoder's KV cache), got {kv_cache!r}")
     tuning_db = None if tuning_db is None else str(tuning_db)

@@ -58,7 +58,6 @@ class GQA(Family):
         Key("kv_tile", POWERS[2:7], "cache rows per K/V tile in local memory (tiled prefill)", off=32),
     )
     fixed_work_group = True
-    exclusive = (("tile", "splits"), ("tile", "items"))
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, graph.GroupQueryAttentionOp)
@@ -146,8 +145,10 @@ class GQA(Family):
         return dims
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
-        """The tiled kernel reads neither splits nor items; the other one no kv_tile."""
-        if head.geometry[1] == 1:
+        """The tiled kernel reads neither splits nor items; the other one no kv_tile (a space
+        kept without its op, as a tuning record's: several tokens where it has `tile`)."""
+        tokens = head.geometry[1] if head is not None else (2 if "tile" in cfg else 1)
+        if tokens == 1:
             cfg.pop("tile", None)
             cfg.pop("kv_tile", None)
         elif cfg.get("tile", 0):
