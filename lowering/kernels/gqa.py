@@ -35,6 +35,13 @@ of D, G scores per row of its split and the reductions' partials (`attention_loc
 the tiled prefill's K and V tiles."""
 
 
+def powers_of_two(**keys: int) -> None:
+    """ValueError naming the first of `keys` that is not a power of two."""
+    for what, v in keys.items():
+        if v < 1 or v & (v - 1):
+            raise ValueError(f"{what} must be a power of two, got {v}")
+
+
 def attention_local_floats(group: int, depth: int, chunk: int, items: int) -> int:
     """What `GQAAttentionSpec` declares in local memory, in floats (its `local_floats`)."""
     return group * (depth + chunk) + (2 * group * items if items > 1 else 0)
@@ -159,9 +166,7 @@ class GQAAttentionSpec(_Geometry):
     scale: float = 1.0
 
     def __post_init__(self):
-        for what, v in (("splits", self.splits), ("items", self.items)):
-            if v < 1 or v & (v - 1):
-                raise ValueError(f"{what} must be a power of two, got {v}")
+        powers_of_two(splits=self.splits, items=self.items)
         if self.local_floats > LOCAL_FLOATS:
             raise ValueError(f"{self.group} heads x ({self.depth} + {self.chunk} rows"
                              + (f" + 2 x {self.items} work-items' partials" if self.items > 1 else "")
@@ -360,9 +365,7 @@ class GQAPrefillSpec(_Geometry):
     scale: float = 1.0
 
     def __post_init__(self):
-        for what, v in (("tile", self.tile), ("kv_tile", self.kv_tile)):
-            if v < 1 or v & (v - 1):
-                raise ValueError(f"{what} must be a power of two, got {v}")
+        powers_of_two(tile=self.tile, kv_tile=self.kv_tile)
         if 2 * self.kv_tile * self.depth > LOCAL_FLOATS:
             raise ValueError(f"kv_tile = {self.kv_tile} rows of K and V ({2 * self.kv_tile * self.depth} floats) exceed "
                              f"the {LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
@@ -405,13 +408,15 @@ class GQAPrefillSpec(_Geometry):
         row0 = kb.mul(kb.add(kb.mul(kb.add(kb.mul(b, rows), s_in), h), kb.add(kb.mul(kv, g), gi)), d, "row0")
         vec = d % 4 == 0
         lanes = 4 if vec else 1
-        qv = []
-        for c in range(0, d, lanes):
-            if vec:
-                v4 = kb.vload(q, kb.add(row0, c), 4)
-                qv += [kb.lane(v4, k) for k in range(4)]
-            else:
-                qv.append(kb.load(q, kb.add(row0, c)))
+
+        def read_row(k1: KernelBuilder, ptr: SSAValue, at: SSAValue) -> list[SSAValue]:
+            """The D floats at ptr[at ..], as float4 loads where D % 4 == 0."""
+            if not vec:
+                return [k1.load(ptr, k1.add(at, c)) for c in range(d)]
+            return [k1.lane(v4, k) for c in range(0, d, 4) for v4 in [k1.vload(ptr, k1.add(at, c), 4)]
+                    for k in range(4)]
+
+        qv = read_row(kb, q, row0)
         if self.scale != 1.0:
             qv = [kb.fmul(x, self.scale) for x in qv]
         cache0 = kb.mul(kb.add(kb.mul(b, kvh), kv), self.length * d, "cache0")
@@ -436,26 +441,14 @@ class GQAPrefillSpec(_Geometry):
             def row(k2: KernelBuilder, r: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 m, l, o = a[0], a[1], a[2:]
                 at = k2.mul(r, d)
-                kr = []
-                for c in range(0, d, lanes):
-                    if vec:
-                        v4 = k2.vload(keys, k2.add(at, c), 4)
-                        kr += [k2.lane(v4, k) for k in range(4)]
-                    else:
-                        kr.append(k2.load(keys, k2.add(at, c)))
+                kr = read_row(k2, keys, at)
                 score = k2.f(0.0)
                 for x, y in zip(qv, kr):
                     score = k2.fma(x, y, score)
                 m2 = k2.fmax(m, score)
                 alpha = k2.exp(k2.fsub(m, m2))
                 p = k2.exp(k2.fsub(score, m2))
-                vr = []
-                for c in range(0, d, lanes):
-                    if vec:
-                        v4 = k2.vload(values, k2.add(at, c), 4)
-                        vr += [k2.lane(v4, k) for k in range(4)]
-                    else:
-                        vr.append(k2.load(values, k2.add(at, c)))
+                vr = read_row(k2, values, at)
                 return [m2, k2.fma(l, alpha, p)] + [k2.fma(p, v, k2.fmul(x, alpha)) for x, v in zip(o, vr)]
 
             n = k1.min_i(k1.sub(mine, j0), tile_rows)  # this token's rows of the tile (none past it)
