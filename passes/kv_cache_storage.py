@@ -31,11 +31,34 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType, f16, f32
-
-from xdsl.rewriter import Rewriter
+from xdsl.ir import BlockArgument
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.pass_options import CheckedPass, option
+
+
+@dataclass(frozen=True)
+class RetypeCaches(RewritePattern):
+    """The caches of one attention op, function arguments (state), retyped to `element`, and
+    their function's signature with them (a computed cache fails the op's verifier)."""
+
+    element: object
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.GroupQueryAttentionOp, rewriter: PatternRewriter, /):
+        caches = [c for c in (op.k_cache, op.v_cache) if isinstance(c, BlockArgument)
+                  and isinstance(c.type, TensorType) and c.type.element_type != self.element]
+        fn = op.parent_op()
+        while fn is not None and not isinstance(fn, func.FuncOp):
+            fn = fn.parent_op()
+        if not caches or fn is None or caches[0].block is not fn.body.block:
+            return
+        for cache in caches:
+            hint = cache.name_hint
+            rewriter.replace_value_with_new_type(cache, TensorType(self.element, cache.type.get_shape())).name_hint = hint
+        fn.function_type = FunctionType.from_lists([a.type for a in fn.body.block.args],
+                                                   list(fn.function_type.outputs.data))
 
 
 @dataclass(frozen=True)
@@ -47,22 +70,5 @@ class KVCacheStorage(CheckedPass):
     other type are retyped."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        want = f16 if self.element == "f16" else f32
-        for fn in op.walk():
-            if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
-                continue
-            block = fn.body.block
-            changed = False
-            for attn in list(fn.walk()):
-                if not isinstance(attn, graph.GroupQueryAttentionOp):
-                    continue
-                for cache in (attn.k_cache, attn.v_cache):
-                    t = cache.type
-                    if cache.owner is not block or not isinstance(t, TensorType) or t.element_type == want:
-                        continue  # (a computed cache fails the op's verifier)
-                    hint = cache.name_hint
-                    Rewriter.replace_value_with_new_type(cache, TensorType(want, t.get_shape())).name_hint = hint
-                    changed = True
-            if changed:
-                fn.function_type = FunctionType.from_lists([a.type for a in block.args],
-                                                           list(fn.function_type.outputs.data))
+        PatternRewriteWalker(RetypeCaches(f16 if self.element == "f16" else f32),
+                             apply_recursively=False).rewrite_module(op)

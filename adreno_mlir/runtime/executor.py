@@ -111,8 +111,7 @@ class DeviceMemory:
         self.context = context
         self._weights: dict[tuple[str, str, int], tuple[np.ndarray, cl.Buffer]] = {}
         self.states: dict[str, cl.Buffer] = {}
-        self._state_bytes: dict[str, int] = {}
-        self._state_dtype: dict[str, str] = {}
+        self._state_kind: dict[str, tuple[int, str]] = {}  # name -> (bytes, element type)
         self.transfers = {"to_device": 0, "to_host": 0}
 
     def weight(self, w, arr: np.ndarray) -> cl.Buffer:
@@ -129,13 +128,14 @@ class DeviceMemory:
         """The buffer of state `name` (created zero-filled on first use): `nbytes` bytes of
         `dtype` elements ("f32", or "f16" for a cache kept in halves)."""
         if name in self.states:
-            if (self._state_bytes[name], self._state_dtype[name]) != (nbytes, dtype):
-                raise RuntimeError_(f"state '{name}' is {self._state_bytes[name]} bytes of {self._state_dtype[name]} in "
+            if self._state_kind[name] != (nbytes, dtype):
+                had, had_dtype = self._state_kind[name]
+                raise RuntimeError_(f"state '{name}' is {had} bytes of {had_dtype} in "
                                     f"one program and {nbytes} of {dtype} in another; programs sharing it must be "
                                     "compiled for the same cache shape and storage")
             return self.states[name]
         buf = cl.Buffer(self.context, MF.READ_WRITE, nbytes)
-        self.states[name], self._state_bytes[name], self._state_dtype[name] = buf, nbytes, dtype
+        self.states[name], self._state_kind[name] = buf, (nbytes, dtype)
         self.reset_states(names=[name])
         return buf
 
@@ -143,7 +143,7 @@ class DeviceMemory:
         """Zero the state buffers (all, or `names`)."""
         q = queue or cl.CommandQueue(self.context)
         for name in (self.states if names is None else names):
-            cl.enqueue_copy(q, self.states[name], np.zeros(self._state_bytes[name], np.uint8))
+            cl.enqueue_copy(q, self.states[name], np.zeros(self._state_kind[name][0], np.uint8))
         q.finish()
 
     def release(self) -> None:
@@ -152,15 +152,15 @@ class DeviceMemory:
         later runs create them again, the states zero-filled."""
         self._weights.clear()
         self.states.clear()
-        self._state_bytes.clear()
-        self._state_dtype.clear()
+        self._state_kind.clear()
 
     def read_state(self, name: str, queue: cl.CommandQueue | None = None) -> np.ndarray:
         """A host copy of a state buffer (flat: float32, or float16 for a cache kept in
         halves), for tests and debugging."""
         q = queue or cl.CommandQueue(self.context)
-        dtype = np.float16 if self._state_dtype[name] == "f16" else np.float32
-        out = np.empty(self._state_bytes[name] // np.dtype(dtype).itemsize, dtype)
+        nbytes, element = self._state_kind[name]
+        dtype = np.float16 if element == "f16" else np.float32
+        out = np.empty(nbytes // np.dtype(dtype).itemsize, dtype)
         cl.enqueue_copy(q, out, self.states[name])
         q.finish()
         return out

@@ -44,10 +44,9 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
 weights: the packed words of quantized weights, format version 4)."""
 
 TENSOR_DTYPES = {"f32": np.float32, "i32": np.int32, "f16": np.float16}
-"""Element types of inputs and outputs (f16: state inputs only, a KV cache kept in halves)."""
-"""Element types of model inputs and outputs: f32, and i32 for integer inputs (token ids
-of an embedding lookup, attention masks, token type ids), whose `bound` says which values
-are valid."""
+"""Element types of model inputs and outputs: f32; i32 for integer inputs (token ids of an
+embedding lookup, attention masks, token type ids), whose `bound` says which values are
+valid; f16 for state inputs only (a KV cache kept in halves, never fed or returned)."""
 
 CONSTANT_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bool": np.bool_,
                    "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,

@@ -24,7 +24,8 @@ from adreno_mlir.dialects import graph
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.gqa import (LOCAL_FLOATS, GQAAttentionSpec, GQACombineSpec, GQAPrefillSpec,
-                                              GQAUpdateSpec, attention_local_floats)
+                                              GQAUpdateSpec, attention_local_floats,
+                                              prefill_local_floats)
 
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -32,6 +33,12 @@ POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MAX_SPLITS = 64
 MIN_CHUNK = 32
 """The fewest cache rows per split the GPU decode default gives a work-group."""
+
+
+def tiled(op: graph.GroupQueryAttentionOp, cfg: dict[str, Any]) -> bool:
+    """Whether `cfg` runs `op` with the prefill kernel tiled over the chunk: a `tile` given
+    and several tokens a run (a decode program ignores `tile`)."""
+    return bool(cfg.get("tile", 0)) and op.geometry[1] > 1
 
 
 def min_splits(op: graph.GroupQueryAttentionOp, items: int = 1) -> int | None:
@@ -68,7 +75,7 @@ class GQA(Family):
         and tile (0)."""
         if head.geometry[1] == 1:
             return ("splits", "items")
-        return ("tile", "kv_tile") if cfg.get("tile", 0) else ("splits", "items", "tile")
+        return ("tile", "kv_tile") if tiled(head, cfg) else ("splits", "items", "tile")
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
         """Decode (one token a run), on GPUs: 64 work-items a work-group; the cache split into
@@ -95,7 +102,7 @@ class GQA(Family):
             while tile * 2 <= max(1, 64 // g) and tile < s:
                 tile *= 2
             kv_tile = 32
-            while kv_tile > 4 and 2 * kv_tile * d > LOCAL_FLOATS:
+            while kv_tile > 4 and prefill_local_floats(kv_tile, d) > LOCAL_FLOATS:
                 kv_tile //= 2
             groups = b * cdiv(s, tile) * op.kv_heads
             if "tile" in given or not rules.gpu or not rules.compute_units or groups >= rules.compute_units:
@@ -114,10 +121,10 @@ class GQA(Family):
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
         _, _, length, d, _ = head.geometry
         g = head.heads // head.kv_heads
-        if cfg.get("tile", 0) and head.geometry[1] > 1:
+        if tiled(head, cfg):
             if cfg["tile"] * g > 256:
                 return f"tile = {cfg['tile']} tokens x {g} query heads exceed 256 work-items a work-group"
-            if 2 * cfg.get("kv_tile", 32) * d > LOCAL_FLOATS:
+            if prefill_local_floats(cfg.get("kv_tile", 32), d) > LOCAL_FLOATS:
                 return (f"kv_tile = {cfg.get('kv_tile', 32)} rows of K and V of {d} exceed the {LOCAL_FLOATS} floats of "
                         "local memory a work-group may take")
             return None
@@ -141,7 +148,7 @@ class GQA(Family):
         if s > 1:
             g = head.heads // head.kv_heads
             dims += [("tile", tuple(t for t in (0, 1, 2, 4, 8, 16, 32, 64) if t * g <= 256 and t < 2 * s)),
-                     ("kv_tile", tuple(k for k in (8, 16, 32, 64) if 2 * k * d <= LOCAL_FLOATS))]
+                     ("kv_tile", tuple(k for k in (8, 16, 32, 64) if prefill_local_floats(k, d) <= LOCAL_FLOATS))]
         return dims
 
     def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
@@ -160,7 +167,7 @@ class GQA(Family):
 
     def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
         b, s, _, _, _ = head.geometry
-        if cfg.get("tile", 0) and s > 1:
+        if tiled(head, cfg):
             return b * cdiv(s, cfg["tile"]) * head.kv_heads * cfg["tile"] * (head.heads // head.kv_heads)
         return b * s * head.kv_heads * cfg.get("splits", 1) * cfg.get("items", 1)
 
@@ -189,13 +196,13 @@ class GQAPattern(KernelPattern):
                                 interleaved=bool(op.interleaved.value.data), table_rows=table),
                   [*qkv, start, *rotary, kc, vc, q_rot], loc)
         out = hb.alloc(op.output)
-        if cfg.get("tile", 0) and s > 1:
+        if tiled(op, cfg):
             try:
-                tiled = GQAPrefillSpec(**geo, cache=cache, tile=cfg["tile"], kv_tile=cfg.get("kv_tile", 32),
-                                       scale=op.scale.value.data)
+                prefill = GQAPrefillSpec(**geo, cache=cache, tile=cfg["tile"], kv_tile=cfg.get("kv_tile", 32),
+                                         scale=op.scale.value.data)
             except ValueError as e:
                 raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
-            hb.launch(tiled, [q_rot, kc, vc, start, out], loc)
+            hb.launch(prefill, [q_rot, kc, vc, start, out], loc)
             return
         splits, items = cfg["splits"], cfg["items"]
         try:

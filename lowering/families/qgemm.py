@@ -94,7 +94,8 @@ class QGemm(Family):
           (the split kernel at 4 x 8: 29.4 with the weights in L2, 19.1 interleaved).
         - fewer than 2048 columns: k_split raised towards 32 (at most 32768 work-items in
           all), as 4 items a column leave the GPU idle: the 0.34B decoder's down projection
-          (2816 x 1024) took 17.1 us with 32 items a column and 18.7-23.3 with 4.
+          (2816 x 1024) took 16.5 us with 32 items a column (8 columns a work-group) and
+          18.7-23.3 with 4 (qmatmul_down.json, qmatmul_final.json).
         - k_split halved while it exceeds the blocks, cols_per_group while it is more than
           N needs.
         A `k_split` or `cols_per_group` given (an override) is kept and the rest follows it."""
@@ -115,8 +116,7 @@ class QGemm(Family):
         cols = given.get("cols_per_group", GEMV_COLUMNS)
         while cols > 1 and (cols // 2 >= n or split * cols > TUNED_GROUP_MAX) and "cols_per_group" not in given:
             cols //= 2  # no more columns than N needs, no more than 256 work-items
-        trips = cdiv(blocks, split)
-        unroll = max((u for u in (2,) if u <= trips), default=0)
+        unroll = 2 if cdiv(blocks, split) >= 2 else 0  # two blocks' loads in flight where an item has two
         return {"k_split": split, "tile_m": 1, "cols_per_group": cols, "block_loads": 1, "k_unroll": unroll}
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:

@@ -42,6 +42,11 @@ def powers_of_two(**keys: int) -> None:
             raise ValueError(f"{what} must be a power of two, got {v}")
 
 
+def prefill_local_floats(kv_tile: int, depth: int) -> int:
+    """What `GQAPrefillSpec` declares in local memory, in floats: a K and a V tile."""
+    return 2 * kv_tile * depth
+
+
 def attention_local_floats(group: int, depth: int, chunk: int, items: int) -> int:
     """What `GQAAttentionSpec` declares in local memory, in floats (its `local_floats`)."""
     return group * (depth + chunk) + (2 * group * items if items > 1 else 0)
@@ -366,8 +371,9 @@ class GQAPrefillSpec(_Geometry):
 
     def __post_init__(self):
         powers_of_two(tile=self.tile, kv_tile=self.kv_tile)
-        if 2 * self.kv_tile * self.depth > LOCAL_FLOATS:
-            raise ValueError(f"kv_tile = {self.kv_tile} rows of K and V ({2 * self.kv_tile * self.depth} floats) exceed "
+        if prefill_local_floats(self.kv_tile, self.depth) > LOCAL_FLOATS:
+            raise ValueError(f"kv_tile = {self.kv_tile} rows of K and V ({prefill_local_floats(self.kv_tile, self.depth)} "
+                             "floats) exceed "
                              f"the {LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
 
     @property
