@@ -35,15 +35,19 @@ class InputError(AdrenoError, ValueError):
 def read_json(path, error: type[AdrenoError], prefix: str = "", what: str = ""):
     """The JSON value in file `path`; an unreadable file or invalid JSON raises `error`
     naming the file (`prefix` starts the message, e.g. the pass that reads it; `what`
-    says what the file is)."""
+    says what the file is). A name ending in `.gz` is read through gzip (the tuning corpus)."""
+    import gzip
     import json
     from pathlib import Path
 
     try:
+        if str(path).endswith(".gz"):
+            with gzip.open(path, "rt") as f:
+                return json.loads(f.read())
         return json.loads(Path(path).read_text())
     except OSError as e:
-        raise error(f"{prefix}cannot read {what}{path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
+        raise error(f"{prefix}cannot read {what}{path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise error(f"{prefix}{path} is not valid JSON: {e}") from None
 
 

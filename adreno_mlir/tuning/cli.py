@@ -51,7 +51,9 @@ def add_tune_command(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", help="write the report as JSON")
-    t.add_argument("--export", metavar="FILE", help="write every row of --db as JSON and exit")
+    t.add_argument("--export", metavar="FILE", help="write every row of --db as JSON and exit (FILE.gz: gzipped)")
+    t.add_argument("--compact", action="store_true",
+                   help="with --export: medians only, one row per line (the repository's tuning-corpus/)")
     t.add_argument("--import", dest="import_", metavar="FILE", help="merge rows exported elsewhere into --db and exit")
     t.add_argument("--show", action="store_true", help="print what --db holds per device and exit")
     t.set_defaults(func=_cmd_tune)
@@ -63,7 +65,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if args.export or args.import_ or args.show:
         with TuningDB(args.db) as db:
             if args.export:
-                n = db.export_json(args.export)
+                n = db.export_json(args.export, compact=args.compact)
                 print(f"exported {n} rows of {args.db} to {args.export}")
             if args.import_:
                 n = db.import_json(args.import_)

@@ -224,22 +224,36 @@ class TuningDB:
 
     # ------------------------------------------------------------------ moving between machines
 
-    def export_json(self, path: str | Path) -> int:
-        """Write every row as JSON (`adreno-mlir tune --export`); returns the row count."""
+    def export_json(self, path: str | Path, compact: bool = False) -> int:
+        """Write every row as JSON (`adreno-mlir tune --export`); returns the row count.
+        A name ending in `.gz` is gzipped. `compact`: without each row's per-repeat times
+        and one row per line (the tuning corpus kept in the repository, tuning-corpus/)."""
         cur = self.conn.execute("SELECT * FROM measurements ORDER BY device, driver, compiler, signature")
         cols = [c[0] for c in cur.description]
         rows = [dict(zip(cols, r)) for r in cur]
         for r in rows:
             r["config"] = json.loads(r["config"])
-            r["times_ms"] = json.loads(r["times_ms"] or "[]")
+            r["times_ms"] = [] if compact else json.loads(r["times_ms"] or "[]")
             r["is_default"] = bool(r["is_default"])
         cur = self.conn.execute("SELECT * FROM decisions ORDER BY device, driver, compiler, signature")
         cols = [c[0] for c in cur.description]
         decisions = [dict(zip(cols, r)) for r in cur]
         for d in decisions:
             d["config"] = None if d["config"] is None else json.loads(d["config"])
-        Path(path).write_text(json.dumps({"format": "adreno-mlir-tuning", "schema": SCHEMA_VERSION, "rows": rows,
-                                          "decisions": decisions}, indent=1))
+        doc = {"format": "adreno-mlir-tuning", "schema": SCHEMA_VERSION, "rows": rows, "decisions": decisions}
+        if compact:  # one row per line: a corpus that grows by sessions diffs by rows
+            text = ("{" + ", ".join(f'"{k}": {json.dumps(doc[k])}' for k in ("format", "schema"))
+                    + ',\n"rows": [\n' + ",\n".join(json.dumps(r, sort_keys=True) for r in rows)
+                    + '],\n"decisions": [\n' + ",\n".join(json.dumps(d, sort_keys=True) for d in decisions) + "]}\n")
+        else:
+            text = json.dumps(doc, indent=1)
+        if str(path).endswith(".gz"):
+            import gzip
+
+            with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+                f.write(text.encode())  # no time in the header: the same rows give the same bytes
+        else:
+            Path(path).write_text(text)
         return len(rows)
 
     def import_json(self, path: str | Path) -> int:
