@@ -480,6 +480,21 @@ def test_export_import(normal_tune, tmp_path):
         assert contents(db) == before
         assert db.best_configs(key) == best
         assert db.import_json(exported) == 0  # nothing newer
+    # the compact gzipped form of the corpus (tuning-corpus/): the same rows, medians only, the
+    # same bytes for the same rows
+    packed = tmp_path / "corpus.json.gz"
+    with TuningDB(db_path) as db:
+        assert db.export_json(packed, compact=True) == n
+        first = packed.read_bytes()
+        assert db.export_json(packed, compact=True) == n and packed.read_bytes() == first
+    with TuningDB(tmp_path / "from-gz.db") as db:
+        assert db.import_json(packed) == n
+        got = contents(db)
+        assert [r[:8] for r in got[0]] == [r[:8] for r in before[0]]  # all but the repeats' times
+        assert all(r[8] == "[]" for r in got[0]) and got[1] == before[1]
+    (tmp_path / "broken.json.gz").write_bytes(b"not gzip")
+    with TuningDB(tmp_path / "y.db") as db, pytest.raises(TuningDBError, match="broken.json.gz"):
+        db.import_json(tmp_path / "broken.json.gz")
     # through the CLI too
     run = run_cli("tune", "--db", str(tmp_path / "cli.db"), "--import", str(exported))
     assert run.returncode == 0 and f"imported {n} rows" in run.stdout, run.stdout + run.stderr
