@@ -231,6 +231,7 @@ def compile(
     overrides: str | Path | dict | None = None,
     plan: CompilePlan | None = None,
     memory=None,
+    cost_model: str | Path | None = "auto",
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -274,6 +275,11 @@ def compile(
                compiler versions are ignored with a warning (adreno_mlir.tuning).
     overrides: kernel configs to apply (a JSON file, or the same as a dict): see
                select-kernel-config. Entries from `tuning_db` come first, these win.
+    cost_model: learned defaults (adreno_mlir.tuning.cost_model): "auto" (default) the
+               artifact shipped for the target profile (today the H200's; the rules where
+               none is), an artifact's path, or None for the rules alone;
+               select-kernel-config takes its choice for every kernel no tuning_db or
+               overrides entry names (visible in `cm.pipeline` and the IR's kernel_config).
     plan:      a `CompilePlan` (adreno_mlir.plan.make_plan) instead of target, device,
                textures, precision, layout, work_group, tuning_db and overrides, which
                then stay at their defaults. Without it, those options make the plan
@@ -293,10 +299,10 @@ def compile(
     runtime = resolve_runtime(runtime)
     if plan is None:
         plan = make_plan(target, device, textures=textures, precision=precision, layout=layout,
-                         work_group=work_group, tuning_db=tuning_db, overrides=overrides)
+                         work_group=work_group, tuning_db=tuning_db, overrides=overrides, cost_model=cost_model)
     else:
         _check_plan_alone(plan, target=target, device=device, textures=textures, precision=precision, layout=layout,
-                          work_group=work_group, tuning_db=tuning_db, overrides=overrides)
+                          work_group=work_group, tuning_db=tuning_db, overrides=overrides, cost_model=cost_model)
     context = plan.context()
     if plan.compute == "f16":
         check_half_support(context.devices[0])
@@ -375,7 +381,8 @@ def compile(
 
 
 _PLAN_KEYWORDS = {"target": "auto", "device": None, "textures": None, "precision": "fp32", "layout": None,
-                  "work_group": "driver", "tuning_db": None, "overrides": None}
+                  "work_group": "driver", "tuning_db": None, "overrides": None,
+                  "cost_model": "auto"}
 """compile()'s options that a `plan=` replaces, and their defaults."""
 
 

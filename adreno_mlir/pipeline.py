@@ -30,7 +30,8 @@ def graph_opt(target: str, kv_cache: str = "f32") -> tuple[str, str]:
 
 def stages_for(layout: str, textures: bool, storage: str, target: str,
                work_group: tuple[int, ...] = (), compute: str = "f32",
-               overrides: str = "", *, profile=None, kv_cache: str = "f32") -> list[tuple[str, str]]:
+               overrides: str = "", *, profile=None, kv_cache: str = "f32",
+               cost_model: str = "") -> list[tuple[str, str]]:
     """The stage list of a compile. Every decision is a pass of its own: graph cleanups,
     (NCHW4c) layout, Winograd, memory scopes, then fusion, per-kernel configs from the
     target profile, split-K, shared storage for concats (plan-memory) and the lowering.
@@ -38,9 +39,12 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
     nothing to do there (all three apply to NCHW4c tensors only). `compute` "f16"
     (precision fp16) has select-kernel-config give every NCHW4c kernel `compute = "f16"`;
     `overrides` names a JSON file of kernel configs for it (a tuning database's best
-    entries, `compile(tuning_db=...)`). `profile` is `target`'s TargetProfile where the
+    entries, `compile(tuning_db=...)`), and conv-winograd and annotate-texture-scope read
+    its per-node `winograd` and `scope` keys. `profile` is `target`'s TargetProfile where the
     caller has it (a `CompilePlan`'s, adreno_mlir.plan, which builds its stages here);
-    else it is looked up by name."""
+    else it is looked up by name. `cost_model` names a learned-defaults artifact
+    (adreno_mlir.tuning.cost_model) select-kernel-config consults for kernels no override
+    entry names."""
     config = f"select-kernel-config{{target={target}"
     if compute != "f32":
         config += f" compute={compute}"
@@ -48,6 +52,8 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         config += " work-group=" + ",".join(str(d) for d in work_group)
     if overrides:
         config += f' overrides="{overrides}"'
+    if cost_model:
+        config += f' cost-model="{cost_model}"'
     config += "}"
     if profile is None:
         from adreno_mlir.target import get_profile
@@ -62,7 +68,12 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         ("memory", "plan-memory"),
         ("opencl", lowering),
     ]
-    winograd = ("winograd", f"conv-winograd{{target={target}}}")
+    # The overrides file's `loc:NODE` entries may also say `winograd` and `scope`: per-node
+    # choices conv-winograd and annotate-texture-scope read (the option only with a file, so
+    # the default pipeline strings stay as they were; `images=` stays last, where
+    # bench/bench.py's texture-rows plan appends `mapping=`).
+    per_node = f' overrides="{overrides}"' if overrides else ""
+    winograd = ("winograd", f"conv-winograd{{target={target}{per_node}}}")
     if layout == "nchw":
         return [graph_opt(target, kv_cache), winograd, *tail]
     images = "true" if textures else "false"
@@ -70,7 +81,7 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
         graph_opt(target, kv_cache),
         ("layout", f"convert-layout-nchw4c{{storage={storage}}}"),
         winograd,
-        ("scope", f"annotate-texture-scope{{target={target} images={images}}}"),
+        ("scope", f"annotate-texture-scope{{target={target}{per_node} images={images}}}"),
         tail[0],
         ("pool-partials", f"fuse-pool-partials{{target={target}}}"),
         ("channel-scale", "fuse-channel-scale"),

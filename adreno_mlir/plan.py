@@ -67,6 +67,9 @@ class CompilePlan:
     kv_cache: str = "f32"
     """The storage of a decoder's KV caches: "f32", or "f16" (the `kv-cache-storage` pass
     keeps them in halves; passes/kv_cache_storage.py). Nothing else reads it."""
+    cost_model: str = ""
+    """The learned-defaults artifact select-kernel-config consults where no override entry
+    names a kernel (adreno_mlir.tuning.cost_model; "" for the rules alone)."""
 
     # ------------------------------------------------------------------ derived options
 
@@ -107,7 +110,8 @@ class CompilePlan:
         from adreno_mlir.pipeline import stages_for
 
         stages = stages_for(self.layout, self.textures, self.storage, self.target, self.local_size, self.compute,
-                            self.overrides_file, profile=self.profile, kv_cache=self.kv_cache)
+                            self.overrides_file, profile=self.profile, kv_cache=self.kv_cache,
+                            cost_model=self.cost_model)
         if until is None:
             return stages
         names = [n for n, _ in stages]
@@ -154,15 +158,18 @@ class CompilePlan:
         `plan`, `analyze`'s header)."""
         return (f"layout {self.layout}, {'textures' if self.textures else 'buffers'}, {self.precision}, "
                 f"target {self.target}" + (", f16 KV cache" if self.kv_cache == "f16" else "")
+                + (", learned defaults" if self.cost_model else "")
                 + (" (custom pipeline: see .pipeline)" if custom_pipeline else ""))
 
     def record(self, custom_pipeline: bool = False) -> dict:
         """The resolved options as plain JSON values (`CompiledModel.options`, an
         artifact's manifest `options`, docs/artifact.md)."""
-        return {"layout": self.layout, "textures": bool(self.textures), "precision": str(self.precision),
-                "storage": self.storage, "target": self.target,
-                "work_group": str(self.work_group) if isinstance(self.work_group, str) else list(self.work_group),
-                "custom_pipeline": bool(custom_pipeline)} | ({"kv_cache": self.kv_cache} if self.kv_cache != "f32" else {})
+        return ({"layout": self.layout, "textures": bool(self.textures), "precision": str(self.precision),
+                 "storage": self.storage, "target": self.target,
+                 "work_group": str(self.work_group) if isinstance(self.work_group, str) else list(self.work_group),
+                 "custom_pipeline": bool(custom_pipeline)}
+                | ({"kv_cache": self.kv_cache} if self.kv_cache != "f32" else {})
+                | ({"cost_model": Path(self.cost_model).name} if self.cost_model else {}))
 
     def config_source_names(self) -> tuple[str, str]:
         """(merged file, what the user gave) for messages that name the file
@@ -203,6 +210,7 @@ def make_plan(
     tuning_db: str | Path | None = None,
     overrides: str | Path | dict | None = None,
     kv_cache: str | None = None,
+    cost_model: str | Path | None = "auto",
 ) -> CompilePlan:
     """The plan of a compile with these options (`compile()`'s, which documents them).
 
@@ -211,7 +219,9 @@ def make_plan(
     Defaults are resolved here: `textures=None` is images on GPU targets with image
     support, `layout=None` nchw4c with textures or fp16 storage (else nchw), `kv_cache=None`
     (a decoder's KV cache storage, "f32" or "f16") f32 (compile_decoder asks for f16 with fp16
-    storage)."""
+    storage). `cost_model`: "auto" (default: the learned-defaults artifact shipped
+    for the target profile, adreno_mlir.tuning.cost_model.shipped_for; none: the rules), an
+    artifact's path, or None / "" (the rules alone)."""
     from adreno_mlir.options import (
         Layout,
         Precision,
@@ -261,7 +271,17 @@ def make_plan(
         raise CompileError(f"kv_cache must be 'f32' or 'f16' (the storage of a decoder's KV cache), got {kv_cache!r}")
     tuning_db = None if tuning_db is None else str(tuning_db)
     source, merged = _overrides(device, tuning_db, overrides)
+    if cost_model == "auto":
+        from adreno_mlir.tuning.cost_model import shipped_for
+
+        cost_model = shipped_for(profile)
+    elif cost_model:
+        cost_model = str(Path(cost_model).resolve())
+        if not Path(cost_model).is_file():
+            raise CompileError(f"cost_model: {cost_model} does not exist (a learned-defaults artifact: "
+                               "python -m adreno_mlir.tuning.cost_model train ... --out FILE)")
     return CompilePlan(
         layout=layout.value, textures=bool(textures), precision=checked.value, target=target_name, profile=profile,
         work_group=work_group.value if isinstance(work_group, WorkGroup) else work_group,
-        device=device, tuning_db=tuning_db, overrides_source=source, overrides_file=merged, kv_cache=kv_cache)
+        device=device, tuning_db=tuning_db, overrides_source=source, overrides_file=merged, kv_cache=kv_cache,
+        cost_model=cost_model or "")

@@ -8,12 +8,19 @@ groups 1, constant weights and bias. Its tile comes from, in order:
 
 1. the discardable attribute `winograd` on the conv, `{winograd = 0 | 2 | 4 : i64}`
    (0 keeps the direct convolution): edit the IR to switch one layer;
-2. the pass option `tile` when it is not `auto` (`2`, `4`, or `off` for none);
-3. `select_winograd_tile`, a rule on the layer's channels and output extent for the
+2. the key `winograd` (0, 2 or 4) of the conv's `loc:<ONNX node name>` entry in the
+   JSON overrides file `overrides="PATH"` (select-kernel-config's file: other keys of
+   the entry, and entries without `winograd`, are left to the passes that read them);
+3. the pass option `tile` when it is not `auto` (`2`, `4`, or `off` for none);
+4. `select_winograd_tile`, a rule on the layer's channels and output extent for the
    target profile.
 
-A `winograd` attribute of 2 or 4 on a convolution that cannot take it is an error
-(naming the conv and the reason), not silently ignored.
+A `winograd` attribute or override of 2 or 4 on a convolution that cannot take it is an
+error (naming the conv and the reason), not silently ignored; so is an override entry
+with `winograd` whose node has no graph.conv2d in the module (a node the file names
+that is not in the module is not: a shared tuning file may hold other models' entries).
+The override does not write the attribute (that would change the kernel signatures
+select-kernel-config matches).
 
 The three new ops carry the conv's location; the output op keeps the conv's result
 type (memory scope included), and V and M start in global buffers (annotate-texture-
@@ -23,10 +30,12 @@ scope may move them to images).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, f32
+from xdsl.ir import Operation
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -44,7 +53,30 @@ from adreno_mlir.target import TargetProfile
 from adreno_mlir.weights import store_of
 
 ATTR = "winograd"
-"""Discardable attribute on a graph.conv2d: 0 (direct), 2 or 4 (the Winograd tile)."""
+"""Discardable attribute on a graph.conv2d: 0 (direct), 2 or 4 (the Winograd tile); also
+the key of a `loc:NODE` overrides entry that conv-winograd reads."""
+TILES = (0, 2, 4)
+
+
+def node_choices(path: str, key: str, pass_name: str) -> dict[str, Any]:
+    """`{ONNX node name: value}` of the `loc:NODE` entries of overrides file `path` (the
+    JSON file select-kernel-config reads, `load_overrides`) that hold `key`; the entries'
+    other keys belong to other passes and are ignored here."""
+    from adreno_mlir.lowering.families import load_overrides
+
+    try:
+        entries = load_overrides(path)
+    except CompileError as e:
+        message = str(e)
+        prefix = "select-kernel-config: "
+        raise CompileError(f"{pass_name}: {message.removeprefix(prefix)}") from None
+    return {k[4:]: v[key] for k, v in entries.items() if k.startswith("loc:") and key in v}
+
+
+def node_of(op: Operation) -> str | None:
+    """The ONNX node name in `op`'s location (what a `loc:` overrides key names), or None."""
+    desc = getattr(op.location, "desc", None)
+    return None if desc is None else desc.data
 
 MIN_CHANNELS_GPU = 64
 """GPUs: below this many input or output channels the direct convolution is faster.
@@ -138,20 +170,32 @@ _where = op_where
 
 
 class WinogradConv(RewritePattern):
-    def __init__(self, tile_option: str, profile: TargetProfile):
+    def __init__(self, tile_option: str, profile: TargetProfile, overrides: dict[str, Any] | None = None,
+                 source: str = ""):
         self.tile_option = tile_option
         self.profile = profile
+        self.overrides = overrides or {}
+        """`{ONNX node name: tile}` from the overrides file `source` (`node_choices`)."""
+        self.source = source
 
     def tile_for(self, op: graph.Conv2dOp) -> int:
         attr = op.attributes.get(ATTR)
         if attr is not None:
-            if not isinstance(attr, IntegerAttr) or attr.value.data not in (0, 2, 4):
+            if not isinstance(attr, IntegerAttr) or attr.value.data not in TILES:
                 raise CompileError(f"{_where(op)}: attribute {ATTR} must be 0 (direct), 2 or 4 "
                                    f"(the Winograd tile), got {attr}")
             tile = attr.value.data
             reason = ineligible_reason(op) if tile else None
             if reason:
                 raise CompileError(f"{_where(op)}: {{{ATTR} = {tile}}} asks for Winograd but {reason}")
+            return tile
+        node = node_of(op)
+        if node is not None and node in self.overrides:
+            tile = self.overrides[node]  # checked in ConvWinograd.apply
+            reason = ineligible_reason(op) if tile else None
+            if reason:
+                raise CompileError(f"{_where(op)}: {self.source}: entry 'loc:{node}' has "
+                                   f'"{ATTR}": {tile}, which asks for Winograd, but {reason}')
             return tile
         if ineligible_reason(op) is not None:
             return 0
@@ -198,11 +242,29 @@ class ConvWinograd(CheckedPass):
     int, `tile=off` as a string: both are accepted."""
     target: str = target_option()
     """Target profile the automatic rule decides for (see adreno_mlir.target)."""
+    overrides: str = option("", values="a string: the path of a JSON file of overrides (quote it)")
+    """select-kernel-config's JSON overrides file: the key `winograd` (0, 2 or 4) of a
+    `loc:NODE` entry decides that conv (after a `winograd` attribute, before `tile`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tile = str(self.tile)
         profile = target_profile(self, op)
-        PatternRewriteWalker(GreedyRewritePatternApplier([WinogradConv(tile, profile)]),
+        chosen = node_choices(self.overrides, ATTR, self.name) if self.overrides else {}
+        for node, value in chosen.items():
+            if isinstance(value, bool) or value not in TILES:
+                raise CompileError(f"{self.name}: {self.overrides}: entry 'loc:{node}' has "
+                                   f'"{ATTR}": {value!r}; it takes 0 (direct), 2 or 4 (the Winograd tile)')
+        if chosen:
+            nodes: dict[str, bool] = {}  # node name: has a graph.conv2d
+            for o in op.walk():
+                if (n := node_of(o)) is not None and n in chosen:
+                    nodes[n] = nodes.get(n, False) or isinstance(o, graph.Conv2dOp)
+            for n, is_conv in nodes.items():
+                if not is_conv:
+                    raise CompileError(f"{self.name}: {self.overrides}: entry 'loc:{n}' has "
+                                       f'"{ATTR}": {chosen[n]}, but node {n} is not a convolution (its ops: '
+                                       + ", ".join(sorted({o.name for o in op.walk() if node_of(o) == n})) + ")")
+        PatternRewriteWalker(GreedyRewritePatternApplier([WinogradConv(tile, profile, chosen, self.overrides)]),
                              apply_recursively=False).rewrite_module(op)
         # The direct convolutions' packed weights are dead now.
         for c in [o for o in op.walk() if isinstance(o, graph.ConstantOp) and not o.result.uses]:

@@ -23,7 +23,14 @@ autotuner writes) replaces any default: `{"<signature>": {"x_block": 2}, "loc:/l
 keyed by the op's signature (`kernel_signature`: op kind, operand and result types,
 attributes, fused epilogue) or by `loc:` plus the ONNX node name of any op in the
 kernel. Node names win over signatures. Entries that match no op are reported (a
-warning: a shared tuning file may hold other models' entries).
+warning: a shared tuning file may hold other models' entries). A `loc:` entry may also hold
+`winograd` and `scope`: other passes read those (conv-winograd, annotate-texture-scope), this
+one ignores them.
+
+A cost model (`cost_model="PATH"`, an artifact of adreno_mlir.tuning.cost_model) chooses the
+config of every kernel no override entry matched and no hand-written config fixed: the
+candidate of the tuner's space (adreno_mlir.tuning.space, without those the lowering refuses)
+with the lowest predicted time, where it beats the default by the artifact's margin.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from adreno_mlir.lowering.families import (  # noqa: F401 - the config API, re-e
     CONFIG_ATTR,
     COMPUTE_TYPES,
     DEFAULT_RULES,
+    OTHER_PASS_KEYS,
     Rules,
     config_of,
     family_of,
@@ -57,10 +65,14 @@ from adreno_mlir.pass_options import CheckedPass, option, target_option, target_
 
 
 class SelectConfig(RewritePattern):
-    def __init__(self, rules: Rules, overrides: dict[str, dict[str, Any]], source: str = ""):
+    def __init__(self, rules: Rules, overrides: dict[str, dict[str, Any]], source: str = "",
+                 cost_model=None, profile=None):
         self.rules = rules
         self.overrides = overrides
         self.source = source
+        self.cost_model = cost_model
+        """An adreno_mlir.tuning.cost_model.CostModel, or None."""
+        self.profile = profile
         self.used: dict[str, set[str]] = {}
         """Override entries that matched a kernel, with the config keys applied from each."""
 
@@ -91,6 +103,7 @@ class SelectConfig(RewritePattern):
                 # One ONNX node may become several kernels (a Winograd conv becomes three):
                 # each takes the keys it reads; keys no kernel of the node read are reported.
                 entry = {k: v for k, v in entry.items() if k in known}
+                self.used.setdefault(key, set()).update(OTHER_PASS_KEYS & set(self.overrides[key]))
             self.used.setdefault(key, set()).update(entry)
             overridden.update(entry)
         if overridden:  # the defaults given the override (e.g. those of the NCHW conv kernel it picks)
@@ -104,7 +117,27 @@ class SelectConfig(RewritePattern):
                 raise CompileError(f"{e} (config from overrides file {self.source})") from None
             raise
         set_config(op, cfg)
+        if self.cost_model is not None and not overridden:
+            cfg = self.learned(op, cfg)
+            set_config(op, cfg)
         rewriter.notify_op_modified(op)
+
+    def learned(self, op: Operation, default: dict[str, Any]) -> dict[str, Any]:
+        """The cost model's choice among the tuner's candidates for `op` (configured with
+        `default`), checked as an override is."""
+        from adreno_mlir.tuning.space import space_of
+
+        space = space_of(op, self.rules.gpu)
+        if space is None:
+            return default
+        candidates = space.with_pruning(op, self.profile).candidates()[1:]  # the default is the first
+        chosen, _ = self.cost_model.choose(space.signature, space.default, candidates)
+        if chosen is space.default:
+            return default
+        try:
+            return validate_config(op, dict(chosen))
+        except CompileError as e:
+            raise CompileError(f"{e} (config chosen by cost model {self.cost_model.path})") from None
 
 
 @dataclass(frozen=True)
@@ -134,6 +167,9 @@ class SelectKernelConfig(CheckedPass):
     """JSON file of per-signature (or `loc:NODE`) config overrides."""
     compute: str = option("f32", choices=COMPUTE_TYPES)
     """Arithmetic of every NCHW4c kernel: f32, or f16 (half; precision="fp16", needs cl_khr_fp16)."""
+    cost_model: str = option("", values="a string: the path of a cost-model artifact (JSON, "
+                                         "adreno_mlir.tuning.cost_model; quote it)")
+    """Cost model choosing the config of kernels without an override ("": off, the rules)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         profile = target_profile(self, op)  # the other options are checked when the pass is made
@@ -141,7 +177,16 @@ class SelectKernelConfig(CheckedPass):
                       self.packed_co_blocks, self.min_work_items, self.split_k_items, tuple(self.work_group),
                       self.compute, profile.compute_units, profile.max_work_group_size, profile.local_memory_bytes)
         overrides = load_overrides(self.overrides) if self.overrides else {}
-        pattern = SelectConfig(rules, overrides, self.overrides)
+        model = None
+        if self.cost_model:
+            from adreno_mlir.tuning.cost_model import load
+
+            model = load(self.cost_model)
+            if not model.matches_profile(profile.name):
+                raise CompileError(f"select-kernel-config: cost model {self.cost_model} is for target profile "
+                                   f"'{model.profile}' (devices matching '{model.device_match}'), not "
+                                   f"'{profile.name}': train one for this device (docs/tuning.md)")
+        pattern = SelectConfig(rules, overrides, self.overrides, model, profile)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
         import warnings
 

@@ -39,7 +39,7 @@ def overrides_file_for(device, tuning_db=None, overrides=None) -> str:
             raise CompileError(f"tuning database {tuning_db} does not exist (create one with `adreno-mlir tune`)")
         key = device_key(device)
         with TuningDB(tuning_db) as db:
-            merged.update(db.best_configs(key))
+            merged.update(db.best_configs(key, measured_defaults=True))
             others = db.other_keys(key)
         if others:
             shown = "; ".join(f"{k.short()}: {n} rows" for k, n in others[:3])

@@ -185,12 +185,15 @@ class TuningDB:
                                 (key.device, key.driver, key.compiler))
         return {sig: (None if cfg is None else _config(cfg)) for sig, cfg in cur}
 
-    def best_configs(self, key: DeviceKey, margin: float = 0.02) -> dict[str, dict[str, Any]]:
+    def best_configs(self, key: DeviceKey, margin: float = 0.02,
+                     measured_defaults: bool = False) -> dict[str, dict[str, Any]]:
         """{signature: config} to compile with on this device, driver and compiler: the
         tuner's confirmed decisions (a tuning run that finished checked them in the whole
         model); for signatures no finished run decided (an interrupted run, imported
         rows), the best measured configuration if it beats the default by more than
-        `margin`. The default itself is never written: the compiler picks it anyway."""
+        `margin`. The default itself is written only with `measured_defaults`: for every
+        signature whose measured best is its default (the rules' config), so that a compile
+        with learned defaults (adreno_mlir.tuning.cost_model) keeps what was measured."""
         decided = self.decisions(key)
         best: dict[str, Row] = {}
         default: dict[str, float] = {}
@@ -204,6 +207,9 @@ class TuningDB:
         out = {sig: r.config for sig, r in best.items()
                if sig in default and r.median_ms < default[sig] * (1 - margin) and sig not in decided}
         out.update({sig: cfg for sig, cfg in decided.items() if cfg is not None})
+        if measured_defaults:
+            rules = {r.signature: r.config for r in self.rows(key) if r.is_default and r.status == "ok"}
+            out.update({sig: cfg for sig, cfg in rules.items() if sig not in out})
         return out
 
     def other_keys(self, key: DeviceKey) -> list[tuple[DeviceKey, int]]:
@@ -250,7 +256,7 @@ class TuningDB:
         if str(path).endswith(".gz"):
             import gzip
 
-            with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+            with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
                 f.write(text.encode())  # no time in the header: the same rows give the same bytes
         else:
             Path(path).write_text(text)

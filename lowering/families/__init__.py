@@ -221,8 +221,14 @@ def lowering_config(kop: Operation) -> dict[str, Any]:
     return cfg
 
 
+OTHER_PASS_KEYS = frozenset({"winograd", "scope"})
+"""Keys a `loc:NODE` override entry may hold for passes other than select-kernel-config
+(conv-winograd, annotate-texture-scope); select-kernel-config ignores them."""
+
+
 def load_overrides(path: str) -> dict[str, dict[str, Any]]:
-    """A JSON file of per-signature (or `loc:NODE`) configs, checked for keys no kernel reads."""
+    """A JSON file of per-signature (or `loc:NODE`) configs, checked for keys no kernel reads
+    (a `loc:` entry may also hold OTHER_PASS_KEYS)."""
     data = read_json(path, CompileError, "select-kernel-config: ", "overrides file ")
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise CompileError(
@@ -230,7 +236,7 @@ def load_overrides(path: str) -> dict[str, dict[str, Any]]:
             "to objects of config keys")
     known = every_key()
     for entry, cfg in data.items():
-        typos = sorted(set(cfg) - known)
+        typos = sorted(set(cfg) - known - (OTHER_PASS_KEYS if entry.startswith("loc:") else set()))
         if typos:
             raise CompileError(f"select-kernel-config: {path}: entry '{entry}' has key(s) {', '.join(typos)} that no "
                                f"kernel reads; known keys: {', '.join(sorted(known))}")
