@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import adreno_mlir
 from adreno_mlir.tuning import cost_model as cmod
 from adreno_mlir.tuning.db import DeviceKey, Row, TuningDB
+from tests.test_tuning import _small_model  # Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -140,23 +140,6 @@ def test_prediction_does_not_import_lightgbm(tmp_path):
 
 
 # --------------------------------------------------------------------------- the pass
-
-
-def _small_model() -> onnx.ModelProto:
-    """Conv -> Relu -> GlobalAveragePool -> Flatten -> Gemm (as tests/test_tuning.py)."""
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array((rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32), "w"),
-             numpy_helper.from_array((rng.standard_normal(8) * 0.1).astype(np.float32), "b"),
-             numpy_helper.from_array((rng.standard_normal((10, 8)) * 0.3).astype(np.float32), "gw"),
-             numpy_helper.from_array((rng.standard_normal(10) * 0.1).astype(np.float32), "gb")]
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
-             helper.make_node("Relu", ["c"], ["r"], name="relu"),
-             helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
-             helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
-             helper.make_node("Gemm", ["f", "gw", "gb"], ["y"], transB=1, name="fc")]
-    graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 @pytest.fixture(scope="module")

@@ -197,18 +197,19 @@ class TuningDB:
         decided = self.decisions(key)
         best: dict[str, Row] = {}
         default: dict[str, float] = {}
+        rules: dict[str, dict[str, Any]] = {}
         for r in self.rows(key):
             if r.status != "ok" or r.median_ms is None:
                 continue
             if r.is_default:
                 default[r.signature] = r.median_ms
+                rules[r.signature] = r.config
             elif r.signature not in best or r.median_ms < best[r.signature].median_ms:
                 best[r.signature] = r
         out = {sig: r.config for sig, r in best.items()
                if sig in default and r.median_ms < default[sig] * (1 - margin) and sig not in decided}
         out.update({sig: cfg for sig, cfg in decided.items() if cfg is not None})
         if measured_defaults:
-            rules = {r.signature: r.config for r in self.rows(key) if r.is_default and r.status == "ok"}
             out.update({sig: cfg for sig, cfg in rules.items() if sig not in out})
         return out
 
