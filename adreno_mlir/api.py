@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 from xdsl.dialects import func
@@ -72,6 +73,8 @@ class CompiledModel(RunnableModel):
     compile_plan: CompilePlan | None = field(default=None, repr=False)
     """The plan compiled (adreno_mlir.plan): `plan` and `options` describe it; after the
     buffer-plan fallback, the buffer plan."""
+    tune_report: Any = field(default=None, repr=False)
+    """`compile(tune_budget_s=...)`'s tuning report (adreno_mlir.tuning.TuneReport), else None."""
 
     def save(self, path: str | Path, *, binaries: bool = True) -> Path:
         """Write the compiled model as an artifact directory (`X.adreno/`, see
@@ -232,6 +235,7 @@ def compile(
     plan: CompilePlan | None = None,
     memory=None,
     cost_model: str | Path | None = "auto",
+    tune_budget_s: float | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (path, ModelProto or imported graph module) for an OpenCL device.
 
@@ -288,6 +292,13 @@ def compile(
                compiled models: weights of the same name and values are uploaded once, and
                state (a decoder's KV cache, `graph.state`) is one buffer for all of them
                (adreno_mlir.generation compiles a decoder's two programs so).
+    tune_budget_s: tune first, for about this many seconds (adreno_mlir.tuning.tune: the
+               search ordered by the cost model where one ships for the device, so a short
+               budget goes to the kernels it predicts to gain most), into `tuning_db`
+               (default: `tuning.db` in the cache's `tuning` folder, so that compiling again
+               resumes the search rather than starts it over), then compile with that
+               database. A progress bar on a terminal's stderr; `cm.tune_report` is the
+               report. Needs an ONNX model (path or ModelProto), not an imported module.
     """
     from adreno_mlir.runtime import Executable
     from adreno_mlir.runtime.device import check_half_support
@@ -297,6 +308,15 @@ def compile(
     start = time.perf_counter()
     cache_dir(cache)  # a bad `cache` argument fails now, not after the lowering
     runtime = resolve_runtime(runtime)
+    tune_report = None
+    if tune_budget_s is not None:
+        if plan is not None:
+            raise CompileError("compile(tune_budget_s=...) makes its plan from target, device, textures, precision, "
+                               "layout and work_group; with plan= tune first (adreno_mlir.tuning.tune) and give the "
+                               "database to make_plan(tuning_db=...)")
+        tuning_db, tune_report = _tune_first(model, tune_budget_s, tuning_db, device, input_shapes, dims,
+                                             dict(target=target, textures=textures, precision=precision,
+                                                  layout=layout, work_group=work_group), cost_model)
     if plan is None:
         plan = make_plan(target, device, textures=textures, precision=precision, layout=layout,
                          work_group=work_group, tuning_db=tuning_db, overrides=overrides, cost_model=cost_model)
@@ -376,8 +396,41 @@ def compile(
         stages=stages, stage_ir=stage_ir, executable=executable,
         pipeline=",".join(st.pipeline for st in stages),
         compile_seconds=total,
-        plan=plan.describe(custom), options=plan.record(custom), compile_plan=plan,
+        plan=plan.describe(custom), options=plan.record(custom), compile_plan=plan, tune_report=tune_report,
     )
+
+
+def _tune_first(model, budget_s: float, tuning_db, device, input_shapes, dims, options: dict, cost_model):
+    """compile(tune_budget_s=...): (the database, the report) of a tuning run on `model`."""
+    import sys
+    import tempfile
+
+    from adreno_mlir.runtime.program_cache import cache_root
+    from adreno_mlir.tuning.tuner import tune
+
+    if not isinstance(budget_s, (int, float)) or isinstance(budget_s, bool) or budget_s <= 0:
+        raise CompileError(f"compile(tune_budget_s={budget_s!r}): give a positive number of seconds")
+    if isinstance(model, ModuleOp):
+        raise CompileError("compile(tune_budget_s=...) tunes an ONNX model (a path or ModelProto): its workers import "
+                           "it themselves; pass the .onnx file rather than the imported module")
+    if tuning_db is None:
+        root = cache_root("tuning")
+        root.mkdir(parents=True, exist_ok=True)
+        tuning_db = root / "tuning.db"
+    interactive = sys.stderr.isatty()
+    say = (lambda m: print(m, file=sys.stderr)) if interactive else None
+    opts = {k: v for k, v in options.items() if v is not None}
+    if isinstance(model, onnx.ModelProto):
+        with tempfile.TemporaryDirectory(prefix="adreno-mlir-tune-model-") as tmp:
+            path = str(Path(tmp) / "model.onnx")
+            onnx.save(model, path)
+            report = tune(path, str(tuning_db), device=device, compile_options=opts, trials=64, budget_s=budget_s,
+                          progress=interactive, log=say, input_shapes=input_shapes, dims=dims,
+                          cost_model=cost_model)
+    else:
+        report = tune(str(model), str(tuning_db), device=device, compile_options=opts, trials=64, budget_s=budget_s,
+                      progress=interactive, log=say, input_shapes=input_shapes, dims=dims, cost_model=cost_model)
+    return str(tuning_db), report
 
 
 _PLAN_KEYWORDS = {"target": "auto", "device": None, "textures": None, "precision": "fp32", "layout": None,

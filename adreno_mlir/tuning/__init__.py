@@ -8,8 +8,10 @@ in a tuning database, and compile with the best ones.
 - `space`: which configurations each kernel kind tries.
 - `worker`: measurement in a separate process per OpenCL device (a hang or a driver
   crash kills the worker, never the tuner).
-- `tuner`: the search (Optuna's TPE sampler per kernel signature, exhaustive for small
-  spaces), failure bisection, the progress bar, resume.
+- `tuner`: the search (ordered by the learned cost model where one ships for the device,
+  else Optuna's TPE sampler per kernel signature, exhaustive for small spaces), failure
+  bisection, the progress bar, resume.
+- `cost_model`: the learned defaults (and the search's order) from the tuning corpus.
 - `ray_pool`: the same workers as Ray actors, one per device, on one machine or a cluster.
 """
 

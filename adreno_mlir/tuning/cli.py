@@ -2,6 +2,7 @@
 
     adreno-mlir tune model.onnx --db tuning.db --trials 16          # tune (resumes when rerun)
     adreno-mlir tune model.onnx --db tuning.db --budget-s 600       # a time budget instead
+    adreno-mlir tune model.onnx --db tuning.db --budget-s 60        # quick: where the cost model predicts gain
     adreno-mlir tune model.onnx --db tuning.db --devices nvidia:0,nvidia:1 --ray   # one Ray worker per GPU
     adreno-mlir tune --db tuning.db --export tuned.json             # move results to another machine
     adreno-mlir tune --db tuning.db --import tuned.json
@@ -48,6 +49,10 @@ def add_tune_command(sub: argparse._SubParsersAction) -> None:
                    help="run the workers as Ray actors on a local Ray (without --devices/--workers: one per local "
                         "device like --device)")
     t.add_argument("--ray-address", help="join this Ray cluster: one worker per node, each on its default device")
+    t.add_argument("--cost-model", default="auto", metavar="auto|none|PATH",
+                   help="what orders the search: the learned cost model shipped for the device (auto, default; "
+                        "candidates predicted fastest first, kernels predicted to gain most first), an artifact "
+                        "(PATH), or none (Optuna's TPE over each space)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--json", help="write the report as JSON")
@@ -92,7 +97,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
                    budget_s=args.budget_s, timeout_s=args.timeout_s, repeat=args.repeat, workers=args.workers,
                    ray=args.ray, ray_address=args.ray_address, progress=not args.no_progress, seed=args.seed,
                    log=lambda s: print(s, file=sys.stderr), **shape_options(args),
-                   decoder=decoder_program_of(args))
+                   decoder=decoder_program_of(args),
+                   cost_model=None if args.cost_model.lower() == "none" else args.cost_model)
     except KeyboardInterrupt:
         print(f"interrupted: every finished measurement is in {args.db}; run the same command again to resume",
               file=sys.stderr)

@@ -363,15 +363,23 @@ class CostModel:
         before a decoder is tuned) keeps its default: the trees would extrapolate (an artifact
         without a head vocabulary, e.g. one written by hand, does not read the head)."""
         margin = self.margin if margin is None else margin
-        heads = self.vocab.get("head")
-        if not candidates or (heads is not None and parse_signature(signature).head not in heads):
+        ratios = self.ratios(signature, default, candidates)
+        if ratios is None:
             return default, 1.0
-        pred = self.predict(signature, [default, *candidates])
-        ratios = np.exp(pred[1:] - pred[0])
         best = int(np.argmin(ratios))  # the first of equals: candidates come in suggestion order
         if ratios[best] < margin:
             return candidates[best], float(ratios[best])
         return default, 1.0
+
+    def ratios(self, signature: str, default: dict[str, Any],
+               candidates: Sequence[dict[str, Any]]) -> np.ndarray | None:
+        """Each candidate's predicted time over the default's; None where the model has no
+        say: no candidates, or a head op the corpus never measured (see `choose`)."""
+        heads = self.vocab.get("head")
+        if not candidates or (heads is not None and parse_signature(signature).head not in heads):
+            return None
+        pred = self.predict(signature, [default, *candidates])
+        return np.exp(pred[1:] - pred[0])
 
     def matches_profile(self, profile_name: str) -> bool:
         """Whether a compile for target profile `profile_name` may use this model: the
@@ -427,11 +435,12 @@ tuning-corpus/ by `python -m adreno_mlir.tuning.cost_model train`, docs/tuning.m
 
 
 def shipped_for(profile: Any) -> str:
-    """The path of the shipped artifact a compile for target `profile` (a TargetProfile)
-    uses with `cost_model="auto"`: the one trained for that profile, or whose device
-    pattern the live profile's name holds; "" where none is (the rules alone)."""
+    """The path of the shipped artifact a compile for target `profile` (a TargetProfile,
+    or its name) uses with `cost_model="auto"`: the one trained for that profile, or whose
+    device pattern the live profile's name holds; "" where none is (the rules alone)."""
+    name = profile if isinstance(profile, str) else profile.name
     for path in sorted(SHIPPED.glob("*.json.gz")):
-        if load(path).matches_profile(profile.name):
+        if load(path).matches_profile(name):
             return str(path)
     return ""
 

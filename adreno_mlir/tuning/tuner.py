@@ -26,6 +26,7 @@ rows say per signature why a faster candidate was not kept.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -53,19 +54,27 @@ def noise_margin(times: list[float]) -> float:
 
 
 class Search:
-    """One signature's search: the candidates still to measure and what is known."""
+    """One signature's search: the candidates still to measure and what is known.
 
-    def __init__(self, space: Space, trials: int, seed: int):
+    With `predicted` (the cost model's time of each candidate over the default's) the
+    search is *guided*: candidates in order of predicted time, fastest first, whatever the
+    space's size; without, every candidate when they fit in `trials`, else Optuna's TPE."""
+
+    def __init__(self, space: Space, trials: int, seed: int, predicted: dict[str, float] | None = None):
         self.space = space
         self.trials = trials
         self.known: dict[str, tuple[str, float | None]] = {}
         """canonical config -> (status, median ms)"""
         self.pending: dict[str, Any] = {}
         """canonical config -> Optuna trial (or None) of configs in flight."""
+        self.predicted = dict(predicted or {})
+        """canonical config -> predicted time / the default's (guided searches only)."""
         self._exhaustive = None
         self.study = None
         candidates = space.candidates()
-        if len(candidates) <= trials:
+        if self.predicted:  # sorted() is stable: equals stay in suggestion order
+            self._exhaustive = deque(sorted(candidates[1:], key=lambda c: self.predicted.get(canonical(c), math.inf)))
+        elif len(candidates) <= trials:
             self._exhaustive = deque(candidates[1:])  # the default is measured by the baseline
         else:
             try:
@@ -83,6 +92,27 @@ class Search:
     @property
     def used(self) -> int:
         return len(self.known) + len(self.pending)
+
+    @property
+    def guided(self) -> bool:
+        return bool(self.predicted)
+
+    def next_gain(self, default_ms: float) -> float:
+        """A guided search's predicted gain (ms) from its next candidate: the best time known
+        (the default's, `default_ms`, or a faster measured one) less the candidate's predicted
+        time; -inf when nothing is left to measure."""
+        if self.done():
+            return -math.inf
+        nxt = next((c for c in self._exhaustive if canonical(c) not in self.known and canonical(c) not in self.pending),
+                   None)
+        if nxt is None:
+            return -math.inf
+        best = min([default_ms] + [ms for st, ms in self.known.values() if st == "ok" and ms is not None])
+        return best - self.predicted.get(canonical(nxt), math.inf) * default_ms
+
+    def predicted_best(self) -> float:
+        """The lowest predicted time over the default's (1.0 unguided, or nothing predicted faster)."""
+        return min([1.0, *self.predicted.values()])
 
     def done(self) -> bool:
         if self.used >= self.trials:
@@ -195,6 +225,14 @@ class TuneReport:
     model_agreement: float | None = None
     """Mean Spearman rank correlation, over signatures with 4+ measured candidates, between
     the roofline model's estimates and the measured times of the candidates."""
+    cost_model: str = ""
+    """The cost model (its file) that ordered the search ("" for none: TPE / exhaustive)."""
+    guided: int = 0
+    """How many signatures it ordered (the others: heads it never saw, searched as without it)."""
+    predicted_speedup: float | None = None
+    """The kernels' summed default time over their summed best predicted times (guided runs)."""
+    kernel_speedup: float | None = None
+    """The same from the measurements at the end of the search (before the model check)."""
 
     @property
     def speedup(self) -> float:
@@ -204,7 +242,8 @@ class TuneReport:
 class Progress:
     """A tqdm bar in three phases: "setup" (the workers compile the model with its default
     configurations and measure it: the time so far), "search" (candidates measured, the
-    kernels done, the speed-up the kernels' own times estimate, the budget left) and "model
+    kernels done, the speed-up the kernels' own times estimate, in a guided search beside
+    the speed-up the cost model predicted, the budget left) and "model
     check" (the tuned model against the default: each whole-model measurement is a step).
     Disabled (`--no-progress`), it prints nothing; `write` then just logs."""
 
@@ -229,10 +268,18 @@ class Progress:
             self.bar.set_description("search", refresh=False)
             self.bar.reset(total=total)
 
-    def update(self, n: int, speedup: float, signatures_done: int, signatures: int) -> None:
+    def update(self, n: int, speedup: float, signatures_done: int, signatures: int,
+               predicted: float | None = None) -> None:
+        """`n` more candidates measured; `speedup` is what the kernels' measured times
+        estimate so far, `predicted` (guided searches) what the cost model predicted."""
         if self.bar is None:
             return
-        self.post = {"kernels done": f"{signatures_done}/{signatures}", "kernel est.": f"x{speedup:.3f}"}
+        self.post = {"kernels done": f"{signatures_done}/{signatures}"}
+        if predicted is not None:
+            self.post["predicted"] = f"x{predicted:.3f}"
+            self.post["measured"] = f"x{speedup:.3f}"
+        else:
+            self.post["kernel est."] = f"x{speedup:.3f}"
         self._budget()
         self.bar.set_postfix(self.post, refresh=False)
         self.bar.update(n)
@@ -324,6 +371,7 @@ def tune(
     input_shapes: dict | None = None,
     dims: dict | None = None,
     decoder: tuple[str, int, int] | None = None,
+    cost_model: str | None = "auto",
 ) -> TuneReport:
     """Tune every kernel signature of `model` on the device(s) and store the measurements
     in the database `db_path`; returns the report (see the module docstring).
@@ -339,6 +387,14 @@ def tune(
     decoder: (program, max_context, prefill_chunk): tune a generation program of an
              onnxruntime-genai decoder ("decode" or "prefill"; `compile_decoder` with the
              same max_context and prefill_chunk and this database then uses the results).
+    cost_model: what orders the search (adreno_mlir.tuning.cost_model): "auto" (default)
+             the artifact shipped for the workers' target profile, a path, or None. Guided,
+             each signature measures its candidates fastest-predicted first, and each round
+             holds the signatures whose next candidate is predicted to gain (largest
+             predicted gain in ms first, i.e. share of device time x predicted speed-up);
+             only when no candidate is predicted to gain do the others run. A short budget
+             is so spent where the model says the gain is. Without a model (or for a head
+             op it never saw): every candidate when they fit in `trials`, else Optuna's TPE.
     """
     from pathlib import Path
 
@@ -353,6 +409,10 @@ def tune(
     if unknown:
         raise CompileError(f"tune: unknown compile option(s) {', '.join(unknown)}; compile_options takes "
                            f"{', '.join(TUNE_OPTIONS)} (each worker makes its plan of them on its device)")
+    if cost_model not in (None, "", "auto"):  # a bad artifact fails now, not after the setup
+        from adreno_mlir.tuning.cost_model import load
+
+        load(cost_model)
     storage_f16 = opts.get("precision", "fp32") != "fp32"
     if devices is None and (ray or ray_address) and workers == 1 and not ray_address:
         # A local Ray without a device list: one worker per local device like --device.
@@ -407,8 +467,14 @@ def tune(
         db.record(key, [Row(sp.signature, sp.default, True, "ok", float(np.median(base[sp.signature])),
                             tuple(base[sp.signature]), model=model_name, worker="baseline")
                         for sp in spaces if sp.signature in base])
-        searches = {sp.signature: Search(sp, trials, seed) for sp in spaces if sp.signature in base}
+        guide, guide_name = _guide(cost_model, setups[0].profile)
+        searches = {sp.signature: Search(sp, trials, seed, _predicted(guide, sp)) for sp in spaces
+                    if sp.signature in base}
         default_ms = {sig: float(np.median(t)) for sig, t in base.items()}
+        guided = sum(s.guided for s in searches.values())
+        if guide is not None:
+            note(f"search ordered by the cost model {guide_name} for {guided} of {len(searches)} signatures "
+                 f"(predicted x{_predicted_speedup(searches, default_ms):.3f} over their kernels)")
         for r in db.rows(key, searches):
             s = searches[r.signature]
             k = canonical(r.config)
@@ -425,8 +491,14 @@ def tune(
 
         def next_round() -> dict[str, dict] | None:
             r = {}
-            for sig, s in searches.items():
-                cfg = s.next()
+            gains = {sig: s.next_gain(default_ms[sig]) for sig, s in searches.items() if s.guided}
+            # Guided: the candidates predicted to gain more than the noise first, largest gain first.
+            pick = [sig for sig, g in gains.items() if g > GAIN_FLOOR * default_ms[sig]]
+            if not pick:
+                pick = [sig for sig, g in gains.items() if g > -math.inf]
+            pick.sort(key=lambda sig: -gains[sig])
+            for sig in [*pick, *(sig for sig, s in searches.items() if not s.guided)]:
+                cfg = searches[sig].next()
                 if cfg is not None:
                     r[sig] = cfg
             return r or None
@@ -458,7 +530,8 @@ def tune(
                                 res.worker))
             db.record(key, rows)
             done = sum(1 for s in searches.values() if s.done() and not s.pending)
-            bar.update(len(r), speedup(), done, len(searches))
+            bar.update(len(r), speedup(), done, len(searches),
+                       _predicted_speedup(searches, default_ms) if guide is not None else None)
 
         with ThreadPoolExecutor(len(pool)) as ex:
             try:
@@ -497,6 +570,7 @@ def tune(
                 for w in pool:
                     w.close()
                 raise
+        kernel_speedup = speedup()
         # The model-level check: the chosen configurations against the default.
         chosen, reasons = _choose(searches, base)
         untuned, tuned, chosen, dropped = _confirm(pool[0], chosen, timeout_s, db, key, note, bar)
@@ -517,13 +591,50 @@ def tune(
                                            kept, reasons.get(sig, "")))
         return TuneReport(key, reports, untuned, tuned, time.perf_counter() - start, rounds, failures, chosen,
                           len(pool), interrupted, sum(len(s.space.pruned) for s in searches.values()),
-                          _agreement(searches))
+                          _agreement(searches), guide_name, guided,
+                          _predicted_speedup(searches, default_ms) if guide is not None else None, kernel_speedup)
     finally:
         bar.close()
         if not interrupted:
             for w in pool:
                 w.close()
         db.close()
+
+
+GAIN_FLOOR = 0.02
+"""A guided round takes the candidates predicted to gain more than this share of their
+kernel's default time (the noise floor of `noise_margin`); the rest wait until none is."""
+
+
+def _guide(cost_model: str | None, profile: str):
+    """(the cost model that orders the search, its file name), or (None, "")."""
+    from pathlib import Path
+
+    from adreno_mlir.tuning import cost_model as cmod
+
+    path = cmod.shipped_for(profile) if cost_model == "auto" else (str(cost_model) if cost_model else "")
+    if not path:
+        return None, ""
+    return cmod.load(path), Path(path).name
+
+
+def _predicted(guide, space: Space) -> dict[str, float] | None:
+    """canonical config -> predicted time / the default's, for every candidate of `space`
+    (None without a model, or where it has no say)."""
+    if guide is None:
+        return None
+    cands = space.candidates()[1:]
+    ratios = guide.ratios(space.signature, space.default, cands)
+    if ratios is None:
+        return None
+    return {canonical(c): float(r) for c, r in zip(cands, ratios)}
+
+
+def _predicted_speedup(searches: dict[str, Search], default_ms: dict[str, float]) -> float:
+    """Summed default time over summed predicted-best time (unguided kernels at their default)."""
+    d = sum(default_ms[sig] for sig in searches)
+    b = sum(default_ms[sig] * s.predicted_best() for sig, s in searches.items())
+    return d / b if b > 0 else 1.0
 
 
 def _choose(searches: dict[str, Search], base: dict[str, list[float]]
@@ -660,6 +771,10 @@ def format_report(rep: TuneReport, top: int = 20) -> str:
     if rep.pruned:
         lines.append(f"pruned without measuring: {rep.pruned} candidates (refused by the lowering's checks, or "
                      "predicted 3x slower than the default by the roofline model)")
+    if rep.cost_model:
+        lines.append(f"search ordered by the cost model {rep.cost_model} ({rep.guided} of {len(rep.signatures)} "
+                     f"signatures): predicted x{rep.predicted_speedup or 1:.3f} over their kernels, measured "
+                     f"x{rep.kernel_speedup or 1:.3f} (kernel times summed, before the model check)")
     if rep.model_agreement is not None:
         lines.append(f"roofline model vs measured, rank correlation within a kernel's candidates: "
                      f"{rep.model_agreement:+.2f} (mean Spearman)")

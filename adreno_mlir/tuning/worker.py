@@ -87,6 +87,9 @@ class Setup:
     spaces: list
     baseline: Result
     seconds: float
+    profile: str = ""
+    """The name of the target profile the worker's plan compiles for (which shipped cost
+    model orders the search: adreno_mlir.tuning.cost_model.shipped_for)."""
 
 
 def _scratch_dir() -> str:
@@ -305,7 +308,7 @@ def _child_main(conn, job: Job, worker: str, scratch: str) -> None:
         t = time.perf_counter()
         m = _Measurer(job, scratch)
         baseline = m.measure({}, worker)
-        conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t)))
+        conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t, m.plan.profile.name)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
         return
