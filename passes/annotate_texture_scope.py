@@ -102,7 +102,7 @@ class AnnotateTextureScope(CheckedPass):
         if self.overrides:
             from adreno_mlir.passes.conv_winograd import node_choices
 
-            chosen = node_choices(self.overrides, SCOPE_KEY, self.name)
+            chosen = node_choices(self.overrides, SCOPE_KEY, self.name, op)
             for node, value in chosen.items():
                 if value not in SCOPES:
                     raise CompileError(f"{self.name}: {self.overrides}: entry 'loc:{node}' has "

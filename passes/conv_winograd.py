@@ -47,6 +47,7 @@ from xdsl.pattern_rewriter import (
 from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where
 from adreno_mlir.kernel_math.winograd import winograd_weight
+from adreno_mlir.lowering.families import MODEL_SCOPE
 from adreno_mlir.graph_constants import constant_value, module_of, new_constant
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 from adreno_mlir.target import TargetProfile
@@ -58,10 +59,23 @@ the key of a `loc:NODE` overrides entry that conv-winograd reads."""
 TILES = (0, 2, 4)
 
 
-def node_choices(path: str, key: str, pass_name: str) -> dict[str, Any]:
+def model_key(module: Operation) -> str:
+    """A short digest of the ONNX node names in `module` (its ops' locations; constants
+    left out, as passes add and drop them): what a `loc:NODE@model:KEY` entry names. The
+    same for a model at every point of the pipeline where its nodes are all still there
+    (conv-winograd and annotate-texture-scope see the same key)."""
+    import hashlib
+
+    names = {n for o in module.walk() if not isinstance(o, graph.ConstantOp) and (n := node_of(o)) is not None}
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:12]
+
+
+def node_choices(path: str, key: str, pass_name: str, module: Operation | None = None) -> dict[str, Any]:
     """`{ONNX node name: value}` of the `loc:NODE` entries of overrides file `path` (the
-    JSON file select-kernel-config reads, `load_overrides`) that hold `key`; the entries'
-    other keys belong to other passes and are ignored here."""
+    JSON file select-kernel-config reads, `load_overrides`) that hold `key`, and of the
+    `loc:NODE@model:KEY` entries for `module`'s `model_key` (those of other models are
+    skipped; without `module`, all are); the entries' other keys belong to other passes
+    and are ignored here. A plain entry wins over a scoped one for the same node."""
     from adreno_mlir.lowering.families import load_overrides
 
     try:
@@ -70,7 +84,17 @@ def node_choices(path: str, key: str, pass_name: str) -> dict[str, Any]:
         message = str(e)
         prefix = "select-kernel-config: "
         raise CompileError(f"{pass_name}: {message.removeprefix(prefix)}") from None
-    return {k[4:]: v[key] for k, v in entries.items() if k.startswith("loc:") and key in v}
+    mine = model_key(module) if module is not None and any(MODEL_SCOPE in k for k in entries) else None
+    plain, scoped = {}, {}
+    for k, v in entries.items():
+        if not k.startswith("loc:") or key not in v:
+            continue
+        node, sep, scope = k[4:].rpartition(MODEL_SCOPE)
+        if not sep:
+            plain[k[4:]] = v[key]
+        elif mine is None or scope == mine:
+            scoped[node] = v[key]
+    return {**scoped, **plain}
 
 
 def node_of(op: Operation) -> str | None:
@@ -249,7 +273,7 @@ class ConvWinograd(CheckedPass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tile = str(self.tile)
         profile = target_profile(self, op)
-        chosen = node_choices(self.overrides, ATTR, self.name) if self.overrides else {}
+        chosen = node_choices(self.overrides, ATTR, self.name, op) if self.overrides else {}
         for node, value in chosen.items():
             if isinstance(value, bool) or value not in TILES:
                 raise CompileError(f"{self.name}: {self.overrides}: entry 'loc:{node}' has "

@@ -49,6 +49,7 @@ from adreno_mlir.lowering.families import (  # noqa: F401 - the config API, re-e
     CONFIG_ATTR,
     COMPUTE_TYPES,
     DEFAULT_RULES,
+    MODEL_SCOPE,
     OTHER_PASS_KEYS,
     Rules,
     config_of,
@@ -190,7 +191,10 @@ class SelectKernelConfig(CheckedPass):
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
         import warnings
 
-        unused = [k for k in overrides if k not in pattern.used]
+        # A model-scoped node entry (`loc:NODE@model:KEY`, the tuner's per-node choices) holding
+        # only other passes' keys is theirs to match or skip (conv_winograd.node_choices).
+        unused = [k for k in overrides if k not in pattern.used
+                  and not (MODEL_SCOPE in k and set(overrides[k]) <= OTHER_PASS_KEYS)]
         loaded = {d.data for r in op.walk() if isinstance(r, graph.FusedOp) and r.on_load is not None
                   for o in r.ops if (d := getattr(o.location, "desc", None)) is not None}
         for key in [k for k in unused if k.startswith("loc:") and k[4:] in loaded]:

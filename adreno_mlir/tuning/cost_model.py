@@ -509,8 +509,8 @@ def targets(rows: Iterable[Any]) -> list[tuple[Sample, float]]:
     signature (and device, driver, compiler) for ok rows; slower_in_model rows (faster
     alone, not in the model) at least 0; build_error, wrong_output, timeout and crash rows
     log(FAILED_RATIO); compile_error rows and signatures without a measured default are
-    dropped."""
-    samples = [_as_sample(r) for r in rows]
+    dropped, and so are per-node choices (`loc:` rows: no kernel signature to learn from)."""
+    samples = [s for s in map(_as_sample, rows) if not s.signature.startswith("loc:")]
     default: dict[tuple, float] = {}
     for s in samples:
         if s.is_default and s.status == "ok" and s.median_ms and s.median_ms > 0:

@@ -55,6 +55,8 @@ class Space:
     def normalize(self, point: dict[str, Any]) -> dict[str, Any]:
         """The full configuration for a point of the dimensions' product."""
         cfg = {**self.default, **point}
+        if self.kind == NODE_KIND:
+            return cfg
         if cfg.get("work_group") == DRIVER:
             # An override cannot delete a key, and one that picks another kernel starts
             # from that kernel's defaults (which may have a local size): the driver's
@@ -112,6 +114,21 @@ class Space:
 PRUNE_FACTOR = 3.0
 """Candidates the roofline model predicts this many times slower than the default are not
 measured."""
+
+
+NODE_KIND = "node"
+"""The kind of a per-node choice's space (`node_space`): not a kernel family."""
+
+
+def node_space(node: str, model_key: str, key: str, default: Any, choices: tuple) -> Space:
+    """The space of one per-node choice of an earlier pass (`key`: "winograd" today) for
+    ONNX node `node`: its signature is the model-scoped overrides key `loc:NODE@model:KEY`
+    (lowering.families.MODEL_SCOPE), so the tuning database's entry applies to this model
+    only, and its candidates are `{key: choice}`."""
+    from adreno_mlir.lowering.families import MODEL_SCOPE
+
+    return Space(f"loc:{node}{MODEL_SCOPE}{model_key}", NODE_KIND, {key: default}, ((key, tuple(choices)),),
+                 name=node)
 
 
 def _key(cfg: dict[str, Any]) -> tuple:

@@ -39,7 +39,7 @@ import numpy as np
 from adreno_mlir.errors import CompileError
 from adreno_mlir.printing import cut_name
 from adreno_mlir.tuning.db import DeviceKey, Row, TuningDB, canonical
-from adreno_mlir.tuning.space import Space
+from adreno_mlir.tuning.space import NODE_KIND, Space
 from adreno_mlir.tuning.worker import DeviceWorker, Job, Result
 
 
@@ -452,10 +452,12 @@ def tune(
             if s.device_key != key:
                 raise CompileError(f"tune: the workers have different devices ({key.short()} and "
                                    f"{s.device_key.short()}); tune one kind of device per run")
-        spaces = setups[0].spaces
+        node_spaces = list(setups[0].node_spaces)
+        spaces = [*setups[0].spaces, *node_spaces]
         model_name = Path(model).stem
-        note(f"device {key.short()}; {len(spaces)} tunable kernel signatures; {len(pool)} worker(s); "
-             f"setup {setups[0].seconds:.1f} s")
+        nodes = f", {len(node_spaces)} per-node Winograd choices" if node_spaces else ""
+        note(f"device {key.short()}; {len(spaces) - len(node_spaces)} tunable kernel signatures{nodes}; "
+             f"{len(pool)} worker(s); setup {setups[0].seconds:.1f} s")
         # The default of every signature, from every worker's baseline run.
         base: dict[str, list[float]] = {}
         for s in setups:
@@ -473,7 +475,8 @@ def tune(
         default_ms = {sig: float(np.median(t)) for sig, t in base.items()}
         guided = sum(s.guided for s in searches.values())
         if guide is not None:
-            note(f"search ordered by the cost model {guide_name} for {guided} of {len(searches)} signatures "
+            note(f"search ordered by the cost model {guide_name} for {guided} of {len(kernel_searches(searches))} "
+                 "kernel signatures "
                  f"(predicted x{_predicted_speedup(searches, default_ms):.3f} over their kernels)")
         for r in db.rows(key, searches):
             s = searches[r.signature]
@@ -490,14 +493,18 @@ def tune(
         inflight: dict[Future, tuple[Any, dict[str, dict]]] = {}
 
         def next_round() -> dict[str, dict] | None:
-            r = {}
+            # Per-node choices first, in rounds of their own: a conv that changes its tile
+            # changes its kernels, so no kernel candidate may share its compile.
+            r = {sig: cfg for sig, s in searches.items() if s.space.kind == NODE_KIND and (cfg := s.next()) is not None}
+            if r:
+                return r
             gains = {sig: s.next_gain(default_ms[sig]) for sig, s in searches.items() if s.guided}
             # Guided: the candidates predicted to gain more than the noise first, largest gain first.
             pick = [sig for sig, g in gains.items() if g > GAIN_FLOOR * default_ms[sig]]
             if not pick:
                 pick = [sig for sig, g in gains.items() if g > -math.inf]
             pick.sort(key=lambda sig: -gains[sig])
-            for sig in [*pick, *(sig for sig, s in searches.items() if not s.guided)]:
+            for sig in [*pick, *(sig for sig, s in searches.items() if not s.guided and s.space.kind != NODE_KIND)]:
                 cfg = searches[sig].next()
                 if cfg is not None:
                     r[sig] = cfg
@@ -505,7 +512,7 @@ def tune(
 
         def speedup() -> float:
             d = b = 0.0
-            for s in searches.values():
+            for s in kernel_searches(searches):
                 dm, bm = s.best()
                 if dm is not None:
                     d += dm
@@ -630,10 +637,17 @@ def _predicted(guide, space: Space) -> dict[str, float] | None:
     return {canonical(c): float(r) for c, r in zip(cands, ratios)}
 
 
+def kernel_searches(searches: dict[str, Search]) -> list[Search]:
+    """The searches of kernel signatures (not per-node choices: a node's time is also its
+    kernels', so summing both would count it twice)."""
+    return [s for s in searches.values() if s.space.kind != NODE_KIND]
+
+
 def _predicted_speedup(searches: dict[str, Search], default_ms: dict[str, float]) -> float:
     """Summed default time over summed predicted-best time (unguided kernels at their default)."""
-    d = sum(default_ms[sig] for sig in searches)
-    b = sum(default_ms[sig] * s.predicted_best() for sig, s in searches.items())
+    kernels = kernel_searches(searches)
+    d = sum(default_ms[s.space.signature] for s in kernels)
+    b = sum(default_ms[s.space.signature] * s.predicted_best() for s in kernels)
     return d / b if b > 0 else 1.0
 
 
@@ -763,17 +777,20 @@ def format_report(rep: TuneReport, top: int = 20) -> str:
     """The report: the run, then per signature (longest default first) its default, best
     and kept times and the kept config (or why the default stays), then, as the last line,
     the one model figure: the model-level check's final measurement."""
+    nodes = [s for s in rep.signatures if s.kind == NODE_KIND]
+    kept_nodes = sum(1 for s in nodes if s.signature in rep.chosen)
+    of_nodes = f" and {kept_nodes} of {len(nodes)} per-node Winograd choices" if nodes else ""
     lines = [f"device: {rep.device.short()}",
-             f"tuned {len(rep.chosen)} of {len(rep.signatures)} kernel signatures in {rep.seconds:.0f} s "
-             f"({rep.rounds} rounds, {rep.workers} worker{'s' if rep.workers != 1 else ''})"]
+             f"tuned {len(rep.chosen) - kept_nodes} of {len(rep.signatures) - len(nodes)} kernel signatures{of_nodes} "
+             f"in {rep.seconds:.0f} s ({rep.rounds} rounds, {rep.workers} worker{'s' if rep.workers != 1 else ''})"]
     if rep.failures:
         lines.append("failed candidates: " + ", ".join(f"{k} {v}" for k, v in sorted(rep.failures.items())))
     if rep.pruned:
         lines.append(f"pruned without measuring: {rep.pruned} candidates (refused by the lowering's checks, or "
                      "predicted 3x slower than the default by the roofline model)")
     if rep.cost_model:
-        lines.append(f"search ordered by the cost model {rep.cost_model} ({rep.guided} of {len(rep.signatures)} "
-                     f"signatures): predicted x{rep.predicted_speedup or 1:.3f} over their kernels, measured "
+        lines.append(f"search ordered by the cost model {rep.cost_model} ({rep.guided} of "
+                     f"{len(rep.signatures) - len(nodes)} signatures): predicted x{rep.predicted_speedup or 1:.3f} over their kernels, measured "
                      f"x{rep.kernel_speedup or 1:.3f} (kernel times summed, before the model check)")
     if rep.model_agreement is not None:
         lines.append(f"roofline model vs measured, rank correlation within a kernel's candidates: "

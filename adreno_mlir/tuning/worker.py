@@ -90,6 +90,9 @@ class Setup:
     profile: str = ""
     """The name of the target profile the worker's plan compiles for (which shipped cost
     model orders the search: adreno_mlir.tuning.cost_model.shipped_for)."""
+    node_spaces: list = field(default_factory=list)
+    """Per-node choices to search (`space.node_space`): each Winograd-eligible conv's tile.
+    Their times (`Result.times` under the space's key) are the node's launches, summed."""
 
 
 def _scratch_dir() -> str:
@@ -153,6 +156,10 @@ class _Measurer:
         self.plan = make_plan(device=job.device, cost_model=None, **job.compile_options)
         """The plan every measurement compiles (with that measurement's overrides)."""
         self.hook = _load_hook(job.fault_hook)
+        self.node_spaces: list = []
+        self.node_keys: dict[str, str] = {}
+        """Launch location (ONNX node) -> the key of the per-node choice whose time it counts
+        towards (`loc:NODE@model:KEY`): the conv's node and those fused with it."""
         self.spaces, self.loc_to_sig = self._kernels()
         self.reference: list[np.ndarray] | None = None
         self.feeds: dict[str, np.ndarray] = {}
@@ -171,7 +178,14 @@ class _Measurer:
 
         module = self.graph.clone()
         attach(module, store_of(self.graph).overlay())
-        run_stages(make_context(), module, self.plan.stages(until="config"))
+        stages = self.plan.stages(until="config")
+        names = [n for n, _ in stages]
+        split = names.index("winograd") if "winograd" in names else len(stages)
+        run_stages(make_context(), module, stages[:split])
+        eligible = self._winograd_nodes(module) if split < len(stages) else {}
+        run_stages(make_context(), module, stages[split:])
+        if eligible:
+            self._node_spaces(module, eligible)
         profile = self.plan.profile
         gpu = profile.is_gpu
         spaces: dict[str, Any] = {}
@@ -199,6 +213,46 @@ class _Measurer:
             spaces.pop(sig, None)
         loc_to_sig = {k: v for k, v in loc_to_sig.items() if v in spaces}
         return list(spaces.values()), loc_to_sig
+
+    def _winograd_nodes(self, module) -> dict[str, str]:
+        """Before conv-winograd: {ONNX node: model key} of every conv that can take either tile."""
+        from adreno_mlir.dialects import graph
+        from adreno_mlir.passes.conv_winograd import ineligible_reason, model_key, node_of
+
+        key = model_key(module)
+        return {n: key for o in module.walk() if isinstance(o, graph.Conv2dOp)
+                and (n := node_of(o)) is not None and ineligible_reason(o) is None}
+
+    def _node_spaces(self, module, eligible: dict[str, str]) -> None:
+        """After select-kernel-config: each eligible conv's space of tiles, its default the
+        tile the plan gave it (a texture.winograd_output at its location, else 0 = direct).
+        A node's time is that of the launches at its location and at those of the ops fused
+        with it (a conv + ReLU kernel carries the ReLU's node): every kernel of the node."""
+        from adreno_mlir.dialects import graph, texture
+        from adreno_mlir.passes.conv_winograd import node_of
+        from adreno_mlir.tuning.space import node_space
+
+        tiles = {node_of(o): o.tile.value.data for o in module.walk() if isinstance(o, texture.WinogradOutputOp)}
+        group: dict[str, set[str]] = {node: {node} for node in eligible}
+        for f in module.walk():
+            if isinstance(f, graph.FusedOp):
+                locs = {n for m in [f, *f.ops] if (n := node_of(m)) is not None}
+                for node in locs & set(eligible):
+                    group[node] |= locs
+        owner: dict[str, str] = {}
+        shared: set[str] = set()
+        for node, locs in group.items():
+            for loc in locs:
+                if loc in owner:  # two eligible convs in one kernel: their times cannot be told apart
+                    shared |= {owner[loc], node}
+                owner[loc] = node
+        for node, key in eligible.items():
+            if node in shared:
+                continue
+            space = node_space(node, key, "winograd", tiles.get(node, 0), (0, 2, 4))
+            self.node_spaces.append(space)
+            for loc in group[node]:
+                self.node_keys[loc] = space.signature
 
     def measure(self, overrides: dict[str, dict], worker: str) -> Result:
         import adreno_mlir
@@ -260,12 +314,13 @@ class _Measurer:
         return Result("ok", times, total, dtimes, dtotal, seconds=time.perf_counter() - start, worker=worker)
 
     def _attribute(self, runs: np.ndarray, locs: list[str | None]) -> tuple[dict[str, list[float]], list[float]]:
-        """Per signature, the summed time of its launches in every run; and the totals."""
+        """Per signature (and per node with choices, under its key), the summed time of its
+        launches in every run; and the totals."""
         times: dict[str, np.ndarray] = {}
         for k, loc in enumerate(locs):
-            sig = self.loc_to_sig.get(loc)
-            if sig is not None:
-                times[sig] = times.get(sig, 0.0) + runs[:, k]
+            for sig in (self.loc_to_sig.get(loc), self.node_keys.get(loc)):
+                if sig is not None:
+                    times[sig] = times.get(sig, 0.0) + runs[:, k]
         return {s: [float(x) for x in t] for s, t in times.items()}, [float(x) for x in runs.sum(axis=1)]
 
 
@@ -308,7 +363,8 @@ def _child_main(conn, job: Job, worker: str, scratch: str) -> None:
         t = time.perf_counter()
         m = _Measurer(job, scratch)
         baseline = m.measure({}, worker)
-        conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t, m.plan.profile.name)))
+        conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t, m.plan.profile.name,
+                                    m.node_spaces)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
         return

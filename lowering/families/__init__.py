@@ -225,6 +225,13 @@ OTHER_PASS_KEYS = frozenset({"winograd", "scope"})
 """Keys a `loc:NODE` override entry may hold for passes other than select-kernel-config
 (conv-winograd, annotate-texture-scope); select-kernel-config ignores them."""
 
+MODEL_SCOPE = "@model:"
+"""`loc:NODE@model:KEY`: an overrides entry for node NODE of the model whose `model_key`
+(adreno_mlir.passes.conv_winograd) is KEY only. The tuner writes its per-node choices so (a
+tuning database serves many models, and exported graphs share node names such as
+`/conv1/Conv`); entries of other models are skipped without a word. A plain `loc:NODE`
+entry applies to any model with that node."""
+
 
 def load_overrides(path: str) -> dict[str, dict[str, Any]]:
     """A JSON file of per-signature (or `loc:NODE`) configs, checked for keys no kernel reads
