@@ -126,19 +126,31 @@ class SelectConfig(RewritePattern):
     def learned(self, op: Operation, default: dict[str, Any]) -> dict[str, Any]:
         """The cost model's choice among the tuner's candidates for `op` (configured with
         `default`), checked as an override is."""
+        from adreno_mlir.tuning.db import canonical
         from adreno_mlir.tuning.space import space_of
 
         space = space_of(op, self.rules.gpu)
         if space is None:
             return default
-        candidates = space.with_pruning(op, self.profile).candidates()[1:]  # the default is the first
-        chosen, _ = self.cost_model.choose(space.signature, space.default, candidates)
-        if chosen is space.default:
+        # Kernels of one signature and default (a transformer's twelve layers) choose alike:
+        # the search over the space (thousands of points for a matmul) runs once per process.
+        memo = (self.cost_model.path, self.profile.name, space.signature, canonical(space.default))
+        if memo not in _LEARNED:
+            candidates = space.with_pruning(op, self.profile).candidates()[1:]  # the default is the first
+            chosen, _ = self.cost_model.choose(space.signature, space.default, candidates)
+            _LEARNED[memo] = None if chosen is space.default else dict(chosen)
+        chosen = _LEARNED[memo]
+        if chosen is None:
             return default
         try:
             return validate_config(op, dict(chosen))
         except CompileError as e:
             raise CompileError(f"{e} (config chosen by cost model {self.cost_model.path})") from None
+
+
+_LEARNED: dict[tuple, dict[str, Any] | None] = {}
+"""(cost model file, profile, signature, default) -> the cost model's choice (None: the
+default): `SelectConfig.learned`'s memo (an artifact is read-only once loaded)."""
 
 
 @dataclass(frozen=True)

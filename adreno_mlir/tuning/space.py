@@ -72,13 +72,25 @@ class Space:
         """Every distinct configuration, the default first (without the pruned ones)."""
         from adreno_mlir.tuning.db import canonical
 
-        seen = {_key(self.default): self.default}
-        keys = [k for k, _ in self.dims]
-        for values in itertools.product(*(c for _, c in self.dims)):
-            cfg = self.normalize(dict(zip(keys, values)))
-            if include_pruned or canonical(cfg) not in self.pruned:
+        every = self._every()
+        if include_pruned or not self.pruned:
+            return list(every)
+        return [every[0], *(c for c in every[1:] if canonical(c) not in self.pruned)]
+
+    def _every(self) -> list[dict[str, Any]]:
+        """The distinct points of the dimensions' product, the default first, computed once
+        per space (a matmul's product has tens of thousands of points for a few hundred
+        configurations; `with_pruning`'s copy keeps the list)."""
+        every = self.__dict__.get("_every_cache")
+        if every is None:
+            seen = {_key(self.default): self.default}
+            keys = [k for k, _ in self.dims]
+            for values in itertools.product(*(c for _, c in self.dims)):
+                cfg = self.normalize(dict(zip(keys, values)))
                 seen.setdefault(_key(cfg), cfg)
-        return list(seen.values())
+            every = list(seen.values())
+            object.__setattr__(self, "_every_cache", every)
+        return every
 
     def with_pruning(self, op: Operation, profile) -> Space:
         """This space without the candidates the lowering would refuse (checked now, not by
@@ -108,7 +120,9 @@ class Space:
                         pruned.add(canonical(cfg))
             except CompileError:
                 pruned.add(canonical(cfg))
-        return replace(self, pruned=frozenset(pruned), estimates=estimates)
+        pruned_space = replace(self, pruned=frozenset(pruned), estimates=estimates)
+        object.__setattr__(pruned_space, "_every_cache", self._every())
+        return pruned_space
 
 
 PRUNE_FACTOR = 3.0
