@@ -3,13 +3,16 @@
 
     python bench/learned_defaults.py --models /tmp/m/vit_b_32.onnx,/tmp/m/levit_128s.onnx \
         --cost-model adreno_mlir/tuning/cost_models/nvidia-h200.json [--tune 2 --budget-s 30] \
-        [--device nvidia] [--json out.json]
+        [--searches guided,tpe] [--device nvidia] [--json out.json]
 
 Per model, three compiles of the default plan (the target's; textures on GPUs):
   rules    select-kernel-config's rules (no database, no cost model: what users got before);
   learned  the same with the cost model choosing each kernel's configuration;
   tuned    (the first `--tune` models) `adreno-mlir tune --budget-s` into a fresh database,
-           then compiled with it.
+           then compiled with it; one tuned variant per `--searches` entry: `guided` (the
+           search ordered by the `--cost-model` artifact: quick tuning) and `tpe` (no cost
+           model: Optuna's TPE / exhaustive per signature), e.g. to compare the two at the
+           same budget (`tuned_guided`, `tuned_tpe`; a single entry is just `tuned`).
 Device time is the sum of the OpenCL event times of one inference (median of `--rounds`
 rounds of `--repeat` profiled runs), the variants measured in turn within each round so that
 a drift of the device moves all alike. Outputs of every variant are compared with the rules'
@@ -52,6 +55,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--tune", type=int, default=0, help="tune the first N models too (default 0)")
     ap.add_argument("--budget-s", type=float, default=30.0, help="tuning budget per model")
+    ap.add_argument("--searches", default="guided", help="comma list of tuning searches: guided, tpe")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--limit-s", type=float, default=None, help="start no model after this many seconds")
@@ -76,13 +80,23 @@ def main(argv=None) -> int:
         rec: dict = {"model": name, "held_out": name not in trained}
         try:
             variants = {"rules": {}, "learned": {"cost_model": args.cost_model}}
-            if i < args.tune:
+            searches = [x.strip() for x in args.searches.split(",") if x.strip()]
+            for search in searches if i < args.tune else ():
+                if search not in ("guided", "tpe"):
+                    raise SystemExit(f"unknown --searches entry {search!r} (guided, tpe)")
+                v = "tuned" if len(searches) == 1 else f"tuned_{search}"
                 db = Path(tempfile.mkdtemp(prefix="adreno-learned-")) / "tune.db"
                 t = time.perf_counter()
-                rep = tune(path, str(db), device=args.device, budget_s=args.budget_s, progress=False, log=log)
-                rec["tune_s"] = time.perf_counter() - t
-                rec["tuner_gain"] = rep.untuned_ms / rep.tuned_ms if rep.tuned_ms else None
-                variants["tuned"] = {"tuning_db": str(db)}
+                rep = tune(path, str(db), device=args.device, budget_s=args.budget_s, progress=False, log=log,
+                           trials=64, cost_model=args.cost_model if search == "guided" else None)
+                rec[f"{v}_tune_s"] = time.perf_counter() - t
+                rec[f"{v}_tuner_gain"] = rep.untuned_ms / rep.tuned_ms if rep.tuned_ms else None
+                rec[f"{v}_rounds"] = rep.rounds
+                rec[f"{v}_predicted"] = rep.predicted_speedup
+                rec[f"{v}_kernel_gain"] = rep.kernel_speedup
+                log(f"[{name}] {v}: tuner gain x{rec[f'{v}_tuner_gain']:.3f} in {rep.rounds} rounds"
+                    + (f", predicted x{rep.predicted_speedup:.3f}" if rep.predicted_speedup else ""))
+                variants[v] = {"tuning_db": str(db)}
             cms = {}
             for v, opts in variants.items():
                 t = time.perf_counter()
@@ -107,26 +121,37 @@ def main(argv=None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1))
 
-    print("\n| model | held out | rules ms | learned ms | tuned ms | learned/rules | learned/tuned | max err |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    lr, lt = [], []
+    tuned_names = sorted({k[:-3] for r in rows for k in r if k.startswith("tuned") and k.endswith("_ms")})
+    head = "".join(f" {v} ms |" for v in tuned_names) + "".join(f" learned/{v} |" for v in tuned_names)
+    print(f"\n| model | held out | rules ms | learned ms |{head} learned/rules | max err |")
+    print("|---|---|---:|---:|" + "---:|" * (2 * len(tuned_names)) + "---:|---:|")
+    lr, lt = [], {v: [] for v in tuned_names}
     for r in rows:
         if "error" in r:
             print(f"| {r['model']} | {r['held_out']} | error: {r['error'][:80]} |")
             continue
-        tuned = r.get("tuned_ms")
         lr.append(r["learned_ms"] / r["rules_ms"])
-        if tuned:
-            lt.append(r["learned_ms"] / tuned)
+        cells = ""
+        for v in tuned_names:
+            cells += f" {r[f'{v}_ms']:.4f} |" if r.get(f"{v}_ms") else " - |"
+        for v in tuned_names:
+            if r.get(f"{v}_ms"):
+                lt[v].append(r["learned_ms"] / r[f"{v}_ms"])
+                cells += f" {lt[v][-1]:.3f} |"
+            else:
+                cells += " - |"
         err = max(v for k, v in r.items() if k.endswith("_err"))
-        print(f"| {r['model']} | {r['held_out']} | {r['rules_ms']:.4f} | {r['learned_ms']:.4f} | "
-              + (f"{tuned:.4f}" if tuned else "-") + f" | {lr[-1]:.3f} | " + (f"{lt[-1]:.3f}" if tuned else "-")
-              + f" | {err:.1e} |")
+        print(f"| {r['model']} | {r['held_out']} | {r['rules_ms']:.4f} | {r['learned_ms']:.4f} |{cells} "
+              f"{lr[-1]:.3f} | {err:.1e} |")
 
     def geo(x):
         return math.exp(sum(map(math.log, x)) / len(x)) if x else float("nan")
 
-    print(f"\ngeomean learned/rules {geo(lr):.3f} over {len(lr)} models; learned/tuned {geo(lt):.3f} over {len(lt)}")
+    print(f"\ngeomean learned/rules {geo(lr):.3f} over {len(lr)} models; "
+          + "; ".join(f"learned/{v} {geo(x):.3f} over {len(x)}" for v, x in lt.items()))
+    for v in tuned_names:
+        gains = [r[f"{v}_tuner_gain"] for r in rows if r.get(f"{v}_tuner_gain")]
+        print(f"{v}: the tuner's own untuned/tuned check, geomean x{geo(gains):.3f} over {len(gains)}")
     return 0
 
 
