@@ -6,7 +6,7 @@
         [--searches guided,tpe] [--device nvidia] [--json out.json]
 
 Per model, three compiles of the default plan (the target's; textures on GPUs):
-  rules    select-kernel-config's rules (no database, no cost model: what users got before);
+  rules    select-kernel-config's rules (cost_model=None, no database: what users got before);
   learned  the same with the cost model choosing each kernel's configuration;
   tuned    (the first `--tune` models) `adreno-mlir tune --budget-s` into a fresh database,
            then compiled with it; one tuned variant per `--searches` entry: `guided` (the
@@ -79,9 +79,13 @@ def main(argv=None) -> int:
             log(f"[{name}] WARNING: the cost model was trained on this model; its row is not a held-out one")
         rec: dict = {"model": name, "held_out": name not in trained}
         try:
-            variants = {"rules": {}, "learned": {"cost_model": args.cost_model}}
+            # rules: no cost model (compile()'s default is the shipped one, i.e. learned)
+            variants = {"rules": {"cost_model": None}, "learned": {"cost_model": args.cost_model}}
             searches = [x.strip() for x in args.searches.split(",") if x.strip()]
-            for search in searches if i < args.tune else ():
+            # every other model tunes in the other order: the first run also fills the
+            # program cache of the default compile, which the second then finds warm
+            order = searches if i % 2 == 0 else searches[::-1]
+            for search in order if i < args.tune else ():
                 if search not in ("guided", "tpe"):
                     raise SystemExit(f"unknown --searches entry {search!r} (guided, tpe)")
                 v = "tuned" if len(searches) == 1 else f"tuned_{search}"

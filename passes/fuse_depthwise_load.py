@@ -35,8 +35,9 @@ It applies where
 - its value has one reader: a groups-1 1x1 convolution with stride 1 and no padding
   (the projection), reading it as its input,
 
-and only for GPU targets. On the H200, 64 of the 66 fused layers of MobileNetV2/V3 and LR-ASPP
-(33 per plan, buffers and images) got faster, by up to 18 us. The other two are MobileNetV2's
+with a window of at most `max_window` (5) pixels, and only for GPU targets. On the H200, 64
+of the 66 fused layers of MobileNetV2/V3 and LR-ASPP (33 per plan, buffers and images) got
+faster, by up to 18 us. The other two are MobileNetV2's
 7x7 projection to 320 channels: a 3-pixel `dw_tile`, 2-6 us slower. MobileNetV2's device time
 fell 15% on buffers and 23% on images (docs/bench/issue13/README.md, session 4).
 
@@ -69,7 +70,7 @@ from xdsl.pattern_rewriter import (
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.passes.select_kernel_config import CONFIG_ATTR
-from adreno_mlir.pass_options import CheckedPass, target_option, target_profile
+from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 
 
 def _only_reader(op: Operation) -> graph.Conv2dOp | None:
@@ -87,9 +88,14 @@ def _only_reader(op: Operation) -> graph.Conv2dOp | None:
 
 
 class DepthwiseOnLoad(RewritePattern):
+    def __init__(self, max_window: int = 0):
+        self.max_window = max_window
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.Conv2dOp, rewriter: PatternRewriter, /):
         if not graph.is_depthwise_load(op):
+            return
+        if self.max_window and max(graph.shape_of(op.weight)[2:4]) > self.max_window:
             return
         region = op.parent_op()
         if (not isinstance(region, graph.FusedOp) or region.head is not op or region.on_load is not None
@@ -108,9 +114,16 @@ class FuseDepthwiseLoad(CheckedPass):
 
     target: str = target_option()
     """Target profile: the pass applies to GPU targets only."""
+    max_window: int = option(5, minimum=0)
+    """Fuse only depthwise convolutions whose window is at most this many pixels high and
+    wide (0: any window). 5: the fused 3x3 and 5x5 layers were measured faster (above), but
+    the 7x7 ones of timm's fastvit_t8 and mixnet_s cost more on load than their kernels:
+    on the H200 with learned defaults, max_window=5 against 0 took fastvit_t8 from 1.98 to
+    1.58 ms and mixnet_s from 4.51 to 4.16 ms; six models without larger windows moved
+    within the noise (0.993-1.038; docs/bench/issue30/dw-window)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         profile = target_profile(self, op)
         if not profile.is_gpu:
             return
-        PatternRewriteWalker(DepthwiseOnLoad(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(DepthwiseOnLoad(self.max_window), apply_recursively=False).rewrite_module(op)

@@ -81,11 +81,12 @@ def test_guided_search_measures_the_predicted_fastest_first(small_spaces, guide)
     ratios = model.ratios(sig, sp.default, cands)
     predicted = {canonical(c): float(r) for c, r in zip(cands, ratios)}
     assert not _fast(cands[0]), "the unguided order starts with the fast config: the test would prove nothing"
-    s = Search(sp, trials=4, seed=0, predicted=predicted)
-    assert s.guided and s.predicted_best() < 0.6
+    assert len(cands) + 1 > 8, "the space fits in the trials: the TPE hand-over would not be tested"
+    s = Search(sp, trials=8, seed=0, predicted=predicted)
+    assert s.guided and s.predicted_best() < 0.6 and s.study is not None
     first = s.next()
     assert _fast(first), first
-    # the next candidates come in order of predicted time
+    # the model's GUIDED_FIRST picks come in order of predicted time
     second = s.next()
     assert predicted[canonical(first)] <= predicted[canonical(second)]
     # the predicted gain of the next candidate is measured against the best time known
@@ -93,9 +94,18 @@ def test_guided_search_measures_the_predicted_fastest_first(small_spaces, guide)
     s.tell(first, "ok", 0.05)
     s.tell(second, "ok", 1.2)
     nxt = s.next_gain(default_ms)
-    upcoming = [c for c in s._exhaustive if canonical(c) not in s.known][0]
+    upcoming = [c for c in s._prefix if canonical(c) not in s.known][0]
     assert nxt == pytest.approx(0.05 - predicted[canonical(upcoming)] * default_ms)
     assert nxt < GAIN_FLOOR * default_ms  # nothing left is predicted to beat 0.05 ms
+    # the guided picks were told to the TPE study, which picks the rest (no prediction: gain 0)
+    # (those whose config is a point of the dimensions: a work_group () is not one)
+    assert 1 <= len(s.study.trials) <= 2 and min(t.value for t in s.study.trials) == 0.05
+    third = s.next()
+    assert canonical(third) == canonical(upcoming)
+    s.tell(third, "ok", 0.9)
+    assert s.next_gain(default_ms) == 0.0
+    fourth = s.next()
+    assert fourth is not None and canonical(fourth) not in {canonical(c) for c in (first, second, third)}
     # unguided, nothing is predicted
     plain = Search(sp, trials=4, seed=0)
     assert not plain.guided and plain.predicted_best() == 1.0
