@@ -1840,14 +1840,32 @@ class ConcatOp(GraphOp):
 
 @irdl_op_definition
 class SliceOp(GraphOp):
-    """Static strided slice; starts/ends already clamped to [0, dim] by the frontend."""
+    """Static strided slice; starts/ends already clamped to [0, dim] by the frontend.
+
+    On NCHW4c tensors (convert-layout-nchw4c, `channel_block_slice`) only a slice of whole
+    channel blocks: channels from a multiple of 4, all of the other axes; its kernel copies
+    the blocks, from and to images or buffers (MixNet's and GhostNet's channel splits, which
+    on NCHW cost an unpack, the slice and a pack each)."""
 
     name = "graph.slice"
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
     starts = prop_def(DenseArrayBase)
     steps = prop_def(DenseArrayBase)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ImageOperands(), NCHW4cConvertible())
+
+    def channel_block_slice(self) -> bool:
+        """Whether the slice takes whole channel blocks of a 4-D tensor and nothing else:
+        steps 1, every axis but the channels whole, the channels from a multiple of 4 for
+        a multiple of 4 or up to the end (its last block then holds the input's padding)."""
+        x, out = shape_of(self.input), shape_of(self.result)
+        starts, steps = ints(self.starts), ints(self.steps)
+        if len(x) != 4 or any(s != 1 for s in steps):
+            return False
+        if any(starts[d] != 0 or out[d] != x[d] for d in (0, 2, 3)):
+            return False
+        c0, c = starts[1], out[1]
+        return c0 % 4 == 0 and (c % 4 == 0 or c0 + c == x[1])
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     def verify_shapes(self) -> None:

@@ -103,6 +103,24 @@ class PackedConcat(KernelPattern):
             offset += src.shape[1]
 
 
+class PackedSlice(KernelPattern):
+    """A slice of whole channel blocks (graph.SliceOp.channel_block_slice): a copy of the
+    blocks from the input's channel offset (`src_c4_offset`: the slice's first block, plus
+    the input's own offset in shared storage), written at the result's offset if it has one."""
+
+    heads = (graph.SliceOp,)
+    packed = True
+
+    def lower(self, hb, group, cfg, loc):
+        op = group.head
+        out, src = packed(op.result), packed(op.input)
+        src_offset = graph.ints(op.starts)[1] // 4 + hb.channel_offset(op.input)
+        spec = PackedMapSpec(out=out, pepi=PackedEpilogue(In(0), ((src, (False, False, False)),)),
+                             shape=out.shape, src_offset_arg=True)
+        spec, scalars = at_channel_offset(hb, op.result, spec, [src_offset])
+        hb.launch(spec, [hb.buffer(op.input), hb.alloc(op.result)], loc, scalars)
+
+
 class EpiloguePattern(KernelPattern):
     """Packed kernels with a fused float4 epilogue: `spec(...)` builds the head's spec."""
 
@@ -187,7 +205,7 @@ class WinogradOutput(KernelPattern):
 
 
 PACKED_PATTERNS: tuple[KernelPattern, ...] = (
-    Pack(), Unpack(), PackedConcat(), PackedElementwise(), PackedPool(), PackedResize(), SplitKSum(),
+    Pack(), Unpack(), PackedConcat(), PackedSlice(), PackedElementwise(), PackedPool(), PackedResize(), SplitKSum(),
     WinogradInput(), WinogradOutput(),
 )
 """The NCHW4c patterns of kernels whose family has no schedule keys; the convolution,

@@ -3,7 +3,8 @@
 NCHW4c splits channels into blocks of four, the block being the RGBA of one image
 pixel (TVM's Adreno layout). Ops that have an NCHW4c kernel (convolutions with
 groups 1 or depthwise, pools, global average pool, spatial mean, resize, element-wise
-ops, channel concat of multiple-of-4 inputs) are rebuilt on `!texture.tensor` values:
+ops, channel concat of multiple-of-4 inputs, channel slices of whole blocks) are rebuilt
+on `!texture.tensor` values:
 
 - channels are zero-padded to a multiple of 4; conv weights are padded (O and I) and
   packed OIHW4o at compile time, biases padded, per-channel constants packed;
@@ -56,7 +57,8 @@ def _c4(c: int) -> int:
 
 
 class LayoutConverter:
-    def __init__(self, module: ModuleOp, fn: func.FuncOp, element):
+    def __init__(self, module: ModuleOp, fn: func.FuncOp, element, block_slices: bool = True):
+        self.block_slices = block_slices
         self.store = store_of(module)
         self.fn = fn
         self.element = element
@@ -145,6 +147,10 @@ class LayoutConverter:
         if isinstance(op, graph.ReduceMeanOp):
             return (len(graph.shape_of(op.input)) == 4 and graph.ints(op.axes) == (2, 3)
                     and bool(op.keepdims.value.data))
+        if isinstance(op, graph.SliceOp):
+            # Whole channel blocks of a value already in NCHW4c (a channel split): a copy of
+            # blocks instead of an unpack, the slice and a pack.
+            return self.block_slices and op.channel_block_slice() and self.in_nchw4c(op.input)
         if isinstance(op, graph.ConcatOp):
             return (op.axis.value.data == 1 and len(graph.shape_of(op.result)) == 4
                     and all(graph.shape_of(v)[1] % 4 == 0 for v in op.inputs))
@@ -262,8 +268,11 @@ class ConvertLayoutNCHW4c(CheckedPass):
 
     storage: str = option("f32", choices=("f32", "f16"))
     """Element type of packed activations: f32, or f16 (half storage, fp32 arithmetic)."""
+    block_slices: bool = True
+    """Keep channel slices of whole blocks on NCHW4c (a block copy); false: every slice
+    is an NCHW op (an unpack before it, a pack after), as before they had an NCHW4c kernel."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         element = f32 if self.storage == "f32" else f16
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
-            LayoutConverter(op, fn, element).run()
+            LayoutConverter(op, fn, element, self.block_slices).run()
