@@ -565,3 +565,14 @@ def test_a_search_without_optuna_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` raises ImportError
     with pytest.raises(CompileError, match=r"pip install optuna .* --trials 6 to measure every one"):
         Search(space, trials=2, seed=0)
+
+
+def test_a_model_whose_weights_are_missing_is_one_clear_line(tmp_path):
+    """Regression: the worker's setup failure carried its traceback into the CLI's error."""
+    model = _small_model()
+    onnx.save(model, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.weights", size_threshold=0)
+    (tmp_path / "m.weights").unlink()
+    r = run_cli("tune", str(tmp_path / "m.onnx"), "--db", str(tmp_path / "t.db"), "--no-progress", "--trials", "2")
+    assert r.returncode != 0
+    assert "external data file that is missing" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -366,7 +366,12 @@ def _child_main(conn, job: Job, worker: str, scratch: str) -> None:
         conn.send(("setup", Setup(m.key, m.spaces, baseline, time.perf_counter() - t, m.plan.profile.name,
                                     m.node_spaces)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
-        conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
+        from adreno_mlir.errors import AdrenoError
+
+        if isinstance(e, AdrenoError):  # the model's own problem (weights missing, an op refused): its message
+            conn.send(("error", str(e)))
+        else:  # a bug of ours: where it happened
+            conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
         return
     while True:
         try:
