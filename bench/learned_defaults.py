@@ -48,6 +48,24 @@ def feeds_for(cm, seed: int) -> dict:
                 else rng.standard_normal(cm.input_shapes[n]).astype(np.float32)) for n in cm.input_names}
 
 
+def measure_variants(cms: dict, feeds: dict, rounds: int, repeat: int) -> dict:
+    """`{V_err, V_ms}` per compiled variant V: the max error of its first output relative to
+    the first variant's, and its device time (the median over `rounds` of its summed
+    OpenCL event times, `repeat` profiled runs each), the variants measured in turn."""
+    rec: dict = {}
+    outs = {v: next(iter(cm.run(feeds).values())) for v, cm in cms.items()}
+    ref = next(iter(outs.values()))
+    for v, o in outs.items():
+        rec[f"{v}_err"] = float(np.abs(o - ref).max() / max(float(np.abs(ref).max()), 1e-30))
+    times = {v: [] for v in cms}
+    for _ in range(rounds):
+        for v, cm in cms.items():
+            times[v].append(sum(cm.profile(feeds, repeat=repeat).values()))
+    for v in cms:
+        rec[f"{v}_ms"] = float(np.median(times[v]))
+    return rec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", required=True, help="comma-separated .onnx paths (weights filled)")
@@ -106,17 +124,7 @@ def main(argv=None) -> int:
                 t = time.perf_counter()
                 cms[v] = adreno_mlir.compile(path, device=args.device, **opts)
                 rec[f"{v}_compile_s"] = time.perf_counter() - t
-            feeds = feeds_for(cms["rules"], 1)
-            outs = {v: next(iter(cm.run(feeds).values())) for v, cm in cms.items()}
-            ref = outs["rules"]
-            for v, o in outs.items():
-                rec[f"{v}_err"] = float(np.abs(o - ref).max() / max(float(np.abs(ref).max()), 1e-30))
-            times = {v: [] for v in cms}
-            for _ in range(args.rounds):
-                for v, cm in cms.items():
-                    times[v].append(sum(cm.profile(feeds, repeat=args.repeat).values()))
-            for v in cms:
-                rec[f"{v}_ms"] = float(np.median(times[v]))
+            rec.update(measure_variants(cms, feeds_for(cms["rules"], 1), args.rounds, args.repeat))
             log(f"[{name}] device ms: " + ", ".join(f"{v} {rec[f'{v}_ms']:.4f}" for v in cms))
         except Exception as e:  # one model's failure is a row, not the end of the run
             rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"

@@ -23,10 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 
 def log(msg: str) -> None:
@@ -59,6 +58,7 @@ def main(argv=None) -> int:
         raise SystemExit("--option takes PASS.OPTION=V1,V2,...")
 
     import adreno_mlir
+    from learned_defaults import feeds_for, measure_variants
 
     rows = []
     for path in args.models.split(","):
@@ -72,18 +72,7 @@ def main(argv=None) -> int:
                                              pipeline=lambda p, v=v: with_option(p, pass_name, option, v))
                 rec[f"{v}_compile_s"] = time.perf_counter() - t
                 rec[f"{v}_launches"] = len(cms[v].executable.plan.launches)
-            rng = np.random.default_rng(1)
-            feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in cms[values[0]].input_shapes.items()}
-            outs = {v: next(iter(cm.run(feeds).values())) for v, cm in cms.items()}
-            ref = outs[values[0]]
-            for v, o in outs.items():
-                rec[f"{v}_err"] = float(np.abs(o - ref).max() / max(float(np.abs(ref).max()), 1e-30))
-            times = {v: [] for v in cms}
-            for _ in range(args.rounds):
-                for v, cm in cms.items():
-                    times[v].append(sum(cm.profile(feeds, repeat=args.repeat).values()))
-            for v in cms:
-                rec[f"{v}_ms"] = float(np.median(times[v]))
+            rec.update(measure_variants(cms, feeds_for(cms[values[0]], 1), args.rounds, args.repeat))
             log(f"[{name}] device ms: " + ", ".join(f"{option}={v} {rec[f'{v}_ms']:.4f}" for v in values))
         except Exception as e:  # one model's failure is a row, not the end of the run
             rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"

@@ -20,7 +20,7 @@ from adreno_mlir.errors import CompileError
 from adreno_mlir.tuning import cost_model as cmod
 from adreno_mlir.tuning.db import TuningDB, canonical
 from adreno_mlir.tuning.tuner import GAIN_FLOOR, Search, format_report, tune
-from tests.test_tuning import _small_model, run_cli
+from tests.test_tuning import _small_model, run_cli, spaces_of
 
 pytest.importorskip("pyopencl")
 pytest.importorskip("optuna")
@@ -43,12 +43,7 @@ def small(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def small_spaces(small) -> dict:
-    import tempfile
-
-    from adreno_mlir.tuning.worker import Job, _Measurer
-
-    with tempfile.TemporaryDirectory() as scratch:
-        return {sp.signature: sp for sp in _Measurer(Job(small), scratch).spaces}
+    return spaces_of(small)
 
 
 @pytest.fixture(scope="module")
