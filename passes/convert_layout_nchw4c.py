@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, f16, f32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, f16, f32, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -57,8 +57,10 @@ def _c4(c: int) -> int:
 
 
 class LayoutConverter:
-    def __init__(self, module: ModuleOp, fn: func.FuncOp, element, block_slices: bool = True):
+    def __init__(self, module: ModuleOp, fn: func.FuncOp, element, block_slices: bool = True,
+                 split_groups: int = 0):
         self.block_slices = block_slices
+        self.split_groups = split_groups
         self.store = store_of(module)
         self.fn = fn
         self.element = element
@@ -251,7 +253,60 @@ class LayoutConverter:
         new.attributes.update(op.attributes)  # e.g. a hand-set `winograd` choice
         return new
 
+    def splittable(self, op: Operation) -> bool:
+        """A grouped conv (not depthwise) of at most `split_groups` groups whose groups are
+        whole channel blocks on both sides, with constant weights and bias: `split_conv`."""
+        if not isinstance(op, graph.Conv2dOp) or not self.block_slices:
+            return False
+        g = op.groups.value.data
+        x, w = graph.shape_of(op.input), graph.shape_of(op.weight)
+        if not 1 < g <= self.split_groups or len(x) != 4 or len(w) != 4 or x[1] == g:
+            return False
+        consts = isinstance(op.weight.owner, graph.ConstantOp) and (
+            op.bias is None or isinstance(op.bias.owner, graph.ConstantOp))
+        return consts and x[1] % g == 0 and (x[1] // g) % 4 == 0 and w[0] % g == 0 and (w[0] // g) % 4 == 0
+
+    def split_conv(self, op: graph.Conv2dOp) -> None:
+        """`op` as one groups-1 conv per group on its channel-block slice of the input,
+        concatenated (still NCHW ops, converted next): the NCHW4c kernels have no grouped
+        conv but dense ones, block slices and in-place concat. The new ops carry the
+        conv's location, so its node's overrides name all of them."""
+        g = op.groups.value.data
+        x, out = graph.shape_of(op.input), graph.shape_of(op.result)
+        w = constant_value(op.weight, self.store)
+        b = constant_value(op.bias, self.store) if op.bias is not None else None
+        cin, cout = x[1] // g, w.shape[0] // g
+        parts = []
+        hint = op.result.name_hint or "conv"
+        for i in range(g):
+            part = graph.SliceOp.create(
+                operands=[op.input], result_types=[TensorType(f32, [x[0], cin, x[2], x[3]])],
+                properties={"starts": DenseArrayBase.from_list(i64, [0, i * cin, 0, 0]),
+                            "steps": DenseArrayBase.from_list(i64, [1, 1, 1, 1])})
+            wi = new_constant(self.store, w[i * cout:(i + 1) * cout], f"{op.weight.owner.weight_name or hint}_g{i}")
+            bi = new_constant(self.store, b[i * cout:(i + 1) * cout], f"{hint}_bias_g{i}") if b is not None else None
+            conv = graph.Conv2dOp(part.result, wi.result, bi.result if bi is not None else None,
+                                  TensorType(f32, [out[0], cout, out[2], out[3]]), graph.ints(op.strides),
+                                  graph.ints(op.pads), graph.ints(op.dilations), 1)
+            conv.attributes.update(op.attributes)
+            new = [part, wi, *([bi] if bi is not None else []), conv]
+            for o in new:
+                o.location = op.location
+                self.rewriter.insert_op(o, InsertPoint.before(op))
+            part.result.name_hint, conv.result.name_hint = f"{hint}_in{i}", f"{hint}_g{i}"
+            parts.append(conv.result)
+        cat = graph.ConcatOp(operands=[parts], result_types=[op.result.type],
+                             properties={"axis": IntegerAttr(1, 64)})
+        cat.location = op.location
+        self.rewriter.insert_op(cat, InsertPoint.before(op))
+        op.result.replace_all_uses_with(cat.result)
+        cat.result.name_hint = hint
+        self.rewriter.erase_op(op)
+
     def run(self) -> None:
+        for op in list(self.fn.body.block.ops):
+            if self.splittable(op):
+                self.split_conv(op)
         for op in list(self.fn.body.block.ops):
             if self.can_convert(op):
                 self.convert(op)
@@ -271,8 +326,13 @@ class ConvertLayoutNCHW4c(CheckedPass):
     block_slices: bool = True
     """Keep channel slices of whole blocks on NCHW4c (a block copy); false: every slice
     is an NCHW op (an unpack before it, a pack after), as before they had an NCHW4c kernel."""
+    split_groups: int = option(4, minimum=0)
+    """A grouped convolution (not depthwise) of at most this many groups, each of whole
+    channel blocks in and out, becomes one dense NCHW4c conv per group on a block slice of
+    its input, concatenated (ResNeSt's radix-2 convs); others (and all with 0, or with
+    block_slices=false) stay NCHW."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         element = f32 if self.storage == "f32" else f16
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
-            LayoutConverter(op, fn, element, self.block_slices).run()
+            LayoutConverter(op, fn, element, self.block_slices, self.split_groups).run()

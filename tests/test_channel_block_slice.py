@@ -127,3 +127,63 @@ def test_channel_block_slice_reads_the_slice():
     assert not op([1, 24, 7, 7], [0, 8, 1, 0], [1, 8, 6, 7]).channel_block_slice()  # rows too
     assert not op([1, 24, 8, 8], [0, 0, 0, 0], [1, 12, 8, 8], [1, 2, 1, 1]).channel_block_slice()  # a step
     assert not op([24, 7, 7], [8, 0, 0], [8, 7, 7]).channel_block_slice()  # not 4-D
+
+
+# --------------------------------------------------------------------------- grouped convs
+
+
+def _grouped_model(groups: int, c: int, o: int) -> onnx.ModelProto:
+    """x (1, 8, 14, 14) -> 1x1 conv to c channels -> 3x3 conv of `groups` groups (c -> o,
+    bias) -> ReLU: ResNeSt's radix-2 conv when groups is 2."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((c, 8, 1, 1)) * 0.2).astype(np.float32), "w0"),
+             numpy_helper.from_array((rng.standard_normal((o, c // groups, 3, 3)) * 0.2).astype(np.float32), "w"),
+             numpy_helper.from_array((rng.standard_normal(o) * 0.2).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="pw"),
+             helper.make_node("Conv", ["c0", "w", "b"], ["c"], name="gconv", group=groups, pads=[1] * 4),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "grouped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, o, 14, 14])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _check_grouped(model: onnx.ModelProto, cm) -> None:
+    import onnxruntime as ort
+
+    x = np.random.default_rng(1).standard_normal((1, 8, 14, 14)).astype(np.float32)
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    # the per-group 3x3 convs may be Winograd F(4,3) (conv-winograd's rule): its tolerance
+    np.testing.assert_allclose(cm.run({"x": x})["y"], ref, rtol=1e-4, atol=5e-5)
+
+
+def _nchw_convs(cm) -> list[str]:
+    """The plain NCHW conv kernels (`conv3x3_relu`; NCHW4c ones say `_4c`, Winograd ones `winograd`)."""
+    return [k for k in _kernels(cm) if k.startswith("conv") and "_4c" not in k]
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+@pytest.mark.parametrize("groups, c, o", [(2, 32, 32), (4, 32, 64)])
+def test_grouped_conv_of_whole_blocks_is_one_dense_nchw4c_conv_per_group(plan, groups, c, o):
+    model = _grouped_model(groups, c, o)
+    cm = adreno_mlir.compile(model, keep_ir=True, **PLANS[plan])
+    assert not _nchw_convs(cm), _kernels(cm)
+    names = _kernels(cm)
+    assert sum(k.startswith("pack_nchw4c") for k in names) == 1 and sum(k.startswith("unpack") for k in names) == 1
+    layout = cm.stage_ir["layout"]
+    convs = [line for line in layout.splitlines() if "graph.conv2d" in line and 'loc("gconv")' in line]
+    assert len(convs) == groups and not any("groups" in line for line in convs), convs
+    _check_grouped(model, cm)
+
+
+@pytest.mark.parametrize("groups, c, o, option, split", [
+    (8, 64, 64, "", False),                       # more groups than split_groups (4)
+    (8, 64, 64, "split_groups=8", True),
+    (2, 32, 32, "split_groups=0", False),
+    (2, 12, 12, "", False),                       # 6 channels a group: not whole blocks
+])
+def test_other_grouped_convs_stay_nchw(groups, c, o, option, split):
+    model = _grouped_model(groups, c, o)
+    edit = (lambda p: p.replace("convert-layout-nchw4c{", f"convert-layout-nchw4c{{{option} ")) if option else None
+    cm = adreno_mlir.compile(model, keep_ir=True, pipeline=edit, **PLANS["images"])
+    assert bool(_nchw_convs(cm)) != split, _kernels(cm)
+    _check_grouped(model, cm)
