@@ -73,8 +73,9 @@ def model_key(module: Operation) -> str:
 def node_choices(path: str, key: str, pass_name: str, module: Operation | None = None) -> dict[str, Any]:
     """`{ONNX node name: value}` of the `loc:NODE` entries of overrides file `path` (the
     JSON file select-kernel-config reads, `load_overrides`) that hold `key`, and of the
-    `loc:NODE@model:KEY` entries for `module`'s `model_key` (those of other models are
-    skipped; without `module`, all are); the entries' other keys belong to other passes
+    `loc:NODE@model:KEY` entries (and `loc:NODE@model:KEY#WHAT`: the tuner keeps one entry
+    per search of a node) for `module`'s `model_key` (those of other models are skipped;
+    without `module`, all are); the entries' other keys belong to other passes
     and are ignored here. A plain entry wins over a scoped one for the same node."""
     from adreno_mlir.lowering.families import load_overrides
 
@@ -90,6 +91,7 @@ def node_choices(path: str, key: str, pass_name: str, module: Operation | None =
         if not k.startswith("loc:") or key not in v:
             continue
         node, sep, scope = k[4:].rpartition(MODEL_SCOPE)
+        scope = scope.split("#", 1)[0]  # `loc:NODE@model:KEY#scope`: the tuner's second search of a node
         if not sep:
             plain[k[4:]] = v[key]
         elif mine is None or scope == mine:

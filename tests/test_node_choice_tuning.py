@@ -1,14 +1,18 @@
-"""The tuner's per-node Winograd choices (issue 30): every conv that can take a Winograd
-tile is a search of its own over {direct, F(2,3), F(4,3)}, timed over all its kernels (a
-conv + ReLU kernel carries the ReLU's node), in rounds without kernel candidates; its
-database entry is `loc:NODE@model:KEY`, which conv-winograd applies to that model only.
+"""The tuner's per-node choices (issue 30): every conv that can take a Winograd tile is a
+search of its own over {direct, F(2,3), F(4,3)}, timed over all its kernels (a conv + ReLU
+kernel carries the ReLU's node); every kernel result in an image a search over {image,
+buffer}, timed over its writer and readers. They run in rounds without kernel candidates,
+and in a round no two choices share a kernel. Their database entries are
+`loc:NODE@model:KEY` (and `...#scope`), which conv-winograd and annotate-texture-scope apply
+to that model only.
 
-On PoCL with the texture plan (the plan where conv-winograd runs)."""
+On PoCL with the texture plan (the plan where conv-winograd and annotate-texture-scope run)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -26,6 +30,10 @@ from adreno_mlir.tuning.tuner import format_report, tune
 
 pytest.importorskip("pyopencl")
 pytest.importorskip("optuna")
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))  # `tune_faults` (the request log) for the worker's child
 
 TEXTURES = {"textures": True}
 QUICK = {"repeat": 3, "progress": False, "seed": 0, "compile_options": TEXTURES}
@@ -72,8 +80,16 @@ def _feeds() -> dict[str, np.ndarray]:
     return {"x": np.random.default_rng(1).standard_normal((1, 8, 16, 16)).astype(np.float32)}
 
 
+def _winograd(spaces) -> list:
+    return [sp for sp in spaces if "winograd" in dict(sp.dims)]
+
+
+def _scopes(spaces) -> dict:
+    return {sp.name: sp for sp in spaces if "scope" in dict(sp.dims)}
+
+
 def test_only_eligible_convs_get_a_node_search_timed_over_their_fused_kernels(measurer, model):
-    (space,) = measurer.node_spaces  # conv2 has stride 2: no Winograd, no search
+    (space,) = _winograd(measurer.node_spaces)  # conv2 has stride 2: no Winograd, no search
     assert space.kind == NODE_KIND and space.name == "conv1"
     assert space.signature.startswith(f"loc:conv1{MODEL_SCOPE}")
     assert dict(space.dims) == {"winograd": (0, 2, 4)}
@@ -82,9 +98,21 @@ def test_only_eligible_convs_get_a_node_search_timed_over_their_fused_kernels(me
     default_is_winograd = any("winograd" in k for k in _kernels(cm))
     assert (space.default["winograd"] > 0) == default_is_winograd
     # the conv's fused ReLU carries the ReLU's node: both count towards conv1's time
-    assert measurer.node_keys.get("conv1") == space.signature
-    assert measurer.node_keys.get("relu1") == space.signature
-    assert "conv2" not in measurer.node_keys
+    assert space.footprint == {"conv1", "relu1"}
+    assert space.signature in measurer.node_keys["conv1"] and space.signature in measurer.node_keys["relu1"]
+    assert space.signature not in measurer.node_keys.get("conv2", [])
+
+
+def test_each_stored_image_gets_an_image_or_buffer_search_over_its_writer_and_readers(measurer):
+    scopes = _scopes(measurer.node_spaces)
+    assert "relu1" in scopes, scopes  # the texture plan puts it in an image (the suite's devices have images)
+    relu = scopes["relu1"]
+    assert relu.signature.endswith("#scope") and relu.default == {"scope": "image"}
+    assert dict(relu.dims) == {"scope": ("image", "buffer")}
+    # written by the conv1 + ReLU kernel, read by conv2's
+    assert relu.footprint == {"conv1", "relu1", "conv2"}
+    # the convs' internal tensors (a Winograd conv's V and M) are no node's result
+    assert "conv1" not in scopes
 
 
 def test_tune_measures_every_tile_and_the_database_entry_drives_conv_winograd(model, tmp_path, monkeypatch):
@@ -93,9 +121,9 @@ def test_tune_measures_every_tile_and_the_database_entry_drives_conv_winograd(mo
     monkeypatch.setenv("ADRENO_MLIR_CACHE_DIR", str(tmp_path / "cache"))
     db_path = tmp_path / "t.db"
     rep = tune(model, str(db_path), trials=3, **QUICK)
-    (node,) = [s for s in rep.signatures if s.kind == NODE_KIND]
+    (node,) = [s for s in rep.signatures if s.kind == NODE_KIND and "#" not in s.signature]
     assert node.measured == 3 and node.failed == 0, node  # direct, F(2,3) and F(4,3), all fine
-    assert "per-node Winograd choices" in format_report(rep)
+    assert "per-node choices" in format_report(rep)
     with TuningDB(db_path) as db:
         rows = [r for r in db.rows(rep.device) if r.signature == node.signature]
     assert sorted(r.config["winograd"] for r in rows) == [0, 2, 4]
@@ -111,6 +139,48 @@ def test_tune_measures_every_tile_and_the_database_entry_drives_conv_winograd(mo
     np.testing.assert_allclose(cm.run(_feeds())["y"], ref, rtol=1e-4, atol=1e-4)
 
 
+def test_a_round_never_holds_two_choices_that_share_a_kernel(model, measurer, tmp_path, monkeypatch):
+    log = tmp_path / "requests.log"
+    monkeypatch.setenv("TUNE_FAULT_LOG", str(log))
+    monkeypatch.setenv("TUNE_FAULT", "build")
+    monkeypatch.setenv("TUNE_FAULT_PREFIX", "no-such-signature")  # never hits: the hook only logs
+    rep = tune(model, str(tmp_path / "t.db"), trials=3, fault_hook="tune_faults:always", **QUICK)
+    footprint = {sp.signature: sp.footprint for sp in measurer.node_spaces}
+    # the search's rounds come first (nothing failed: no bisection), then the model check's runs
+    rounds = [json.loads(line)["signatures"] for line in log.read_text().splitlines()][: rep.rounds]
+    node_rounds = [r for r in rounds if any(sig in footprint for sig in r)]
+    assert node_rounds, rounds
+    for r in node_rounds:
+        assert all(sig in footprint for sig in r), r  # no kernel candidate beside them
+        for i, a in enumerate(r):
+            for b in r[i + 1:]:
+                assert not footprint[a] & footprint[b], (a, b)
+    # every per-node candidate was measured: 2 other tiles, 1 other scope each
+    measured = sum(len(r) for r in node_rounds)
+    assert measured == sum(len(dict(sp.dims)[next(iter(sp.default))]) - 1 for sp in measurer.node_spaces)
+
+
+def test_a_decided_scope_is_applied_to_its_model(measurer, model, tmp_path, monkeypatch):
+    monkeypatch.setenv("ADRENO_MLIR_CACHE_DIR", str(tmp_path / "cache"))
+    scopes = _scopes(measurer.node_spaces)
+    assert "relu1" in scopes, scopes
+    key = device_key(adreno_mlir.compile(_two_convs(), textures=True).executable.context.devices[0])
+    with TuningDB(tmp_path / "t.db") as db:
+        db.record(key, [Row(scopes["relu1"].signature, {"scope": "image"}, True, "ok", 1.0, (1.0,)),
+                        Row(scopes["relu1"].signature, {"scope": "buffer"}, False, "ok", 0.5, (0.5,))])
+        db.decide(key, {scopes["relu1"].signature: {"scope": "buffer"}}, "two_convs")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        cm = adreno_mlir.compile(model, textures=True, tuning_db=tmp_path / "t.db", keep_ir=True)
+    assert not _notes(rec)
+    (line,) = [x for x in cm.stage_ir["scope"].splitlines() if "graph.relu" in x and 'loc("relu1")' in x]
+    assert "#texture.image" not in line.split("->")[-1], line  # the ReLU's result is a buffer now
+    import onnxruntime as ort
+
+    ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, _feeds())[0]
+    np.testing.assert_allclose(cm.run(_feeds())["y"], ref, rtol=1e-4, atol=1e-4)
+
+
 def _db_with_tile(path: Path, signature: str, tile: int) -> None:
     key = device_key(adreno_mlir.compile(_two_convs(), textures=True).executable.context.devices[0])
     with TuningDB(path) as db:
@@ -122,7 +192,7 @@ def _db_with_tile(path: Path, signature: str, tile: int) -> None:
 @pytest.mark.parametrize("tile", [0, 2, 4])
 def test_a_decided_tile_is_applied_to_its_model(measurer, model, tmp_path, monkeypatch, tile):
     monkeypatch.setenv("ADRENO_MLIR_CACHE_DIR", str(tmp_path / "cache"))
-    (space,) = measurer.node_spaces
+    (space,) = _winograd(measurer.node_spaces)
     _db_with_tile(tmp_path / "t.db", space.signature, tile)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")

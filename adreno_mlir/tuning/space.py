@@ -48,6 +48,9 @@ class Space:
     """The kernel's head op (what the family's `normalize` reads)."""
     estimates: dict = field(default_factory=dict, compare=False, hash=False)
     """canonical config -> the roofline model's estimate (us), where the target has peaks."""
+    footprint: frozenset = field(default=frozenset(), compare=False, hash=False)
+    """A per-node choice's launch locations (ONNX nodes): the kernels its time sums, which
+    are all the kernels it can change; choices whose footprints meet share no round."""
 
     def size(self) -> int:
         return len(self.candidates())
@@ -134,15 +137,18 @@ NODE_KIND = "node"
 """The kind of a per-node choice's space (`node_space`): not a kernel family."""
 
 
-def node_space(node: str, model_key: str, key: str, default: Any, choices: tuple) -> Space:
-    """The space of one per-node choice of an earlier pass (`key`: "winograd" today) for
-    ONNX node `node`: its signature is the model-scoped overrides key `loc:NODE@model:KEY`
-    (lowering.families.MODEL_SCOPE), so the tuning database's entry applies to this model
-    only, and its candidates are `{key: choice}`."""
+def node_space(node: str, model_key: str, key: str, default: Any, choices: tuple,
+               footprint: frozenset = frozenset()) -> Space:
+    """The space of one per-node choice of an earlier pass (`key`: "winograd" or "scope")
+    for ONNX node `node`: its signature is the model-scoped overrides key
+    `loc:NODE@model:KEY` (lowering.families.MODEL_SCOPE), so the tuning database's entry
+    applies to this model only, and its candidates are `{key: choice}`. Both keys of a node
+    are one entry of the overrides file, but two searches here: the signature of a `scope`
+    search says so (`loc:NODE@model:KEY#scope`, merged into the node's entry when written)."""
     from adreno_mlir.lowering.families import MODEL_SCOPE
 
-    return Space(f"loc:{node}{MODEL_SCOPE}{model_key}", NODE_KIND, {key: default}, ((key, tuple(choices)),),
-                 name=node)
+    sig = f"loc:{node}{MODEL_SCOPE}{model_key}" + ("" if key == "winograd" else f"#{key}")
+    return Space(sig, NODE_KIND, {key: default}, ((key, tuple(choices)),), name=node, footprint=frozenset(footprint))
 
 
 def _key(cfg: dict[str, Any]) -> tuple:

@@ -490,7 +490,7 @@ def tune(
         node_spaces = list(setups[0].node_spaces)
         spaces = [*setups[0].spaces, *node_spaces]
         model_name = Path(model).stem
-        nodes = f", {len(node_spaces)} per-node Winograd choices" if node_spaces else ""
+        nodes = f", {len(node_spaces)} per-node choices (Winograd tile, image or buffer)" if node_spaces else ""
         note(f"device {key.short()}; {len(spaces) - len(node_spaces)} tunable kernel signatures{nodes}; "
              f"{len(pool)} worker(s); setup {setups[0].seconds:.1f} s")
         # The default of every signature, from every worker's baseline run.
@@ -529,8 +529,13 @@ def tune(
 
         def next_round() -> dict[str, dict] | None:
             # Per-node choices first, in rounds of their own: a conv that changes its tile
-            # changes its kernels, so no kernel candidate may share its compile.
-            r = {sig: cfg for sig, s in searches.items() if s.space.kind == NODE_KIND and (cfg := s.next()) is not None}
+            # changes its kernels, so no kernel candidate may share its compile; and within
+            # a round the choices' footprints (the kernels each one's time sums) are disjoint.
+            r, taken = {}, set()
+            for sig, s in searches.items():
+                if s.space.kind == NODE_KIND and not (s.space.footprint & taken) and (cfg := s.next()) is not None:
+                    r[sig] = cfg
+                    taken |= s.space.footprint
             if r:
                 return r
             gains = {sig: s.next_gain(default_ms[sig]) for sig, s in searches.items() if s.guided}
@@ -818,7 +823,7 @@ def format_report(rep: TuneReport, top: int = 20) -> str:
     the one model figure: the model-level check's final measurement."""
     nodes = [s for s in rep.signatures if s.kind == NODE_KIND]
     kept_nodes = sum(1 for s in nodes if s.signature in rep.chosen)
-    of_nodes = f" and {kept_nodes} of {len(nodes)} per-node Winograd choices" if nodes else ""
+    of_nodes = f" and {kept_nodes} of {len(nodes)} per-node choices" if nodes else ""
     lines = [f"device: {rep.device.short()}",
              f"tuned {len(rep.chosen) - kept_nodes} of {len(rep.signatures) - len(nodes)} kernel signatures{of_nodes} "
              f"in {rep.seconds:.0f} s ({rep.rounds} rounds, {rep.workers} worker{'s' if rep.workers != 1 else ''})"]

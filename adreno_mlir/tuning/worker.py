@@ -157,9 +157,11 @@ class _Measurer:
         """The plan every measurement compiles (with that measurement's overrides)."""
         self.hook = _load_hook(job.fault_hook)
         self.node_spaces: list = []
-        self.node_keys: dict[str, str] = {}
-        """Launch location (ONNX node) -> the key of the per-node choice whose time it counts
-        towards (`loc:NODE@model:KEY`): the conv's node and those fused with it."""
+        self.model_key = ""
+        """The model's `conv_winograd.model_key` (texture-level plans), its node entries' scope."""
+        self.node_keys: dict[str, list[str]] = {}
+        """Launch location (ONNX node) -> the keys of the per-node choices whose time it counts
+        towards (`loc:NODE@model:KEY`...): those whose footprint holds it."""
         self.spaces, self.loc_to_sig = self._kernels()
         self.reference: list[np.ndarray] | None = None
         self.feeds: dict[str, np.ndarray] = {}
@@ -182,9 +184,15 @@ class _Measurer:
         names = [n for n, _ in stages]
         split = names.index("winograd") if "winograd" in names else len(stages)
         run_stages(make_context(), module, stages[:split])
-        eligible = self._winograd_nodes(module) if split < len(stages) else {}
+        eligible: dict[str, str] = {}
+        if split < len(stages):
+            from adreno_mlir.passes.conv_winograd import model_key
+
+            key = model_key(module)  # as conv-winograd and annotate-texture-scope will compute it
+            eligible = {n: key for n in self._winograd_nodes(module)}
+            self.model_key = key
         run_stages(make_context(), module, stages[split:])
-        if eligible:
+        if split < len(stages):  # the texture-level plan: conv-winograd and annotate-texture-scope run
             self._node_spaces(module, eligible)
         profile = self.plan.profile
         gpu = profile.is_gpu
@@ -214,29 +222,50 @@ class _Measurer:
         loc_to_sig = {k: v for k, v in loc_to_sig.items() if v in spaces}
         return list(spaces.values()), loc_to_sig
 
-    def _winograd_nodes(self, module) -> dict[str, str]:
-        """Before conv-winograd: {ONNX node: model key} of every conv that can take either tile."""
+    def _winograd_nodes(self, module) -> list[str]:
+        """Before conv-winograd: the ONNX nodes of the convs that can take either tile."""
         from adreno_mlir.dialects import graph
-        from adreno_mlir.passes.conv_winograd import ineligible_reason, model_key, node_of
+        from adreno_mlir.passes.conv_winograd import ineligible_reason, node_of
 
-        key = model_key(module)
-        return {n: key for o in module.walk() if isinstance(o, graph.Conv2dOp)
-                and (n := node_of(o)) is not None and ineligible_reason(o) is None}
+        return [n for o in module.walk() if isinstance(o, graph.Conv2dOp)
+                and (n := node_of(o)) is not None and ineligible_reason(o) is None]
 
     def _node_spaces(self, module, eligible: dict[str, str]) -> None:
-        """After select-kernel-config: each eligible conv's space of tiles, its default the
-        tile the plan gave it (a texture.winograd_output at its location, else 0 = direct).
-        A node's time is that of the launches at its location and at those of the ops fused
-        with it (a conv + ReLU kernel carries the ReLU's node): every kernel of the node."""
+        """After select-kernel-config, the per-node choices (`space.node_space`):
+
+        - `winograd`: each eligible conv's tiles, its default the tile the plan gave it (a
+          texture.winograd_output at its location, else 0 = direct); its footprint the
+          launches of its kernels (at its location and those of the ops fused with it: a
+          conv + ReLU kernel carries the ReLU's node);
+        - `scope`: each kernel result the plan put in an image, "image" or "buffer", named
+          by the node that computes the stored value (the ReLU of a conv + ReLU kernel, as
+          annotate-texture-scope reads the key); its footprint the writing kernel and its
+          readers, whose loads change with it.
+
+        A choice's time is that of the launches in its footprint."""
+        from xdsl.dialects import func
+
         from adreno_mlir.dialects import graph, texture
         from adreno_mlir.passes.conv_winograd import node_of
         from adreno_mlir.tuning.space import node_space
 
+        def locs_of(op) -> set[str]:
+            ops = [op, *op.ops] if isinstance(op, graph.FusedOp) else [op]
+            return {n for m in ops if (n := node_of(m)) is not None}
+
+        fns = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
+        kernels = [o for f in fns for o in f.body.block.ops]
+
+        def top(op):
+            while op.parent_op() is not None and not isinstance(op.parent_op(), func.FuncOp):
+                op = op.parent_op()
+            return op
+
         tiles = {node_of(o): o.tile.value.data for o in module.walk() if isinstance(o, texture.WinogradOutputOp)}
         group: dict[str, set[str]] = {node: {node} for node in eligible}
-        for f in module.walk():
+        for f in kernels:
             if isinstance(f, graph.FusedOp):
-                locs = {n for m in [f, *f.ops] if (n := node_of(m)) is not None}
+                locs = locs_of(f)
                 for node in locs & set(eligible):
                     group[node] |= locs
         owner: dict[str, str] = {}
@@ -246,13 +275,31 @@ class _Measurer:
                 if loc in owner:  # two eligible convs in one kernel: their times cannot be told apart
                     shared |= {owner[loc], node}
                 owner[loc] = node
-        for node, key in eligible.items():
-            if node in shared:
+        spaces = [node_space(node, key, "winograd", tiles.get(node, 0), (0, 2, 4), frozenset(group[node]))
+                  for node, key in eligible.items() if node not in shared]
+        key = self.model_key
+        stored: dict[str, set[str]] = {}
+        for k in kernels:
+            if isinstance(k, func.ReturnOp) or not k.results:
                 continue
-            space = node_space(node, key, "winograd", tiles.get(node, 0), (0, 2, 4))
-            self.node_spaces.append(space)
-            for loc in group[node]:
-                self.node_keys[loc] = space.signature
+            r = k.results[0]
+            if not (isinstance(r.type, texture.TextureTensorType) and r.type.is_image):
+                continue
+            inner = k
+            if isinstance(k, graph.FusedOp):
+                y = k.body.block.last_op
+                inner = y.operands[0].owner if y is not None and y.operands else k
+            node = node_of(inner)
+            if node is None or all(node_of(u.operation) == node for u in r.uses):
+                continue  # read only within its node (a Winograd conv's V and M): the key does not move it
+            readers = {top(u.operation) for u in r.uses}
+            stored.setdefault(node, set()).update(locs_of(k), *(locs_of(u) for u in readers))
+        spaces += [node_space(node, key, "scope", "image", ("image", "buffer"), frozenset(fp))
+                   for node, fp in stored.items()]
+        self.node_spaces.extend(spaces)
+        for sp in spaces:
+            for loc in sp.footprint:
+                self.node_keys.setdefault(loc, []).append(sp.signature)
 
     def measure(self, overrides: dict[str, dict], worker: str) -> Result:
         import adreno_mlir
@@ -318,7 +365,7 @@ class _Measurer:
         launches in every run; and the totals."""
         times: dict[str, np.ndarray] = {}
         for k, loc in enumerate(locs):
-            for sig in (self.loc_to_sig.get(loc), self.node_keys.get(loc)):
+            for sig in (self.loc_to_sig.get(loc), *self.node_keys.get(loc, ())):
                 if sig is not None:
                     times[sig] = times.get(sig, 0.0) + runs[:, k]
         return {s: [float(x) for x in t] for s, t in times.items()}, [float(x) for x in runs.sum(axis=1)]

@@ -230,7 +230,8 @@ MODEL_SCOPE = "@model:"
 (adreno_mlir.passes.conv_winograd) is KEY only. The tuner writes its per-node choices so (a
 tuning database serves many models, and exported graphs share node names such as
 `/conv1/Conv`); entries of other models are skipped without a word. A plain `loc:NODE`
-entry applies to any model with that node."""
+entry applies to any model with that node. A `#WHAT` suffix after KEY (the tuner's
+`loc:NODE@model:KEY#scope`) tells two entries of one node apart."""
 
 
 def load_overrides(path: str) -> dict[str, dict[str, Any]]:
