@@ -576,3 +576,30 @@ def test_a_model_whose_weights_are_missing_is_one_clear_line(tmp_path):
     r = run_cli("tune", str(tmp_path / "m.onnx"), "--db", str(tmp_path / "t.db"), "--no-progress", "--trials", "2")
     assert r.returncode != 0
     assert "external data file that is missing" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_spaces_of_a_deep_model_go_to_the_tuner_without_their_module(tmp_path):
+    """Regression: a Space pickled its head op, and with it the whole module, one nested
+    level per op: a RecursionError on Python 3.11 for MobileNetV2 on PoCL (the worker's
+    setup could not be sent)."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 8, 1, 1)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c0"], name="conv")]
+    for i in range(1500):  # a long chain of ops after the conv
+        nodes.append(helper.make_node("Relu" if i % 2 else "Neg", [f"c{i}"], [f"c{i + 1}"], name=f"op{i}"))
+    g = helper.make_graph(nodes, "deep", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
+                          [helper.make_tensor_value_info("c1500", TensorProto.FLOAT, [1, 8, 4, 4])], [w])
+    path = tmp_path / "deep.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    spaces = spaces_of(str(path))
+    assert spaces
+    for sp in spaces.values():
+        back = pickle.loads(pickle.dumps(sp))
+        assert back.signature == sp.signature and back.default == sp.default
+        # the copy still normalizes as the original (its attributes and operand types)
+        for values in zip(*(c for _, c in sp.dims)):
+            point = dict(zip([k for k, _ in sp.dims], values))
+            assert canonical_cfg(back.normalize(point)) == canonical_cfg(sp.normalize(point))
+        assert back.head is not None and back.head.parent is None

@@ -52,6 +52,16 @@ class Space:
     """A per-node choice's launch locations (ONNX nodes): the kernels its time sums, which
     are all the kernels it can change; choices whose footprints meet share no round."""
 
+    def __getstate__(self) -> dict:
+        """What goes to the tuner's process: the head op detached from its module (a copy
+        whose operands are arguments of a block of their own). The op itself would take its
+        whole module along, one nested pickle level per op (a RecursionError on Python 3.11
+        for a model of MobileNetV2's size); `normalize` needs only its attributes and types."""
+        state = dict(self.__dict__)
+        if self.head is not None:
+            state["head"] = _detached(self.head)
+        return state
+
     def size(self) -> int:
         return len(self.candidates())
 
@@ -149,6 +159,18 @@ def node_space(node: str, model_key: str, key: str, default: Any, choices: tuple
 
     sig = f"loc:{node}{MODEL_SCOPE}{model_key}" + ("" if key == "winograd" else f"#{key}")
     return Space(sig, NODE_KIND, {key: default}, ((key, tuple(choices)),), name=node, footprint=frozenset(footprint))
+
+
+def _detached(op: Operation) -> Operation:
+    """A copy of `op` that references nothing of its module: its operands are arguments of
+    a new block, of the same types (its regions, if any, are copied along)."""
+    from xdsl.ir import Block
+
+    block = Block(arg_types=[v.type for v in op.operands])
+    mapper = {}
+    for v, a in zip(op.operands, block.args):
+        mapper.setdefault(v, a)
+    return op.clone(value_mapper=mapper)
 
 
 def _key(cfg: dict[str, Any]) -> tuple:
