@@ -2,7 +2,7 @@
 """Matrix products with and without work-group tiles in local memory (gemm family key
 `local_tile`), against cuBLAS (torch.matmul, TF32 off) in the same run.
 
-    python bench/gemm_local_tile.py [--device nvidia] [--repeat 20] [--json out.json]
+    python bench/gemm_local_tile.py [--device nvidia] [--set encoders|vit|all] [--repeat 20] [--json out.json]
 
 Per shape (M, K, N[, batch]): the device time of our matmul kernel (OpenCL events, median
 of --repeat) with local_tile 0 (the schedules before local tiles) and 16 / 32 / 64 / 128, its
@@ -40,6 +40,18 @@ SHAPES = [  # (name, batch, M, K, N, B transposed (K-contiguous, as attention's 
     ("square 1024", (), 1024, 1024, 1024, False),
     ("square 2048", (), 2048, 2048, 2048, False),
 ]
+VIT_SHAPES = [  # issue 30's transformer shapes: ViT-B/16 (197 tokens) and ViT-B/32 (50 tokens)
+    ("vit_b_16 qkv", (), 197, 768, 2304, False),
+    ("vit_b_16 out", (), 197, 768, 768, False),
+    ("vit_b_16 ffn up", (), 197, 768, 3072, False),
+    ("vit_b_16 ffn down", (), 197, 3072, 768, False),
+    ("vit_b_16 scores", (12,), 197, 64, 197, True),
+    ("vit_b_16 context", (12,), 197, 197, 64, False),
+    ("vit_b_32 qkv", (), 50, 768, 2304, False),
+    ("vit_b_32 ffn up", (), 50, 768, 3072, False),
+    ("vit_b_32 ffn down", (), 50, 3072, 768, False),
+]
+SETS = {"encoders": SHAPES, "vit": VIT_SHAPES, "all": SHAPES + VIT_SHAPES}
 TILES = ("default", 0, 16, 32, 64, 128)
 
 
@@ -79,9 +91,11 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default="", help="only the shapes whose name contains this text")
+    ap.add_argument("--set", default="encoders", choices=sorted(SETS),
+                    help="encoders: the hf encoders' products and two squares; vit: ViT-B/16 and /32's")
     args = ap.parse_args(argv)
     rows = []
-    for name, batch, m, k, n, trans in SHAPES:
+    for name, batch, m, k, n, trans in SETS[args.set]:
         if args.only not in name:
             continue
         onnx_model, bshape = model(batch, m, k, n, trans)
