@@ -671,6 +671,94 @@ class StoreOp(IRDLOperation):
         return op
 
 
+def known_multiple(value: SSAValue, memo: dict[SSAValue, int] | None = None) -> int:
+    """The largest integer the i32 `value` is known to be a multiple of, read off the ops
+    that compute it (known bits of an index, as LLVM's alignment analysis does): a constant
+    is a multiple of itself, a product of the product of its factors' multiples, a sum or a
+    difference of their gcd, a loop's induction variable of the gcd of its start and step,
+    a shift left by c of 2^c times its operand's; a work-item id, a kernel argument, a
+    division or anything else of 1. 0 means the value is 0 (every integer divides it).
+
+    The printer types a vector access through a pointer of its width only where this proves
+    the offset a multiple of its lanes (`vector_access_aligned`)."""
+    import math
+
+    from xdsl.dialects import arith, scf
+    from xdsl.ir import BlockArgument, OpResult
+
+    memo = {} if memo is None else memo
+    if value in memo:
+        return memo[value]
+
+    def pow2(x: int) -> int:
+        return 0 if x == 0 else x & -x
+
+    result = 1
+    if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
+        if isinstance(parent, scf.ForOp) and value.index == 0:
+            result = math.gcd(known_multiple(parent.lb, memo), known_multiple(parent.step, memo))
+    elif isinstance(value, OpResult):
+        op = value.op
+        operands = [known_multiple(o, memo) for o in op.operands] if len(op.operands) <= 3 else []
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            result = abs(op.value.value.data)
+        elif isinstance(op, arith.MuliOp):
+            result = operands[0] * operands[1]
+        elif isinstance(op, arith.AddiOp | arith.SubiOp | arith.MinSIOp | arith.MaxSIOp):
+            result = math.gcd(operands[0], operands[1])
+        elif isinstance(op, arith.SelectOp):
+            result = math.gcd(operands[1], operands[2])
+        elif isinstance(op, arith.ShLIOp):
+            shift = op.rhs.owner
+            if isinstance(shift, arith.ConstantOp) and isinstance(shift.value, IntegerAttr) \
+                    and 0 <= shift.value.value.data < 31:
+                result = operands[0] << shift.value.value.data
+        elif isinstance(op, arith.AndIOp):  # low zero bits of either operand stay zero
+            result = max(pow2(operands[0]), pow2(operands[1])) if 0 not in operands else 0
+        elif isinstance(op, arith.OrIOp):
+            result = min(pow2(operands[0]), pow2(operands[1])) if 0 not in operands else max(operands)
+        elif isinstance(op, arith.RemSIOp):  # x - c * (x / c)
+            result = math.gcd(operands[0], operands[1])
+        elif isinstance(op, arith.DivSIOp):
+            d = operands[1]
+            result = operands[0] // d if d and operands[0] % d == 0 and _is_constant(op.rhs) else 1
+        elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp):
+            result = operands[0]
+    memo[value] = result
+    return result
+
+
+def _is_constant(value: SSAValue) -> bool:
+    from xdsl.dialects import arith
+
+    return isinstance(value.owner, arith.ConstantOp)
+
+
+def aligned_base(ptr: SSAValue) -> bool:
+    """Whether `ptr` is the start of an allocation: a kernel argument (a buffer, whose base
+    OpenCL aligns to CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least 64 bytes) or a `__local` /
+    private array (which the printer declares aligned to its widest typed access)."""
+    from xdsl.ir import BlockArgument
+
+    if isinstance(ptr, BlockArgument):
+        return isinstance(ptr.block.parent_op(), KernelOp)
+    return isinstance(ptr.owner, _ArrayAllocOp)
+
+
+def vector_access_aligned(op: Operation, memo: dict[SSAValue, int] | None = None) -> bool:
+    """Whether a vector load or store (`opencl.vload4` / `vstore4` / `vload` / `vstore`)
+    reads or writes at an address aligned to its width: its pointer is an aligned base and
+    its offset a multiple of its lanes (`vload4`'s index counts groups of four: always)."""
+    if isinstance(op, VLoad4Op | VStore4Op):
+        return aligned_base(op.ptr)
+    if isinstance(op, VLoadOp | VStoreOp):
+        vt = op.result.type if isinstance(op, VLoadOp) else op.value.type
+        lanes = vt.get_shape()[0]
+        return aligned_base(op.ptr) and known_multiple(op.offset, memo) % lanes == 0
+    return False
+
+
 def _vec4_of(t: Attribute) -> VectorType:
     return VectorType(t, [4])
 

@@ -25,7 +25,7 @@ from adreno_mlir.dialects import texture
 from adreno_mlir.lowering.groups import Group, KernelPattern, LoweringError, groups_of, where
 from adreno_mlir.lowering.host_builder import HostBuilder
 from adreno_mlir.lowering.nchw_lowering import NCHW_PATTERNS
-from adreno_mlir.lowering.opencl_printer import FMA_ATTR, FMA_MODES
+from adreno_mlir.lowering.opencl_printer import FMA_ATTR, FMA_MODES, VECTOR_ACCESS_ATTR, VECTOR_ACCESS_MODES
 from adreno_mlir.lowering.packed_lowering import PACKED_PATTERNS
 from adreno_mlir.pass_options import CheckedPass, option
 from adreno_mlir.lowering import families
@@ -61,9 +61,18 @@ class ConvertGraphToOpenCL(CheckedPass):
     lowering/opencl_printer.py FMA_MODES). Recorded as the module attribute `opencl.fma`,
     so `-t opencl` prints the same program; empty: not recorded (the printer's default)."""
 
+    vector_access: str = option("", choices=VECTOR_ACCESS_MODES)
+    """How the printer writes vector loads and stores in this program: `typed` (through a
+    pointer of the vector's type where the address is provably aligned) or `vload` (every
+    one as vloadN / vstoreN; lowering/opencl_printer.py VECTOR_ACCESS_MODES). Recorded as the
+    module attribute `opencl.vector_access`; empty: not recorded (the printer's default,
+    `typed`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.fma:
             op.attributes[FMA_ATTR] = StringAttr(self.fma)
+        if self.vector_access:
+            op.attributes[VECTOR_ACCESS_ATTR] = StringAttr(self.vector_access)
         kernels: dict[str, str] = {}  # kernel name by spec_key, across the module's functions
         for fn in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]

@@ -328,6 +328,41 @@ def _is_pure_expr_op(op: Operation) -> bool:
 # The printer
 # ---------------------------------------------------------------------------
 
+VECTOR_ACCESS_ATTR = "opencl.vector_access"
+"""Module attribute (set by `convert-graph-to-opencl{vector_access=...}`) that overrides the
+printer's `vector_access` mode for that program."""
+
+VECTOR_ACCESS_MODES = ("typed", "vload")
+"""How vector loads and stores (`opencl.vload4`, `vstore4`, `vload`, `vstore`) print:
+
+- `typed` (default): an access whose address is provably aligned to its width
+  (`opencl.vector_access_aligned`: a buffer argument or an array, at an offset
+  `opencl.known_multiple` proves a multiple of the lanes) goes through a pointer of its
+  vector type, `((__global const float4*)a)[i]` or `*(__local float4*)(t + off)`, and the
+  arrays such accesses touch are declared `__attribute__((aligned(N)))`; the rest stay
+  `vloadN` / `vstoreN`. OpenCL's vloadN asks only for the element's alignment, so a
+  compiler that cannot prove more splits it into scalar accesses; a typed access promises
+  the vector's alignment and can be one wide load (bench/vector_access.py).
+- `vload`: every access as `vloadN` / `vstoreN` (the printer's output before `typed`)."""
+
+DEFAULT_VECTOR_ACCESS = "typed"
+
+
+def _element_bytes(t: Attribute) -> int:
+    return 2 if isinstance(t, Float16Type) else 4
+
+
+def _vector_bytes(op: Operation) -> int:
+    """Bytes of a vector load's result or a vector store's value (0 for any other op)."""
+    if isinstance(op, opencl.VLoad4Op | opencl.VLoadOp):
+        vt = op.result.type
+    elif isinstance(op, opencl.VStore4Op | opencl.VStoreOp):
+        vt = op.value.type
+    else:
+        return 0
+    return vt.get_shape()[0] * _element_bytes(vt.element_type)
+
+
 _IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -340,15 +375,21 @@ class _Operand:
 class OpenCLCPrinter:
     """Prints kernels to a stream. One instance per program."""
 
-    def __init__(self, stream: IO[str], fp_contract: bool = False, unroll: str = "ir", fma: str = "call"):
+    def __init__(self, stream: IO[str], fp_contract: bool = False, unroll: str = "ir", fma: str = "call",
+                 vector_access: str = DEFAULT_VECTOR_ACCESS):
         if unroll not in UNROLL_MODES:
             raise OpenCLPrintError(f"unroll must be one of {', '.join(UNROLL_MODES)}, got {unroll!r}")
         if fma not in FMA_MODES:
             raise OpenCLPrintError(f"fma must be one of {', '.join(FMA_MODES)}, got {fma!r}")
+        if vector_access not in VECTOR_ACCESS_MODES:
+            raise OpenCLPrintError(f"vector_access must be one of {', '.join(VECTOR_ACCESS_MODES)}, "
+                                   f"got {vector_access!r}")
         self.stream = stream
         self.fp_contract = fp_contract
         self.unroll = unroll
         self.fma = fma
+        self.vector_access = vector_access
+        self.multiples: dict[SSAValue, int] = {}  # opencl.known_multiple's memo
         self.indent = 0
         self.names: dict[SSAValue, str] = {}
         self.used_names: set[str] = set()
@@ -524,6 +565,12 @@ class OpenCLCPrinter:
                 raise OpenCLPrintError(f"module attribute {FMA_ATTR} = \"{mode.data}\" is not one of "
                                        f"{', '.join(FMA_MODES)}")
             self.fma = mode.data
+        access = module.attributes.get(VECTOR_ACCESS_ATTR) if isinstance(module, ModuleOp) else None
+        if isinstance(access, StringAttr):
+            if access.data not in VECTOR_ACCESS_MODES:
+                raise OpenCLPrintError(f"module attribute {VECTOR_ACCESS_ATTR} = \"{access.data}\" is not one of "
+                                       f"{', '.join(VECTOR_ACCESS_MODES)}")
+            self.vector_access = access.data
         if not self.fp_contract:
             # arith.mulf + arith.addf must not be fused into an fma behind our back
             self.line("#pragma OPENCL FP_CONTRACT OFF")
@@ -628,11 +675,30 @@ class OpenCLCPrinter:
     def print_store(self, op: opencl.StoreOp) -> None:
         self.line(f"{self.arg(op.ptr)}[{self.plain(op.index)}] = {self.plain(op.value)};")
 
+    def typed(self, op: Operation) -> bool:
+        """Whether this vector access prints through a pointer of its vector type (see
+        VECTOR_ACCESS_MODES): in `typed` mode, where its address is provably aligned."""
+        return self.vector_access == "typed" and opencl.vector_access_aligned(op, self.multiples)
+
+    def vector_pointer(self, ptr: SSAValue, lanes: int, const: bool) -> str:
+        """`(__global const float4*)`: the cast of `ptr` to a pointer of `lanes`-wide vectors."""
+        t = ptr.type
+        assert isinstance(t, opencl.PointerType)
+        space = "" if t.space.data == "private" else f"__{t.space.data} "
+        return f"({space}{'const ' if const else ''}{c_type(t.element)}{lanes}*)"
+
     def print_vload4(self, op: opencl.VLoad4Op) -> None:
-        fn = "vload4"
-        self.declare(op.result, f"{fn}({self.plain(op.index)}, {self.plain(op.ptr)})")
+        if self.typed(op):
+            self.declare(op.result, f"({self.vector_pointer(op.ptr, 4, True)}{self.arg(op.ptr)})"
+                                    f"[{self.plain(op.index)}]")
+            return
+        self.declare(op.result, f"vload4({self.plain(op.index)}, {self.plain(op.ptr)})")
 
     def print_vstore4(self, op: opencl.VStore4Op) -> None:
+        if self.typed(op):
+            self.line(f"({self.vector_pointer(op.ptr, 4, False)}{self.arg(op.ptr)})[{self.plain(op.index)}] = "
+                      f"{self.plain(op.value)};")
+            return
         self.line(
             f"vstore4({self.plain(op.value)}, {self.plain(op.index)}, "
             f"{self.plain(op.ptr)});"
@@ -640,10 +706,18 @@ class OpenCLCPrinter:
 
     def print_vload(self, op: opencl.VLoadOp) -> None:
         lanes = op.result.type.get_shape()[0]
+        if self.typed(op):
+            self.declare(op.result, f"*({self.vector_pointer(op.ptr, lanes, True)}({self.arg(op.ptr)} + "
+                                    f"{self.arg(op.offset)}))")
+            return
         self.declare(op.result, f"vload{lanes}(0, {self.arg(op.ptr)} + {self.arg(op.offset)})")
 
     def print_vstore(self, op: opencl.VStoreOp) -> None:
         lanes = op.value.type.get_shape()[0]
+        if self.typed(op):
+            self.line(f"*({self.vector_pointer(op.ptr, lanes, False)}({self.arg(op.ptr)} + {self.arg(op.offset)})) = "
+                      f"{self.plain(op.value)};")
+            return
         self.line(f"vstore{lanes}({self.plain(op.value)}, 0, {self.arg(op.ptr)} + {self.arg(op.offset)});")
 
     def print_vload_half(self, op: opencl.VLoadHalfOp) -> None:
@@ -681,7 +755,10 @@ class OpenCLCPrinter:
         ptr = op.result.type
         assert isinstance(ptr, opencl.PointerType)
         q = "__local " if isinstance(op, opencl.LocalAllocOp) else ""
-        self.line(f"{q}{c_type(ptr.element)} {name}[{op.size.value.data}];")
+        # aligned to its widest typed vector access (natural alignment is the element's)
+        widest = max((_vector_bytes(u.operation) for u in op.result.uses if self.typed(u.operation)), default=0)
+        align = f" __attribute__((aligned({widest})))" if widest > _element_bytes(ptr.element) else ""
+        self.line(f"{q}{c_type(ptr.element)} {name}[{op.size.value.data}]{align};")
 
     def print_return(self, op: opencl.ReturnOp) -> None:
         self.line("return;")
@@ -854,22 +931,24 @@ per multiply-add (far below the 1e-4 the tests hold every plan to)."""
 
 
 def print_opencl(
-    module: Operation, stream: IO[str], *, fp_contract: bool = False, unroll: str = "ir", fma: str = "call"
+    module: Operation, stream: IO[str], *, fp_contract: bool = False, unroll: str = "ir", fma: str = "call",
+    vector_access: str = DEFAULT_VECTOR_ACCESS,
 ) -> None:
     """Print every opencl.kernel under `module` as one OpenCL C 1.2 program.
 
     Unless `fp_contract`, the program starts with `#pragma OPENCL FP_CONTRACT OFF` so
     that a*b+c is rounded twice, exactly as the arith ops say. `unroll`: see UNROLL_MODES;
-    `fma`: see FMA_MODES."""
-    OpenCLCPrinter(stream, fp_contract, unroll, fma).print_program(module)
+    `fma`: see FMA_MODES; `vector_access`: see VECTOR_ACCESS_MODES."""
+    OpenCLCPrinter(stream, fp_contract, unroll, fma, vector_access).print_program(module)
 
 
-def opencl_source(module: Operation, *, fp_contract: bool = False, unroll: str = "ir", fma: str = "call") -> str:
+def opencl_source(module: Operation, *, fp_contract: bool = False, unroll: str = "ir", fma: str = "call",
+                  vector_access: str = DEFAULT_VECTOR_ACCESS) -> str:
     """The OpenCL C program of `module` as a string."""
     import io
 
     buf = io.StringIO()
-    print_opencl(module, buf, fp_contract=fp_contract, unroll=unroll, fma=fma)
+    print_opencl(module, buf, fp_contract=fp_contract, unroll=unroll, fma=fma, vector_access=vector_access)
     return buf.getvalue()
 
 
@@ -890,6 +969,10 @@ class OpenCLTarget(Target):
     """`math.fma` as `fma(a, b, c)` or, for PoCL, `a * b + c`
     (`-t 'opencl{fma=split}'`; see FMA_MODES)."""
 
+    vector_access: str = DEFAULT_VECTOR_ACCESS
+    """Vector loads and stores through typed pointers where aligned, or all as vloadN
+    (`-t 'opencl{vector_access=vload}'`; see VECTOR_ACCESS_MODES)."""
+
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         if not any(isinstance(op, opencl.KernelOp) for op in module.walk()):
             from adreno_mlir.errors import CompileError
@@ -897,4 +980,5 @@ class OpenCLTarget(Target):
             raise CompileError(
                 "-t opencl: the input has no opencl.kernel, so there is no OpenCL program to print; lower it first "
                 "(-p '...,convert-graph-to-opencl', or the pipeline in pipeline.txt of `adreno-mlir compile -o DIR`)")
-        print_opencl(module, output, fp_contract=self.fp_contract, unroll=self.unroll, fma=self.fma)
+        print_opencl(module, output, fp_contract=self.fp_contract, unroll=self.unroll, fma=self.fma,
+                     vector_access=self.vector_access)

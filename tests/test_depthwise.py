@@ -76,7 +76,8 @@ def test_depthwise_rows_match_onnxruntime_and_the_tap_schedule(shape, plan, tmp_
 def _input_reads(source: str) -> int:
     kernel = source[source.index("__kernel void dwconv"):]
     kernel = kernel[:kernel.index("\n}\n")]
-    return kernel.count("read_image") + kernel.count(", input)")  # images, or vload4/vload_half4 of `input`
+    # images, or vload4 / vload_half4 of `input`, or its typed float4 loads (VECTOR_ACCESS_MODES)
+    return kernel.count("read_image") + kernel.count(", input)") + kernel.count("*)input)[")
 
 
 @pytest.mark.parametrize("plan", ["textures", "buffer4c"])

@@ -225,7 +225,9 @@ def test_gemv_schedules_match_onnxruntime(case):
             + ("_vload" if cfg["block_loads"] and words > 1 else "") + (f"_u{cfg['k_unroll']}" if cfg["k_unroll"] else ""))
     assert name in cm.source, cm.source[:2000]
     if cfg["block_loads"] and words > 1:
-        assert f"int{min(words, 16)} words = vload{min(words, 16)}(0, packed" in cm.source
+        w = min(words, 16)  # the block's words in one load: typed where provably aligned, else vloadN
+        assert (f"int{w} words = *((__global const int{w}*)(packed" in cm.source
+                or f"int{w} words = vload{w}(0, packed" in cm.source), cm.source
     assert _err(cm.run({"A": a})["y"], ref) <= REL_TOL
 
 

@@ -317,3 +317,103 @@ def test_types_api():
     img = opencl.ImageType(224, 896, "rgba_f32")
     assert (img.width.data, img.height.data, img.format.data) == (224, 896, "rgba_f32")
     assert i1  # imported for completeness
+
+
+def strided_vector_module(unaligned_shift: int) -> ModuleOp:
+    """out[4g ..] = a float4 of `a` at 4g (vload4), plus the float4 of `a` at 4g +
+    `unaligned_shift` (vload at an element offset), plus a float4 staged through a __local
+    array at 8 * lid (vload / vstore on the array): each work-item g writes one float4."""
+    k = opencl.KernelOp("strided", [("a", GPTR), ("out", GPTR)], reqd_work_group_size=[8, 1, 1])
+    a, out = k.args
+    with ImplicitBuilder(k.body.block):
+        gid = opencl.GlobalIdOp(0).result
+        lid = opencl.LocalIdOp(0).result
+        tile = opencl.LocalAllocOp(64).result
+        tile.name_hint = "tile"
+        x = opencl.VLoad4Op(a, gid).result
+        four_g = arith.MuliOp(gid, c_i32(4)).result
+        y = opencl.VLoadOp(a, arith.AddiOp(four_g, c_i32(unaligned_shift)), 4).result
+        slot = arith.ShLIOp(lid, c_i32(3)).result  # 8 * lid: a multiple of 8
+        opencl.VStoreOp(arith.AddfOp(x, y).result, tile, slot)
+        opencl.BarrierOp("local")
+        z = opencl.VLoadOp(tile, slot, 4).result
+        opencl.VStoreOp(z, out, four_g)
+        opencl.ReturnOp()
+    return ModuleOp([k])
+
+
+@pytest.mark.parametrize("shift", [4, 1])
+def test_typed_vector_access_where_aligned(ctx, shift):
+    """VECTOR_ACCESS_MODES: accesses at provably aligned addresses print through typed
+    pointers, the __local array is declared aligned to them, an offset the IR cannot prove
+    a multiple of the lanes stays a vloadN; both modes compute the same numbers."""
+    module = strided_vector_module(shift)
+    src = opencl_source(module)
+    assert "= ((__global const float4*)a)[v0];" in src
+    assert "__local float tile[64] __attribute__((aligned(16)));" in src
+    assert "*((__local float4*)(tile + " in src and "*((__local const float4*)(tile + " in src
+    assert "*((__global float4*)(out + " in src
+    if shift == 4:
+        assert "vload4(" not in src
+    else:  # 4g + 1 is no multiple of 4
+        assert "vload4(0, a + " in src
+    plain = opencl_source(module, vector_access="vload")
+    assert "4*)" not in plain and "aligned" not in plain
+    n = 64
+    a_h = np.random.default_rng(3).standard_normal(4 * n + 4).astype(np.float32)
+    expect = a_h[: 4 * n].reshape(n, 4) + a_h[shift: shift + 4 * n].reshape(n, 4)
+    queue = cl.CommandQueue(ctx)
+    mf = cl.mem_flags
+    for text in (src, plain):
+        prg = cl.Program(ctx, text).build()
+        a_d = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a_h)
+        out_d = cl.Buffer(ctx, mf.WRITE_ONLY, 16 * n)
+        prg.strided(queue, (n,), (8,), a_d, out_d)
+        out = np.empty((n, 4), np.float32)
+        cl.enqueue_copy(queue, out, out_d)
+        queue.finish()
+        np.testing.assert_array_equal(out, expect)
+
+
+def test_vector_access_module_attribute_and_target_option():
+    """convert-graph-to-opencl{vector_access=...} records the mode on the module (the
+    printer follows it); -t 'opencl{vector_access=vload}' gives the vloadN program."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from adreno_mlir.lowering.opencl_printer import VECTOR_ACCESS_ATTR
+
+    module = strided_vector_module(4)
+    assert "vload4(" not in opencl_source(module)
+    module.attributes[VECTOR_ACCESS_ATTR] = StringAttr("vload")
+    assert "vload4(" in opencl_source(module)
+    module.attributes[VECTOR_ACCESS_ATTR] = StringAttr("wide")
+    with pytest.raises(DiagnosticException, match="opencl.vector_access = \"wide\" is not one of typed, vload"):
+        opencl_source(module)
+    buf = io.StringIO()
+    OpenCLTarget(vector_access="vload").emit(None, strided_vector_module(4), buf)  # pyright: ignore
+    assert "vload4(" in buf.getvalue()
+
+
+def test_known_multiple():
+    """opencl.known_multiple reads divisibility off the index arithmetic."""
+    k = opencl.KernelOp("m", [("a", GPTR), ("n", i32)])
+    a, n = k.args
+    with ImplicitBuilder(k.body.block):
+        gid = opencl.GlobalIdOp(0).result
+        g12 = arith.MuliOp(gid, c_i32(12)).result
+        g8 = arith.ShLIOp(gid, c_i32(3)).result
+        s = arith.AddiOp(g12, g8).result                       # gcd(12, 8) = 4
+        s1 = arith.AddiOp(s, c_i32(2)).result                  # gcd(4, 2) = 2
+        m = arith.MinSIOp(g12, c_i32(36)).result               # gcd(12, 36) = 12
+        d = arith.DivSIOp(g12, c_i32(3)).result                # 12 / 3 = 4
+        r = arith.RemSIOp(g12, c_i32(8)).result                # gcd(12, 8) = 4
+        na = arith.AddiOp(g12, n).result                       # a kernel argument: 1
+        zero = arith.MuliOp(gid, c_i32(0)).result              # 0: every integer divides it
+        body = Block(arg_types=[i32])
+        with ImplicitBuilder(body):
+            scf.YieldOp()
+        loop = scf.ForOp(c_i32(8), n, c_i32(4), [], Region(body))  # i = 8, 12, ...: multiples of 4
+        opencl.ReturnOp()
+    expect = {s: 4, s1: 2, m: 12, d: 4, r: 4, na: 1, zero: 0, loop.body.block.args[0]: 4, gid: 1}
+    for value, multiple in expect.items():
+        assert opencl.known_multiple(value) == multiple

@@ -142,9 +142,9 @@ func.func @pointwise(%x: tensor<2x6x7x7xf32>) -> tensor<2x12x7x7xf32> {
 // OCL-LABEL: __kernel void conv1x1_pw4x1c2(
 // OCL-NOT:       if (
 // OCL:           for (int ci = 0; ci < 4; ++ci) {
-// OCL-NEXT:          const float4 {{v[0-9]+}} = vload4(0, input + (x_base + (ci * 16)));
-// OCL:           vstore4({{v[0-9]+}}, 0, out + out_base);
-// OCL-NEXT:      vstore4({{v[0-9]+}}, 0, out + (out_base + 16));
+// OCL-NEXT:          const float4 {{v[0-9]+}} = *((__global const float4*)(input + (x_base + (ci * 16))));
+// OCL:           *((__global float4*)(out + out_base)) = {{v[0-9]+}};
+// OCL-NEXT:      *((__global float4*)(out + (out_base + 16))) = {{v[0-9]+}};
 // OCL-NEXT:  }
 
 func.func @pointwise_even(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {

@@ -49,16 +49,16 @@
 // CHECK-NEXT:      const int lx = li % 13;
 // CHECK-NEXT:      const int [[X0:v[0-9]+]] = ((int)get_group_id(0)) * 13;
 // CHECK-NEXT:      __local float4 dw_values[416];
-// CHECK-NEXT:      const float4 {{bias_?[0-9]*}} = vload4(blk, bias);
+// CHECK-NEXT:      const float4 {{bias_?[0-9]*}} = ((__global const float4*)bias)[blk];
 // CHECK:           for (int c0 = 0; c0 < ci4; c0 += 32) {
 // CHECK-NEXT:          const int [[HI:v[0-9]+]] = min(c0 + 32, ci4);
 // CHECK-NEXT:          for (int v = li; v < (([[HI]] - c0) * 13); v += 52) {
 // CHECK-NEXT:              const int [[CI:v[0-9]+]] = c0 + (v / 13);
 // CHECK-NEXT:              const int {{v[0-9]+}} = oy - 1;
 // CHECK-NEXT:              const int {{v[0-9]+}} = min([[X0]] + (v % 13), 12) - 1;
-// CHECK-NEXT:              const float4 {{v[0-9]+}} = vload4([[CI]], dw_bias);
+// CHECK-NEXT:              const float4 {{v[0-9]+}} = ((__global const float4*)dw_bias)[[[CI]]];
 // CHECK-NEXT:              const int {{v[0-9]+}} = [[CI]] * 9;
-// CHECK-COUNT-9:           vload4({{.*}}, input);
+// CHECK-COUNT-9:           ((__global const float4*)input)[{{.*}}];
 // CHECK:                   dw_values[v] = adreno_fmin_float4(adreno_fmax_float4(fma(
 // CHECK-NEXT:          }
 // CHECK-NEXT:          barrier(CLK_LOCAL_MEM_FENCE);
@@ -70,7 +70,7 @@
 // CHECK-NEXT:          barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:           }
 // CHECK-NOT:       if (
-// CHECK:           vstore4(adreno_fmax_float4({{[a-z0-9_]+}}, (float4)(0.0f)), (((blk * 6) + oy) * 13) + ([[X0]] + lx), out);
+// CHECK:           ((__global float4*)out)[(((blk * 6) + oy) * 13) + ([[X0]] + lx)] = adreno_fmax_float4({{[a-z0-9_]+}}, (float4)(0.0f));
 // CHECK-NEXT:  }
 func.func @main(%x: !texture.tensor<1x8x6x13x4xf32, nchw4c, global>) -> !texture.tensor<1x4x6x13x4xf32, nchw4c, global> {
   %wd = graph.constant dense<0.25> : tensor<8x1x3x3x4xf32>
@@ -142,10 +142,10 @@ func.func @main(%x: !texture.tensor<1x8x6x13x4xf32, nchw4c, global>) -> !texture
 // CHECK:               }
 // CHECK-NEXT:          barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:           if (ox < 13) {
-// CHECK-NEXT:          vstore4({{v[0-9]+}}, (((((((part * 2) + [[N]]) * 3) + blk) * 13) + oy) * 13) + ox, out);
+// CHECK-NEXT:          ((__global float4*)out)[(((((((part * 2) + [[N]]) * 3) + blk) * 13) + oy) * 13) + ox] = {{v[0-9]+}};
 // CHECK-NEXT:      }
 // CHECK-NEXT:      if ([[OX1]] < 13) {
-// CHECK-NEXT:          vstore4(
+// CHECK-NEXT:          ((__global float4*)out)[
 // CHECK-NEXT:      }
 // CHECK-NEXT:  }
 // CHECK-LABEL: __kernel void conv_split_sum_4c(
@@ -194,13 +194,13 @@ func.func @main(%in: tensor<2x8x26x26xf32>) -> !texture.tensor<2x3x13x13x4xf16, 
 // CHECK:           for (int [[C:ci4_?[0-9]*]] = 0; [[C]] < ci4; ++[[C]]) {
 // CHECK:               const int {{v[0-9]+}} = oy - 2;
 // CHECK-NEXT:          const int {{v[0-9]+}} = [[P0]] - 2;
-// CHECK-NEXT:          const float4 {{v[0-9]+}} = vload4([[C]], dw_bias);
-// CHECK-COUNT-9:       vload4({{.*}}, input);
+// CHECK-NEXT:          const float4 {{v[0-9]+}} = ((__global const float4*)dw_bias)[[[C]]];
+// CHECK-COUNT-9:       ((__global const float4*)input)[{{.*}}];
 // CHECK:               const float4 [[D:v[0-9]+]] = fma(
 // CHECK-NEXT:          const float4 {{v[0-9]+}} = [[D]] * ((float4)(1.0f) / ((float4)(1.0f) + exp(-[[D]])));
 // CHECK:               const int {{v[0-9]+}} = [[P1]] - 2;
-// CHECK-NEXT:          const float4 {{v[0-9]+}} = vload4([[C]], dw_bias);
-// CHECK-COUNT-9:       vload4({{.*}}, input);
+// CHECK-NEXT:          const float4 {{v[0-9]+}} = ((__global const float4*)dw_bias)[[[C]]];
+// CHECK-COUNT-9:       ((__global const float4*)input)[{{.*}}];
 // CHECK:           }
 // CHECK-NOT:       barrier
 // CHECK:           if ([[OX1]] < 7) {

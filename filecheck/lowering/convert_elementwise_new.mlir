@@ -30,7 +30,7 @@
 // OCL:     out[i] = log(1.0f / pow(sqrt((v1 * v1) * v1), 1.70000005f));
 
 // PACKED: __kernel void pow_pow_pow_pow_reciprocal_log_4c(
-// PACKED:     vstore4(log((float4)(1.0f) / pow(sqrt((v2 * v2) * v2), (float4)(1.70000005f))), v0, out);
+// PACKED:     ((__global float4*)out)[v0] = log((float4)(1.0f) / pow(sqrt((v2 * v2) * v2), (float4)(1.70000005f)));
 func.func @pow_log(%x: tensor<1x8x5x6xf32>) -> tensor<1x8x5x6xf32> {
   %a = graph.pow %x {exponent = 2.0 : f32} : tensor<1x8x5x6xf32>
   %b = graph.pow %a {exponent = 3.0 : f32} : tensor<1x8x5x6xf32>
@@ -51,7 +51,7 @@ func.func @pow_log(%x: tensor<1x8x5x6xf32>) -> tensor<1x8x5x6xf32> {
 // OCL:     out[i] = (v0 * 0.5f) * (1.0f + tanh((v0 + (((v0 * v0) * v0) * 0.0447149985f)) * 0.797884583f));
 
 // PACKED-LABEL: __kernel void gelu_4c(
-// PACKED:     vstore4((v1 * (float4)(0.5f)) * ((float4)(1.0f) + erf(v1 * (float4)(0.707106769f))), v0, out);
+// PACKED:     ((__global float4*)out)[v0] = (v1 * (float4)(0.5f)) * ((float4)(1.0f) + erf(v1 * (float4)(0.707106769f)));
 // PACKED-LABEL: __kernel void gelu_4c_1(
 // PACKED:     tanh((v1 + (((v1 * v1) * v1) * (float4)(0.0447149985f))) * (float4)(0.797884583f))
 func.func @gelu(%x: tensor<1x8x5x6xf32>) -> (tensor<1x8x5x6xf32>, tensor<1x8x5x6xf32>) {
@@ -116,7 +116,7 @@ func.func @max_min_prelu(%x: tensor<1x8x5x6xf32>, %y: tensor<1x8x5x6xf32>) -> te
 // OCL:     out[i] = (v0 != 0.0f) ? exp(v1) : v2;
 
 // PACKED-LABEL: __kernel void exp_where_4c(
-// PACKED:     vstore4((v0 != (float4)(0.0f)) ? exp(v2) : v3, v1, out);
+// PACKED:     ((__global float4*)out)[v1] = (v0 != (float4)(0.0f)) ? exp(v2) : v3;
 func.func @where(%x: tensor<1x8x5x6xf32>, %y: tensor<1x8x5x6xf32>) -> tensor<1x8x5x6xf32> {
   %c = graph.constant dense<[[1.0, 0.0, 1.0, 0.0, 1.0, 0.0]]> : tensor<1x6xf32>
   %e = graph.exp %x : tensor<1x8x5x6xf32>

@@ -79,7 +79,7 @@ func.func @rows(%x: tensor<16x2x5xf32>) -> tensor<2x5x12xf32> {
 // CHECK-LABEL: __kernel void matmul_2x4_tB(
 // CHECK:         const int [[B4:v[0-9]+]] = ((z * 8) / 4) + col;
 // CHECK:         for (int kk = 0; kk < 7; ++kk) {
-// CHECK-NEXT:        const float4 {{v[0-9]+}} = vload4([[B4]] + (kk * 4), b);
+// CHECK-NEXT:        const float4 {{v[0-9]+}} = ((__global const float4*)b)[[[B4]] + (kk * 4)];
 func.func @values(%p: tensor<1x2x7x7xf32>, %v: tensor<1x7x2x8xf32>) -> tensor<1x2x7x8xf32> {
   %m = graph.matmul %p, %v {rhs_perm = array<i64: 0, 2, 1, 3>, kernel_config = {k_split = 1 : i64, tile_m = 2 : i64, tile_n = 4 : i64}} : (tensor<1x2x7x7xf32>, tensor<1x7x2x8xf32>) -> tensor<1x2x7x8xf32>
   func.return %m : tensor<1x2x7x8xf32>
@@ -99,8 +99,8 @@ func.func @values(%p: tensor<1x2x7x7xf32>, %v: tensor<1x7x2x8xf32>) -> tensor<1x
 // CHECK-NEXT:    const int [[A4:v[0-9]+]] = [[BATCH]] + (row * 4);
 // CHECK-NEXT:    const int [[B4:v[0-9]+]] = [[BATCH]] + (col * 4);
 // CHECK:         for (int j = s; j < 4; j += 4) {
-// CHECK-NEXT:        const float4 {{v[0-9]+}} = vload4([[A4]] + j, a);
-// CHECK-NEXT:        const float4 {{v[0-9]+}} = vload4([[B4]] + j, b);
+// CHECK-NEXT:        const float4 {{v[0-9]+}} = ((__global const float4*)a)[[[A4]] + j];
+// CHECK-NEXT:        const float4 {{v[0-9]+}} = ((__global const float4*)b)[[[B4]] + j];
 func.func @scores_split(%q: tensor<1x4x10x16xf32>, %k: tensor<1x4x10x16xf32>) -> tensor<1x4x10x10xf32> {
   %s = graph.matmul %q, %k {rhs_perm = array<i64: 0, 1, 3, 2>, kernel_config = {k_split = 4 : i64}} : (tensor<1x4x10x16xf32>, tensor<1x4x10x16xf32>) -> tensor<1x4x10x10xf32>
   func.return %s : tensor<1x4x10x10xf32>

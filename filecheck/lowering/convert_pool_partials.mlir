@@ -40,7 +40,7 @@
 // CHECK-NEXT:      for (int p = lo + l; p < min(lo + 112, 784); p += 64) {
 // CHECK-NEXT:          const int oy = p / 28;
 // CHECK-NEXT:          const int ox = p % 28;
-// CHECK:               vstore4([[V:v[0-9]+]], {{.*}}, out);
+// CHECK:               ((__global float4*)out)[{{.*}}] = [[V:v[0-9]+]];
 // CHECK-NEXT:          [[SUM]] = [[SUM]] + [[V]];
 // CHECK-NEXT:      }
 // CHECK-NEXT:      __local float4 partial[64];
@@ -49,7 +49,7 @@
 // CHECK-NEXT:      if (l < 32) {
 // CHECK-COUNT-5:   barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:           if (l == 0) {
-// CHECK:               vstore4(({{v[0-9]+}} + {{v[0-9]+}}) * (float4)(0.00127551018f), (z * 7) + tile, partials);
+// CHECK:               ((__global float4*)partials)[(z * 7) + tile] = ({{v[0-9]+}} + {{v[0-9]+}}) * (float4)(0.00127551018f);
 // CHECK-NEXT:      }
 // CHECK-NEXT:  }
 
@@ -61,13 +61,13 @@
 // CHECK:           const int l = (int)get_local_id(0);
 // CHECK:           for (int q = l; q < (ci4 * 7); q += 32) {
 // CHECK-NEXT:          const int [[CI:ci4_?[0-9]*]] = q / 7;
-// CHECK:               const float4 [[T:v[0-9]+]] = vload4(([[CI]] * 7) + (q % 7), input);
+// CHECK:               const float4 [[T:v[0-9]+]] = ((__global const float4*)input)[([[CI]] * 7) + (q % 7)];
 // CHECK-NEXT:          {{v[0-9]+}} = fma((float4)([[T]].s3),
 // CHECK:           }
 // CHECK-NEXT:      __local float4 partial[32];
 // CHECK:           barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:           if (l == 0) {
-// CHECK:               vstore4(adreno_fmax_float4(
+// CHECK:               ((__global float4*)out)[{{.*}}] = adreno_fmax_float4(
 func.func @main(%x: !texture.tensor<1x8x28x28x4xf32, nchw4c, global>) -> !texture.tensor<1x8x28x28x4xf32, nchw4c, global> {
   %wd = graph.constant dense<0.25> : tensor<8x1x3x3x4xf32>
   %bd = graph.constant dense<0.5> : tensor<32xf32>
@@ -132,17 +132,17 @@ func.func @main(%x: !texture.tensor<1x8x28x28x4xf32, nchw4c, global>) -> !textur
 // CHECK-COUNT-3:   barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK-NOT:       barrier
 // CHECK:           if (l == 0) {
-// CHECK:               vstore4(({{v[0-9]+}} + {{v[0-9]+}}) * (float4)(0.0204081628f), (((n * 2) + c4) * 20) + tile, partials);
+// CHECK:               ((__global float4*)partials)[(((n * 2) + c4) * 20) + tile] = ({{v[0-9]+}} + {{v[0-9]+}}) * (float4)(0.0204081628f);
 
 // CHECK-LABEL: __kernel void conv1x1_4c_tiles20(
 // CHECK-NOT:       __local
 // CHECK:           for (int ci4 = 0; ci4 < 2; ++ci4) {
 // CHECK:               float4 [[S:v[0-9]+]] = (float4)(0.0f);
 // CHECK-NEXT:          for (int tile = 0; tile < 20; ++tile) {
-// CHECK-NEXT:              const float4 [[V:v[0-9]+]] = vload4((((z * 2) + ci4) * 20) + tile, input);
+// CHECK-NEXT:              const float4 [[V:v[0-9]+]] = ((__global const float4*)input)[(((z * 2) + ci4) * 20) + tile];
 // CHECK-NEXT:              [[S]] = [[S]] + [[V]];
 // CHECK-NEXT:          }
-// CHECK-NOT:           vload4({{.*}}, input)
+// CHECK-NOT:           ((__global const float4*)input)[{{.*}}]
 func.func @main(%in: tensor<2x8x14x14xf32>) -> !texture.tensor<2x1x1x1x4xf32, nchw4c, global> {
   %x = texture.pack %in : tensor<2x8x14x14xf32> -> !texture.tensor<2x2x14x14x4xf16, nchw4c, #texture.image<texture, h = 56, w = 14>>
   %wd = graph.constant dense<0.25> : tensor<2x1x3x3x4xf32>

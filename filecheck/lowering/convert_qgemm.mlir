@@ -81,7 +81,7 @@ func.func @prefill(%a: tensor<64x64xf32>) -> tensor<64x1024xf32> attributes {gra
 // OCL:            const int w_col = [[COLR]] * 64;
 // OCL:            #pragma unroll 2
 // OCL-NEXT:       for (int b = s; b < 16; b += 4) {
-// OCL:              const int4 words = vload4(0, packed + (w_col + (b * 4)));
+// OCL:              const int4 words = *((__global const int4*)(packed + (w_col + (b * 4))));
 // OCL-NEXT:         const int {{v[0-9]+}} = words.s0;
 // OCL:            partial[{{v[0-9]+}}] = {{v[0-9]+}};
 // OCL-NEXT:       barrier(CLK_LOCAL_MEM_FENCE);

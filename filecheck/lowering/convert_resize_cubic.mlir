@@ -43,13 +43,13 @@
 // OCL:         out[(((z * 10) + oy) * 12) + ox] = adreno_fmax_float([[V:v[0-9]+]], 0.0f) + expm1(adreno_fmin_float([[V]], 0.0f));
 
 // PACKED-LABEL: __kernel void resize_cubic_4c_elu(
-// PACKED-COUNT-16: = vload4(
-// PACKED:         vstore4(adreno_fmax_float4([[V:v[0-9]+]], (float4)(0.0f)) + expm1(adreno_fmin_float4([[V]], (float4)(0.0f))),
+// PACKED-COUNT-16: = ((__global const float4*)input)[
+// PACKED:         ((__global float4*)out)[{{.*}}] = adreno_fmax_float4([[V:v[0-9]+]], (float4)(0.0f)) + expm1(adreno_fmin_float4([[V]], (float4)(0.0f)));
 
 // HALF-LABEL: __kernel void resize_cubic_4c_elu(__global const half* input, __global half* out) {
-// HALF:         const half4 {{v[0-9]+}} = vload4(
+// HALF:         const half4 {{v[0-9]+}} = ((__global const half4*)input)[
 // HALF:         const half4 [[V:v[0-9]+]] = convert_half4((((((((convert_float4(
-// HALF-NEXT:    vstore4(adreno_fmax_half4([[V]], (half4)((half)(0.0f))) + expm1(adreno_fmin_half4([[V]], (half4)((half)(0.0f)))),
+// HALF-NEXT:    ((__global half4*)out)[{{.*}}] = adreno_fmax_half4([[V]], (half4)((half)(0.0f))) + expm1(adreno_fmin_half4([[V]], (half4)((half)(0.0f))));
 func.func @cubic_elu(%x: tensor<1x4x5x6xf32>) -> tensor<1x4x10x12xf32> {
   %r = graph.resize %x {mode = "cubic", scales = [1.0 : f32, 1.0 : f32, 2.0 : f32, 2.0 : f32]} : (tensor<1x4x5x6xf32>) -> tensor<1x4x10x12xf32>
   %e = graph.elu %r : tensor<1x4x10x12xf32>

@@ -29,8 +29,8 @@
 // CHECK-NEXT:    const int [[B4:v[0-9]+]] = col * 320;
 // CHECK-NEXT:    float4 [[ACC:v[0-9]+]] = (float4)(0.0f);
 // CHECK-NEXT:    for (int j = s; j < 320; j += 64) {
-// CHECK-NEXT:        const float4 [[VA:v[0-9]+]] = vload4(j, a);
-// CHECK-NEXT:        const float4 [[VB:v[0-9]+]] = vload4([[B4]] + j, b);
+// CHECK-NEXT:        const float4 [[VA:v[0-9]+]] = ((__global const float4*)a)[j];
+// CHECK-NEXT:        const float4 [[VB:v[0-9]+]] = ((__global const float4*)b)[[[B4]] + j];
 // CHECK-NEXT:        [[ACC]] = fma([[VA]], [[VB]], [[ACC]]);
 // CHECK-NEXT:    }
 // CHECK-NEXT:    partial[s] = ([[ACC]].s0 + [[ACC]].s1) + ([[ACC]].s2 + [[ACC]].s3);

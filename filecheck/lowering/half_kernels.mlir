@@ -4,7 +4,7 @@
 
 // Half arithmetic (precision fp16): select-kernel-config{compute=f16} gives every NCHW4c
 // kernel `compute = "f16"`; the lowering then uploads weights and biases in half, reads
-// and writes images with read_imageh / write_imageh, half buffers with vload4 / vstore4
+// and writes images with read_imageh / write_imageh, half buffers through `__global half4*` (aligned vector accesses)
 // of half4, computes in half4 (NaN-propagating max as adreno_fmax_half4), and enables
 // cl_khr_fp16. Pack still reads the f32 input (its pixel is made of floats). The input is
 // the same program as texture_kernels.mlir (conv + relu on images, a max pool into an f16
@@ -38,17 +38,17 @@
 // CHECK-NEXT:      __global const half* weight,
 // CHECK-NEXT:      __global const half* bias,
 // CHECK-NEXT:      __write_only image2d_t out
-// CHECK:           const half4 bias_1 = vload4(z, bias);
+// CHECK:           const half4 bias_1 = ((__global const half4*)bias)[z];
 // CHECK:           read_imageh(input, smp,
 // CHECK:           write_imageh(out, (int2)(gx, {{.*}}), adreno_fmax_half4(fma({{.*}}, (half4)((half)(0.0f))))
 // CHECK-LABEL: __kernel void maxpool2x2_4c(
 // CHECK-SAME:      __read_only image2d_t input,{{\s*}}__global half* out
 // CHECK:           half4 {{v[0-9]+}} = (half4)((half)(-INFINITY));
 // CHECK-COUNT-4:   read_imageh(input, smp,
-// CHECK:           vstore4((v{{[0-9]+}} ? adreno_fmax_half4(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}}), {{.*}}, out);
+// CHECK:           ((__global half4*)out)[{{.*}}] = (v{{[0-9]+}} ? adreno_fmax_half4(v{{[0-9]+}}, v{{[0-9]+}}) : v{{[0-9]+}});
 // CHECK-LABEL: __kernel void unpack_nchw4c(
 // CHECK-SAME:      __global const half* input,{{\s*}}__global float* out
-// CHECK:           const half4 {{v[0-9]+}} = vload4(
+// CHECK:           const half4 {{v[0-9]+}} = ((__global const half4*)input)[
 // CHECK:           out[{{.*}}] = (float){{.*}}.s0;
 
 func.func @main(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> attributes {graph.inputs = ["x"], graph.outputs = ["y"]} {

@@ -22,12 +22,12 @@
 // CHECK-NEXT:      const int ox = ((int)get_global_id(0)) * 2;
 // CHECK-NEXT:      const int [[OX1:v[0-9]+]] = ox + 1;
 // CHECK-NEXT:      const int x_base = (z * ci) * 4;
-// CHECK-NEXT:      const float4 bias0 = vload4(0, bias);
+// CHECK-NEXT:      const float4 bias0 = ((__global const float4*)bias)[0];
 // CHECK-NEXT:      float4 [[ACC0:[a-z0-9_]+]] = bias0;
 // CHECK-NEXT:      float4 [[ACC1:[a-z0-9_]+]] = bias0;
 // CHECK-NEXT:      for (int [[I:[a-z0-9_]+]] = 0; [[I]] < ci; ++[[I]]) {
 // CHECK-NEXT:          const int [[PLANE:v[0-9]+]] = x_base + ([[I]] * 4);
-// CHECK-NEXT:          const float4 [[WV:v[0-9]+]] = vload4([[I]], weight);
+// CHECK-NEXT:          const float4 [[WV:v[0-9]+]] = ((__global const float4*)weight)[[[I]]];
 // CHECK-NEXT:          const int [[ROW:v[0-9]+]] = oy * 2;
 // CHECK-NEXT:          const float [[X0:v[0-9]+]] = input{{\[}}[[PLANE]] + ([[ROW]] + ox)];
 // CHECK-NEXT:          const float [[X1:v[0-9]+]] = input{{\[}}[[PLANE]] + ([[ROW]] + [[OX1]])];
@@ -102,7 +102,7 @@ func.func @main(%x: tensor<1x2x2x2xf32>) -> tensor<1x3xf32> {
 // CHECK-NEXT:              float4 [[A1:v[0-9]+]] = [[H1]];
 // CHECK-NEXT:              #pragma unroll
 // CHECK-NEXT:              for (int kw = 0; kw < 3; ++kw) {
-// CHECK-NEXT:                  const float4 [[WV:v[0-9]+]] = vload4([[WBASE]] + ((kh * 3) + kw), weight);
+// CHECK-NEXT:                  const float4 [[WV:v[0-9]+]] = ((__global const float4*)weight)[[[WBASE]] + ((kh * 3) + kw)];
 // CHECK-NEXT:                  const int [[IY:v[0-9]+]] = iy0 + kh;
 // CHECK-NEXT:                  const int [[IX0:v[0-9]+]] = {{v[0-9]+}} + kw;
 // CHECK-NEXT:                  const int [[ROW:v[0-9]+]] = [[IY]] * 2;

@@ -70,11 +70,11 @@
 
 // CHECK-LABEL: __kernel void global_avgpool_4c_wg32(
 // CHECK:           for (int p = l; p < 81; p += 32) {
-// CHECK-NEXT:          vload4(((z * 9) * 9) + p, input);
+// CHECK-NEXT:          ((__global const float4*)input)[((z * 9) * 9) + p];
 // CHECK:           __local float4 partial[32];
 // CHECK-COUNT-5:   barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK-NOT:       barrier
-// CHECK:           vstore4(({{v[0-9]+}} + {{v[0-9]+}}) * (float4)(0.0123456791f), z, out);
+// CHECK:           ((__global float4*)out)[z] = ({{v[0-9]+}} + {{v[0-9]+}}) * (float4)(0.0123456791f);
 
 // CHECK-LABEL: __kernel void reduce_mean_wg32(
 // CHECK:           const int i = (int)get_global_id(1);
@@ -96,7 +96,7 @@
 // CHECK-NOT:       barrier
 // CHECK-NOT:       __local
 // CHECK:           for (int h = 0; h < 4; ++h) {
-// CHECK:           vstore4({{v[0-9]+}} * (float4)(0.0625f), z, out);
+// CHECK:           ((__global float4*)out)[z] = {{v[0-9]+}} * (float4)(0.0625f);
 
 // HALF-LABEL: __kernel void global_avgpool_4c_wg256_relu(
 // HALF:           float4 [[ACC:v[0-9]+]] = (float4)(0.0f);

@@ -31,12 +31,12 @@
 // CHECK-NEXT:      __global const float* weight,
 // CHECK-NEXT:      __global const float* bias,
 // CHECK-NEXT:      __write_only image2d_t out
-// CHECK:           vload4(z, bias);
+// CHECK:           ((__global const float4*)bias)[z];
 // CHECK-NOT:       for (
 // CHECK-COUNT-3:   read_imagef(input, smp,
-// CHECK:           vload4([[W:v[0-9]+]], weight);
-// CHECK-NEXT:      vload4([[W]] + 1, weight);
-// CHECK-NEXT:      vload4([[W]] + 2, weight);
+// CHECK:           ((__global const float4*)weight)[[[W:v[0-9]+]]];
+// CHECK-NEXT:      ((__global const float4*)weight)[[[W]] + 1];
+// CHECK-NEXT:      ((__global const float4*)weight)[[[W]] + 2];
 // CHECK-COUNT-3:   read_imagef(input, smp,
 // CHECK-NOT:       for (
 // CHECK:           write_imagef(out, (int2)(gx, {{.*}}), adreno_fmax_float4(fma({{.*}}fma({{.*}}fma({{.*}}, bias_1)

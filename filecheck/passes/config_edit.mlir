@@ -53,15 +53,15 @@ func.func @nchw_same_conv_twice(%x: tensor<1x8x6x6xf32>) -> (tensor<1x8x6x6xf32>
 // CHECK-COUNT-1: float4 v{{[0-9]+}} = (float4)(0.0f);
 // CHECK-NOT:     float4 v{{[0-9]+}} = (float4)(0.0f);
 // CHECK:         for (
-// CHECK-COUNT-1: vstore4(
-// CHECK-NOT:     vstore4(
+// CHECK-COUNT-1: ((__global float4*)out)[
+// CHECK-NOT:     ((__global float4*)out)[
 // CHECK:         {{^}}}
 // CHECK-LABEL: __kernel void conv3x3_4c_1(
 // CHECK-COUNT-4: float4 v{{[0-9]+}} = (float4)(0.0f);
 // CHECK-NOT:     float4 v{{[0-9]+}} = (float4)(0.0f);
 // CHECK:         for (
-// CHECK-COUNT-4: vstore4(
-// CHECK-NOT:     vstore4(
+// CHECK-COUNT-4: ((__global float4*)out)[
+// CHECK-NOT:     ((__global float4*)out)[
 // CHECK:         {{^}}}
 
 // HOST-LABEL: func.func @packed_same_conv_twice
@@ -89,7 +89,7 @@ func.func @packed_same_conv_twice(%x: !texture.tensor<1x2x8x8x4xf32, nchw4c, glo
 // CHECK-NEXT:      __global const float* partial,
 // CHECK-NEXT:      __global const float* bias,
 // CHECK-NEXT:      __global float* out
-// CHECK:           vstore4(adreno_fmax_float4(
+// CHECK:           ((__global float4*)out)[{{.*}}] = adreno_fmax_float4(
 // CHECK:         {{^}}}
 
 // HOST-LABEL: func.func @split_edit
@@ -117,8 +117,8 @@ func.func @split_edit(%x: !texture.tensor<1x32x7x7x4xf32, nchw4c, global>) -> !t
 // CHECK-LABEL: __kernel void conv1x1_4c_x2(
 // CHECK-COUNT-8: float4 v{{[0-9]+}} = (float4)(0.0f);
 // CHECK:         for (
-// CHECK-COUNT-8: vstore4(
-// CHECK-NOT:     vstore4(
+// CHECK-COUNT-8: ((__global float4*)out)[
+// CHECK-NOT:     ((__global float4*)out)[
 
 // HOST-LABEL: func.func @co_blocks_edit
 // HOST:         opencl.launch @conv1x1_4c_x2(%x, %w, %c, %{{.*}}) global [2, 8, 1]

@@ -20,8 +20,8 @@
 // CL-NEXT:      __global const float* scale,
 // CL-NEXT:      __global float* out,
 // CL:           for (int [[CI:ci4_?[0-9]*]] = 0; [[CI]] < ci4; ++[[CI]]) {
-// CL-NEXT:          const float4 [[S:v[0-9]+]] = vload4([[CI]], scale);
-// CL:               const float4 [[X:v[0-9]+]] = vload4({{.*}}, input);
+// CL-NEXT:          const float4 [[S:v[0-9]+]] = ((__global const float4*)scale)[[[CI]]];
+// CL:               const float4 [[X:v[0-9]+]] = ((__global const float4*)input)[{{.*}}];
 // CL-NEXT:          const float4 {{v[0-9]+}} = [[X]] * [[S]];
 // CL-NOT:       __kernel void mul
 func.func @scaled(%x: !texture.tensor<1x4x8x8x4xf32, nchw4c, global>, %s: !texture.tensor<1x4x1x1x4xf32, nchw4c, global>) -> !texture.tensor<1x2x8x8x4xf32, nchw4c, global> {
@@ -44,7 +44,7 @@ func.func @scaled(%x: !texture.tensor<1x4x8x8x4xf32, nchw4c, global>, %s: !textu
 // CL-NEXT:      __global const float* scale,
 // The batch-2 scale is read at (n, ci4): one output block, so n is z.
 // CL:           const int [[I:v[0-9]+]] = (z * 2) + ci4;
-// CL-NEXT:      const float4 {{v[0-9]+}} = vload4([[I]], scale);
+// CL-NEXT:      const float4 {{v[0-9]+}} = ((__global const float4*)scale)[[[I]]];
 func.func @scale_first(%x: !texture.tensor<2x2x6x6x4xf32, nchw4c, global>, %s: !texture.tensor<2x2x1x1x4xf32, nchw4c, global>) -> !texture.tensor<2x1x6x6x4xf32, nchw4c, global> {
   %w = graph.constant dense<0.125> : tensor<1x8x3x3x4xf32>
   %y = graph.mul %s, %x : (!texture.tensor<2x2x1x1x4xf32, nchw4c, global>, !texture.tensor<2x2x6x6x4xf32, nchw4c, global>) -> !texture.tensor<2x2x6x6x4xf32, nchw4c, global>
