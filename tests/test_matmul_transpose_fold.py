@@ -155,7 +155,7 @@ def test_tile_n_needs_contiguous_columns(perm, tmp_path):
 
 def _kernel(source: str, name: str, layout: str) -> bool:
     """Whether `source` has a `name` kernel (any register tile) reading `layout` (tA/tB/tAB)."""
-    return re.search(rf"__kernel void {name}(_\d+x\d+)?_{layout}[_(]", source) is not None
+    return re.search(rf"__kernel void {name}(_panel)?(_\d+x\d+)?_{layout}[_(]", source) is not None
 
 
 def test_attention_block():

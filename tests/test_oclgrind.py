@@ -83,6 +83,9 @@ CASES += [pytest.param("dense", plan, PLANS[plan], id=f"dense-{plan}") for plan 
 # The CPU convolution kernels of the NCHW plan (pointwise, depthwise plane) at the edges
 # of their planes: their vector loads start anywhere in a plane.
 CASES += [pytest.param("cpu-convs", "nchw", PLANS["nchw"], id="cpu-convs-nchw")]
+# The CPU panel schedule of the matrix products (tile_n 16: float8s of B, typed where aligned):
+# a ragged last row tile and a batched product whose B broadcasts.
+CASES += [pytest.param("cpu-panels", "nchw", PLANS["nchw"], id="cpu-panels-nchw")]
 CASES += [pytest.param("dense", f"images-{m}", _images_plan(m), id=f"dense-images-{m}")
           for m in ("texture", "texture-nhwc")]
 # A squeeze-excite block on GPU targets: the depthwise kernel that also writes pool
@@ -230,6 +233,25 @@ def _means_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _cpu_panels_model() -> onnx.ModelProto:
+    """Two products of the CPU panel schedule: 13 x 24 by 24 x 32 with a bias (the last
+    row tile of four has one row: rows past M read row 12 and store nothing) and a batched
+    [2, 5, 8] by [8, 16] (B shared by the batch)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((24, 32)) * 0.2).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b1"),
+             numpy_helper.from_array((rng.standard_normal((2, 8, 16)) * 0.2).astype(np.float32), "w2")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="/mm1"),
+             helper.make_node("Add", ["m1", "b1"], ["y1"], name="/bias"),
+             helper.make_node("MatMul", ["x2", "w2"], ["y2"], name="/mm2")]
+    f = TensorProto.FLOAT
+    g = helper.make_graph(nodes, "panels", [helper.make_tensor_value_info("x", f, [13, 24]),
+                                            helper.make_tensor_value_info("x2", f, [2, 5, 8])],
+                          [helper.make_tensor_value_info("y1", f, [13, 32]),
+                           helper.make_tensor_value_info("y2", f, [2, 5, 16])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def _cpu_convs_model() -> onnx.ModelProto:
     """A 5x5 depthwise conv with asymmetric padding on a 9x13 plane (vectors of 8 cross
     rows; the first and last rows go pixel by pixel), then a 1x1 conv on its 7x13 output
@@ -298,6 +320,7 @@ def _depthwise_load_model() -> onnx.ModelProto:
 def models(tiny_path):
     return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
             "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model(),
+            "cpu-panels": _cpu_panels_model(),
             "squeeze-excite": _squeeze_excite_model(), "depthwise-load": _depthwise_load_model()}
 
 
@@ -328,6 +351,8 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert sum("_wg" in k for k in kernels) == 3, sorted(kernels)
     if model_name == "cpu-convs":  # compiled on the default device: a CPU (PoCL) in CI
         assert any("_pl8" in k for k in kernels) and any("_pw8x2" in k for k in kernels), sorted(kernels)
+    if model_name == "cpu-panels":  # compiled on the default device: a CPU (PoCL) in CI
+        assert sum(k.startswith("matmul_panel_4x16") for k in kernels) == 2, sorted(kernels)
     if model_name == "dense":
         assert not any(k.startswith("copy_4c") for k in kernels), sorted(kernels)
     if model_name == "squeeze-excite":

@@ -149,22 +149,28 @@ MATMUL_SHAPES = [
     ([11, 1, 16], [16, 12], [11, 1, 12]),      # PyTorch MHA's [L, 1, E]: batch as rows
     ([2, 1, 7, 8], [3, 8, 4], [2, 3, 7, 4]),   # broadcast batch on both sides
     ([5, 9], [9, 7], [5, 7]),                  # N % 4 != 0: tile_n 1 only
+    # the CPU panel schedule (tile_n 8 / 16: float8s of B, a work-group per column panel)
+    ([13, 24], [24, 32], [13, 32]),            # ragged M, two 16-column panels
+    ([2, 3, 9, 10], [2, 3, 10, 16], [2, 3, 9, 16]),  # batched B, K % 4 != 0
+    ([2, 1, 7, 8], [3, 8, 24], [2, 3, 7, 24]),  # broadcast batch on both sides, N = 3 x 8
 ]
-TILES = [(1, 1), (4, 4), (8, 4), (2, 1)]
+TILES = [(1, 1), (4, 4), (8, 4), (2, 1), (4, 8), (4, 16), (1, 16), (8, 16)]
 
 
 @pytest.mark.parametrize("tiles,a_shape,b_shape,out_shape", [
-    (t, *shapes) for shapes in MATMUL_SHAPES for t in TILES if t[1] == 1 or shapes[2][-1] % 4 == 0])
+    (t, *shapes) for shapes in MATMUL_SHAPES for t in TILES if shapes[2][-1] % t[1] == 0])
 def test_matmul_tiles(tiles, a_shape, b_shape, out_shape, tmp_path):
     model = _matmul_model(a_shape, b_shape, out_shape, epilogue=True)
     cm = _check(model, overrides={"loc:mm": {"tile_m": tiles[0], "tile_n": tiles[1]}}, tmp_path=tmp_path)
-    if tiles != (1, 1):
+    if tiles[1] >= 8:
+        assert f"matmul_panel_{tiles[0]}x{tiles[1]}" in cm.source
+    elif tiles != (1, 1):
         assert f"matmul_{tiles[0]}x{tiles[1]}" in cm.source
 
 
 def test_matmul_tile_n_needs_n_multiple_of_4(tmp_path):
     model = _matmul_model([8, 8], [8, 6], [8, 6])
-    with pytest.raises(adreno_mlir.CompileError, match=r"tile_n must be 1, or 4 with N % 4 == 0"):
+    with pytest.raises(adreno_mlir.CompileError, match=r"tile_n must be 1, or 4, 8 or 16 dividing N \(N = 6\), got 4"):
         _check(model, overrides={"loc:mm": {"tile_n": 4}}, tmp_path=tmp_path)
 
 
@@ -180,6 +186,7 @@ def test_gemm_trans_b_runs_tiled(plan):
 
 
 def test_matmul_default_schedule_tiles():
+    """CPUs: the panel schedule, 4 rows by 16 columns (N = 96) a work-item."""
     model = _matmul_model([1, 50, 64], [64, 96], [1, 50, 96], epilogue=True)
     cm = _check(model)
-    assert "matmul_4x4_add_add" in cm.source
+    assert "matmul_panel_4x16_add_add" in cm.source

@@ -5,7 +5,7 @@
 |---|---|---|
 | `k_split` | 1, 2, 4 ... 256 | work-items sharing one output's reduction (1: one per output) |
 | `tile_m` | 1, 2, 4, 8 | rows per work-item (register tile; with k_split 1) |
-| `tile_n` | 1, 4 (2, 8 with local_tile) | columns per work-item (without local_tile, 4 is a float4 of B, where B's rows are aligned float4s) |
+| `tile_n` | 1, 4, 8, 16 (1, 2, 4, 8 with local_tile) | columns per work-item (without local_tile, 4 is a float4 of B, where B's rows are aligned float4s; 8 and 16 the CPU panel schedule: float8s of B, every row tile of a column panel in one work-group) |
 | `k_unroll` | 0, 2, 4, 8 | `#pragma unroll N` on the reduction loop (0: none, the OpenCL compiler decides) |
 | `local_tile` | 0, 16, 32, 64, 128 | a T x T output tile per work-group of (T / tile_n) x (T / tile_m) work-items, A and B staged in local memory (0: off; excludes k_split) |
 | `k_tile` | 16, 32 | with local_tile: K extent of the slices staged per step |
@@ -28,6 +28,7 @@ from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.common import Epilogue, broadcast_strides
 from adreno_mlir.lowering.kernels.matmul import (
     K_GROUPS,
+    PANEL_COLS,
     LOCAL_K_TILES,
     LOCAL_TILE_K,
     LOCAL_TILE_MAX_ITEMS,
@@ -97,7 +98,7 @@ class Gemm(Family):
     keys = (
         Key("k_split", (1, 2, 4, 8, 16, 32, 64, 128, 256), "work-items sharing one output's reduction", off=1),
         Key("tile_m", (1, 2, 4, 8), "rows per work-item (k_split 1)", off=1),
-        Key("tile_n", (1, 2, 4, 8), "columns per work-item (k_split 1; 2 and 8 with local_tile)", off=1),
+        Key("tile_n", (1, 2, 4, 8, 16), "columns per work-item (k_split 1; 2 with local_tile, 16 without)", off=1),
         Key("k_unroll", (0, 2, 4, 8), "#pragma unroll N on the reduction loop (0: none)", off=0),
         Key("local_tile", LOCAL_TILES, "T x T outputs per work-group through local memory (0: off)", off=0),
         Key("k_tile", LOCAL_K_TILES, "K extent of the slices staged per step (with local_tile)", off=LOCAL_TILE_K),
@@ -200,8 +201,8 @@ class Gemm(Family):
                         f"they must hold 32 to {LOCAL_TILE_MAX_ITEMS} (the defaults per tile: "
                         + ", ".join(f"{k}: {a} x {b}" for k, (a, b) in REGISTER_TILE.items()) + ")")
             return None
-        if tn not in (1, 4):
-            return f"tile_n = {tn} needs local_tile; without it a work-item takes 1 or 4 columns"
+        if tn not in (1, 4, *PANEL_COLS):
+            return f"tile_n = {tn} needs local_tile; without it a work-item takes 1, 4, 8 or 16 columns"
         if cfg.get("k_groups", 1) != 1:
             return "k_groups splits a local tile's reduction over work-groups: it needs local_tile"
         return None
@@ -252,9 +253,16 @@ class Gemm(Family):
 
     def _tiles(self, op: Operation, rules: Rules, cfg: dict[str, Any]) -> dict[str, Any]:
         """Gemm and MatMul without a split: `tile_m` rows by `tile_n` columns per
-        work-item (MatMulSpec). CPUs: 4 x 4 (one float4 of B per K step, each A value
-        used four times from a register; tiny_bert's products on PoCL: 0.40-0.64 s with
-        4x4 / 8x4 tiles against 1.9 s untiled). GPUs: 1 x 1: the transformer products
+        work-item (MatMulSpec). CPUs: the panel schedule, 4 x 16 (or 4 x 8) where B's
+        columns are contiguous and N a multiple of 16 (8): two float8s of B per K step,
+        each A value used 16 times from a register, every row tile of a column panel in
+        one work-group (`panel_columns`; PoCL on this project's 2-core EPYC, whole models,
+        alternating: vit_b_32 888 -> 420 ms, tiny_bert 57.0 -> 40.8 ms against 4 x 4; a
+        plain-OpenCL sweep, bench/cpu_gemm_panels.py, docs/bench/issue30/cpu-panels: 50x768x3072
+        25.7 GFLOP/s at 4 x 16, 24.3 at 6 x 16, 23.0 at 4 x 8, 20.6 at 2 x 16, 15.0 at 4 x 16
+        with the column panels spread over work-groups; 197x768x768 46.7 at 4 x 16); elsewhere 4 x 4 (one float4 of B
+        per K step; tiny_bert's products on PoCL: 0.40-0.64 s with 4x4 / 8x4 tiles against
+        1.9 s untiled). GPUs: 1 x 1: the transformer products
         have few rows (ViT-B/32: 50), and tiles cut the work-items below what fills an
         H200 (vit_b_32 + tiny_bert products: 6.6 ms untiled, 11.2 ms 1x4, 25.1 ms 4x4;
         bench/schedule_sweep.py --family matmul, docs/bench/issue12). A Gemm takes tiles
@@ -267,6 +275,9 @@ class Gemm(Family):
         m, n, batch = matmul_dims(op)
         if rules.gpu:
             return {**cfg, "tile_m": 1, "tile_n": 1}
+        panel = panel_columns(op)
+        if panel:
+            return {**cfg, "tile_m": 4 if m >= 4 else 1, "tile_n": panel}
         if isinstance(op, graph.MatMulOp):  # B read through rhs_perm: float4 rows only where aligned
             geo = matmul_geometry_of(op)
             columns4 = float4_columns(geo.n, geo.b_strides, geo.b_batch_strides)
@@ -283,7 +294,7 @@ class Gemm(Family):
             m, n, _ = matmul_dims(head)
             dims.append(("tile_m", tuple(t for t in (1, 2, 4, 8) if t <= max(m, 1))))
             if default.get("tile_n", 1) == 4 or n % 4 == 0:
-                dims.append(("tile_n", (1, 4)))
+                dims.append(("tile_n", (1, 4) + tuple(c for c in PANEL_COLS if c <= panel_columns(head))))
         dims.append(("k_unroll", (0, 4, 8)))
         if tileable(head):
             dims.append(("local_tile", LOCAL_TILES))
@@ -303,7 +314,7 @@ class Gemm(Family):
             return cfg
         for key in self.LOCAL_ONLY:
             cfg.pop(key, None)
-        if cfg.get("tile_n", 1) not in (1, 4):
+        if cfg.get("tile_n", 1) not in (1, 4, *PANEL_COLS):
             cfg["tile_n"] = 1
         if cfg.get("k_split", 1) > 1:
             # Untiled, explicitly: select-kernel-config merges an override onto its own
@@ -329,6 +340,21 @@ class Gemm(Family):
         """k_groups G > 1: G partial sums of every output written and read back."""
         groups = cfg.get("k_groups", 1) if cfg.get("local_tile", 0) else 1
         return 2 * groups * out_bytes if groups > 1 else 0
+
+
+def panel_columns(op: Operation) -> int:
+    """The widest column panel (16 or 8; 0: none) of the CPU panel schedule (MatMulSpec
+    `tile_cols` 8 / 16) that a Gemm or MatMul can take: it divides N and B's columns are
+    contiguous (a Gemm's constant transposed B is transposed at compile time; a MatMul
+    reading B through a `rhs_perm` that makes columns strided, attention's keys, cannot)."""
+    if not tileable(op):
+        return 0
+    if isinstance(op, graph.MatMulOp):
+        geo = matmul_geometry_of(op)
+        if geo.b_strides[1] != 1 and geo.n > 1:
+            return 0
+    _, n, _ = matmul_dims(op)
+    return next((c for c in sorted(PANEL_COLS, reverse=True) if n % c == 0), 0)
 
 
 def _gemm_k(head) -> int:

@@ -57,6 +57,13 @@ within 256, which every profile's devices run)."""
 K_GROUPS = (1, 2, 4, 8, 16)
 """`k_groups` values."""
 
+PANEL_COLS = (8, 16)
+"""`tile_n` values (without local_tile) of the CPU panel schedule (MatMulSpec._panel_body)."""
+PANEL_LANES = 8
+"""Floats per vector of the panel schedule: a 256-bit register (AVX2)."""
+PANEL_MAX_GROUP = 1024
+"""The most row tiles a panel's work-group holds (more: the driver picks the work-group)."""
+
 SPLIT_K_GROUP = 256
 """Work-items per work-group of a split-K kernel whose B is column-contiguous (at most;
 every profile's devices allow 256)."""
@@ -326,8 +333,11 @@ class MatMulSpec(KernelSpec):
             raise ValueError(f"k_groups = {self.k_groups} splits a local tile's reduction: it needs local_tile")
         if not _is_pow2(self.k_parts):
             raise ValueError(f"k_parts must be a power of two, got {self.k_parts}")
-        if self.tile_cols not in (1, 4) or (self.tile_cols == 4 and self.n % 4):
-            raise ValueError(f"tile_cols must be 1, or 4 with N % 4 == 0 (N = {self.n}), got {self.tile_cols}")
+        if self.tile_cols not in (1, 4, *PANEL_COLS) or self.n % self.tile_cols:
+            raise ValueError(f"tile_cols must be 1, or 4, 8 or 16 dividing N (N = {self.n}), got {self.tile_cols}")
+        if self.tile_cols in PANEL_COLS and b_cs != 1:
+            raise ValueError(f"tile_cols = {self.tile_cols} reads B's rows as float8s, but B's column stride is {b_cs} "
+                             "(a transposed operand, rhs_perm): it needs contiguous columns; use tile_cols = 1")
         if self.tile_cols == 4 and not float4_columns(self.n, self.b_strides, self.b_batch_strides):
             raise ValueError(
                 f"tile_cols = 4 reads B's rows as float4s, but B is read with K stride {b_ks}, column stride {b_cs} "
@@ -377,6 +387,9 @@ class MatMulSpec(KernelSpec):
     def base_name(self) -> str:
         if self.k_parts > 1:
             return "matmul_ksplit" + self._layout_suffix() + unroll_suffix(self.unroll) + self.epilogue.suffix()
+        if self.panel:
+            return (f"matmul_panel_{self.tile_rows}x{self.tile_cols}{self._layout_suffix()}{unroll_suffix(self.unroll)}"
+                    f"{self.epilogue.suffix()}")
         if self.local_tile:
             groups = f"_kg{self.k_groups}" if self.k_groups > 1 else ""
             return (f"matmul_lt{self.local_tile}_{self.tile_rows}x{self.tile_cols}_k{self.k_tile}{groups}"
@@ -391,9 +404,16 @@ class MatMulSpec(KernelSpec):
         return SplitK(k=self.k, split=self.k_parts, n=self.n, m=self.m, a_ks=self.a_strides[1],
                       b_ks=self.b_strides[0], batch=max(1, numel(self.batch)), unroll=self.unroll)
 
+    @property
+    def panel(self) -> bool:
+        """The CPU panel schedule (tile_cols 8 or 16, `_panel_body`)."""
+        return self.tile_cols in PANEL_COLS and not self.local_tile and self.k_parts == 1
+
     def global_size(self) -> tuple[int, ...]:
         if self.k_parts > 1:
             return self.split().global_size()
+        if self.panel:
+            return (-(-self.m // self.tile_rows), self.n // self.tile_cols, max(1, numel(self.batch)))
         if self.local_tile:
             t = self.local_tile
             wx, wy = self.local_size()[:2]
@@ -402,6 +422,9 @@ class MatMulSpec(KernelSpec):
                 max(1, numel(self.batch)))
 
     def local_size(self) -> tuple[int, ...] | None:
+        if self.panel:
+            row_tiles = -(-self.m // self.tile_rows)
+            return (row_tiles, 1, 1) if row_tiles <= PANEL_MAX_GROUP else None
         if self.local_tile:
             return (self.local_tile // self.tile_cols, self.local_tile // self.tile_rows, 1)
         return self.split().local_size() if self.k_parts > 1 else None
@@ -420,6 +443,9 @@ class MatMulSpec(KernelSpec):
             return
         if self.local_tile:
             self._local_tile_body(kb, args)
+            return
+        if self.panel:
+            self._panel_body(kb, args)
             return
         (a, b), extras, out = self.split_args(args)
         tm, tn = self.tile_rows, self.tile_cols
@@ -482,6 +508,57 @@ class MatMulSpec(KernelSpec):
             def store_row(k1: KernelBuilder, r: int = r, row: SSAValue = row) -> None:
                 for j, col in enumerate(cols):
                     self._store(k1, lanes[r][j], out, extras, bc, z, row, col)
+
+            if m % tm and r:
+                kb.if_(kb.cmp("slt", row, m), store_row)
+            else:
+                store_row(kb)
+
+    def _panel_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        """The CPU panel schedule (tile_cols = 8 or 16): each work-item computes tile_rows
+        rows by tile_cols columns, held as tile_cols / 8 float8 accumulators per row (a
+        CPU's 256-bit vector registers: 4 x 16 is 8 of AVX2's 16); per K step it loads
+        its B row segment as float8s and each row's A element once, broadcast (the inner
+        kernel of a BLIS-style GEMM). Work-item (i, j) takes row tile i of column panel j:
+        a work-group is every row tile of one panel (when at most PANEL_MAX_GROUP), so a CPU
+        runtime, which runs a work-group's items one after another on one core, reads the
+        K x tile_cols panel of B once from memory and then from its cache for every row
+        tile. Rows past M read row M - 1 and are not stored."""
+        (a, b), extras, out = self.split_args(args)
+        tm, tn = self.tile_rows, self.tile_cols
+        nv = tn // PANEL_LANES
+        rid, cid, z = kb.global_id(0, "rt"), kb.global_id(1, "ct"), kb.global_id(2, "z")
+        bc = self._coords(kb, z)
+        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
+        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
+        m, k = self.m, self.k
+        a_rs, a_ks = self.a_strides
+        b_ks, _ = self.b_strides
+        row0 = kb.mul(rid, tm, "row0") if tm > 1 else rid
+        rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) if m % tm else kb.add(row0, r) for r in range(1, tm)]
+        a_rows = [kb.add(a_base, kb.mul(r, a_rs)) for r in rows]
+        col0 = kb.mul(cid, tn, "col0")
+        b_col = kb.add(b_base, col0)
+        vk = kb.vector(f32, PANEL_LANES)
+
+        def step(k1: KernelBuilder, kk: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            b_row = k1.add(b_col, k1.mul(kk, b_ks))
+            vb = [k1.vload(b, k1.add(b_row, PANEL_LANES * v), PANEL_LANES) for v in range(nv)]
+            out_acc = []
+            for r, ar in enumerate(a_rows):
+                va = k1.vector(f32, PANEL_LANES).splat(k1.load(a, k1.add(ar, k1.mul(kk, a_ks))), PANEL_LANES)
+                out_acc += [k1.fma(va, vb[v], acc[r * nv + v]) for v in range(nv)]
+            return out_acc
+
+        accs = kb.for_(0, k, 1, [vk.f(0.0)] * (tm * nv), step, "kk", unroll=pragma(self.unroll))
+        for r in range(tm):
+            row = kb.add(row0, r) if r else row0
+
+            def store_row(k1: KernelBuilder, r: int = r, row: SSAValue = row) -> None:
+                for v in range(nv):
+                    for j in range(PANEL_LANES):
+                        col = k1.add(col0, PANEL_LANES * v + j) if PANEL_LANES * v + j else col0
+                        self._store(k1, k1.lane(accs[r * nv + v], j), out, extras, bc, z, row, col)
 
             if m % tm and r:
                 kb.if_(kb.cmp("slt", row, m), store_row)
