@@ -254,7 +254,8 @@ def compile(
                arithmetic in every NCHW4c kernel: `compute = "f16"` in each kernel_config;
                refused on a device without cl_khr_fp16).
     layout:    "nchw4c" (texture-level pipeline) or "nchw" (plain buffers, fp32 only);
-               default nchw4c when textures or fp16 storage are used, else nchw.
+               default nchw4c when textures or fp16 storage are used or the target is a
+               CPU (NCHW4c buffers there: docs/bench/issue30/cpu-layout), else nchw.
     work_group: local sizes: "driver" (default: the OpenCL driver picks), "auto" (the
                target's preferred size on GPUs), or a preferred (x, y, z). Explicit sizes
                are experimental: the H200's driver rejected some launches with them.

@@ -559,7 +559,7 @@ def _plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=[m.value for m in Precision], default="fp32",
                    help="fp16-acc32: fp16 storage, fp32 arithmetic")
     p.add_argument("--layout", choices=[m.value for m in Layout], default=None,
-                   help="activation layout (default: nchw4c with textures or fp16 storage, else nchw)")
+                   help="activation layout (default: nchw4c with textures, fp16 storage or on CPUs, else nchw)")
     p.add_argument("--work-group", type=_work_group_flag, default="driver", metavar="{driver,auto,X,Y,Z}",
                    help="local sizes: the driver's choice, the target's preferred size, or a preferred "
                         "size such as 16,4,4 (the last two are experimental)")

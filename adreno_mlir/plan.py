@@ -217,7 +217,7 @@ def make_plan(
     Every option is checked (type and value) before the device is touched; a bad one is a
     `CompileError` naming the parameter, the value and the choices (adreno_mlir.options).
     Defaults are resolved here: `textures=None` is images on GPU targets with image
-    support, `layout=None` nchw4c with textures or fp16 storage (else nchw), `kv_cache=None`
+    support, `layout=None` nchw4c with textures, fp16 storage or on CPUs (else nchw), `kv_cache=None`
     (a decoder's KV cache storage, "f32" or "f16") f32 (compile_decoder asks for f16 with fp16
     storage). `cost_model`: "auto" (default: the learned-defaults artifact shipped
     for the target profile, adreno_mlir.tuning.cost_model.shipped_for; none: the rules), an
@@ -259,7 +259,10 @@ def make_plan(
     if textures is None:
         textures = profile.is_gpu and profile.supports_images
     if layout is None:
-        layout = Layout.NCHW4C if textures or checked != Precision.FP32 else Layout.NCHW
+        # CPUs too: NCHW4c buffers beat the NCHW plan on every one of the ten shared CNNs on
+        # PoCL (1.2-2.1x, Winograd F(4,3) among the reasons; docs/bench/issue30/cpu-layout)
+        # and on three of four on Intel's CPU runtime; transformers are even.
+        layout = Layout.NCHW4C if textures or checked != Precision.FP32 or not profile.is_gpu else Layout.NCHW
     if layout == Layout.NCHW and (textures or checked != Precision.FP32):
         needs = [f"textures={textures!r}"] if textures else []
         needs += [f"precision={checked.value!r}"] if checked != Precision.FP32 else []

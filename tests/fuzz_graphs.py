@@ -68,7 +68,7 @@ INT64_MAX = 9223372036854775807
 INT64_MIN = -9223372036854775808
 
 PLANS: dict[str, dict] = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "buffer4c": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "textures": {"textures": True, "target": "adreno-740"},
     "tiny-test": {"textures": True, "target": "tiny-test"},

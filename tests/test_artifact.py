@@ -20,7 +20,7 @@ from tests.conftest import slow_unless
 
 # The four plans, compiled as the texture-model tests compile them on PoCL.
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
     "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},

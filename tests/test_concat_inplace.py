@@ -27,7 +27,7 @@ PLANS = {
     "buffer4c": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "texture": {"textures": True, "target": "adreno-740"},
     "texture-fp16": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
 }
 PACKED = [p for p in PLANS if p != "nchw"]
 WINOGRAD_F2 = "conv-winograd{target=adreno-740 tile=2}"

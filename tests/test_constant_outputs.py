@@ -25,7 +25,7 @@ from adreno_mlir.errors import CompileError
 from tests.conftest import NATIVE_BUILD_ERROR
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw4c-buffers": {"layout": "nchw4c", "textures": False, "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
 }

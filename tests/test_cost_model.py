@@ -154,7 +154,7 @@ def small_spaces(small) -> dict:
     from adreno_mlir.tuning.worker import Job, _Measurer
 
     with tempfile.TemporaryDirectory() as scratch:
-        return {sp.signature: sp for sp in _Measurer(Job(small), scratch).spaces}
+        return {sp.signature: sp for sp in _Measurer(Job(small, compile_options={"layout": "nchw"}), scratch).spaces}
 
 
 def _with_cost_model(path) -> callable:
@@ -191,7 +191,7 @@ def test_pass_picks_the_learned_config_and_outputs_match_onnxruntime(small, smal
     _lightgbm()
     import onnxruntime as ort
 
-    ref_cm = adreno_mlir.compile(small, keep_ir=True)
+    ref_cm = adreno_mlir.compile(small, layout="nchw", keep_ir=True)
     profile = _profile_name(ref_cm)
     rng = np.random.default_rng(0)
     samples = []
@@ -203,7 +203,7 @@ def test_pass_picks_the_learned_config_and_outputs_match_onnxruntime(small, smal
     assert sum(_fast(s.config) for s in samples) >= 2, "the space lost the fast family"
     model = cmod.train(samples, profile=profile, device_match="no-such-device", params={"min_data_in_leaf": 2})
     model.save(tmp_path / "m.json")
-    cm = adreno_mlir.compile(small, keep_ir=True, pipeline=_with_cost_model(tmp_path / "m.json"))
+    cm = adreno_mlir.compile(small, layout="nchw", keep_ir=True, pipeline=_with_cost_model(tmp_path / "m.json"))
     assert 'cost-model="' in cm.pipeline
     configs, ref_configs = _configs(cm), _configs(ref_cm)
     for sig, sp in small_spaces.items():
@@ -231,18 +231,18 @@ def test_bad_artifacts_are_errors_naming_the_file(small, tmp_path):
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text('{"format": "adreno-mlir-cost-model", "booster": ')
     with pytest.raises(adreno_mlir.CompileError, match=re.escape(str(corrupt)) + " is not valid JSON"):
-        adreno_mlir.compile(small, pipeline=_with_cost_model(corrupt))
+        adreno_mlir.compile(small, layout="nchw", pipeline=_with_cost_model(corrupt))
     with pytest.raises(adreno_mlir.CompileError, match="cannot read cost model .*missing.json"):
-        adreno_mlir.compile(small, pipeline=_with_cost_model(tmp_path / "missing.json"))
+        adreno_mlir.compile(small, layout="nchw", pipeline=_with_cost_model(tmp_path / "missing.json"))
     for changes, why in (({"format": "other"}, "format is 'other'"), ({"version": 99}, "format version 99"),
                          ({"schema": ["a"]}, "the booster reads 2 features, the schema names 1")):
         path = _artifact(tmp_path, **changes)
         with pytest.raises(adreno_mlir.CompileError, match=re.escape(f"cost model {path} is not a usable") + ".*" + why):
-            adreno_mlir.compile(small, pipeline=_with_cost_model(path))
+            adreno_mlir.compile(small, layout="nchw", pipeline=_with_cost_model(path))
     path = _artifact(tmp_path)  # for adreno-740; this compile is for the live PoCL device
     with pytest.raises(adreno_mlir.CompileError, match=re.escape(f"cost model {path} is for target profile "
                                                                  "'adreno-740'")):
-        adreno_mlir.compile(small, pipeline=_with_cost_model(path))
+        adreno_mlir.compile(small, layout="nchw", pipeline=_with_cost_model(path))
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -201,7 +201,7 @@ def test_epilogue_fuses_into_the_convolution():
     """Gelu, Where, PRelu and Max are element-wise like any other: the convolution's
     epilogue, one kernel on the NCHW plan."""
     model, _ = _conv_epilogue()
-    cm = adreno_mlir.compile(model, target="pocl-cpu", textures=False)
+    cm = adreno_mlir.compile(model, target="pocl-cpu", textures=False, layout="nchw")
     assert cm.source.count("__kernel") == 1, cm.source
     assert "tanh(" in cm.source and "adreno_fmax_float" in cm.source and " ? " in cm.source
 

@@ -220,7 +220,7 @@ def test_elu_fuses_into_the_convolution():
     """Elu is element-wise like any activation: the convolution's epilogue, one kernel on
     the NCHW plan and no kernel of its own on the NCHW4c plans."""
     model, _, _ = _case("conv_elu_epilogue")
-    cm = adreno_mlir.compile(model, textures=False)
+    cm = adreno_mlir.compile(model, textures=False, layout="nchw")
     assert cm.source.count("__kernel") == 1 and "expm1(" in cm.source, cm.source
     cm = adreno_mlir.compile(model, textures=True, target="adreno-740", keep_ir=True)
     regions = cm.stage_ir["fuse"].split("graph.fused")[1:]  # every kernel is a region: the conv's holds the elu
@@ -234,7 +234,7 @@ def test_resize_elu_is_one_kernel():
                     helper.make_node("Elu", ["r"], ["y"])], [_const("scales", [1, 1, 2, 2])])
     x = _x()
     ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    cm = adreno_mlir.compile(model, textures=False)
+    cm = adreno_mlir.compile(model, textures=False, layout="nchw")
     assert cm.source.count("__kernel") == 1 and "__kernel void resize_cubic_elu(" in cm.source
     _check(cm.run({"x": x})["y"], ref, TOLERANCE)
 

@@ -87,9 +87,9 @@ def test_erf_fuses_like_any_elementwise_op():
     epilogue). PyTorch's exported GELU (Div, Erf, Add, Mul, Mul) becomes one graph.gelu
     (graph-canonicalize's RecognizeGelu), so it too joins the conv's epilogue: one
     kernel, named for it, with no division left."""
-    cm = adreno_mlir.compile(_model(_conv_erf_mul), target="pocl-cpu", textures=False)
+    cm = adreno_mlir.compile(_model(_conv_erf_mul), target="pocl-cpu", textures=False, layout="nchw")
     assert cm.source.count("__kernel") == 1, cm.source
-    cm = adreno_mlir.compile(_model(_gelu), target="pocl-cpu", textures=False)
+    cm = adreno_mlir.compile(_model(_gelu), target="pocl-cpu", textures=False, layout="nchw")
     assert cm.source.count("__kernel") == 1, cm.source
     assert "_gelu(" in cm.source and "div" not in cm.source, cm.source
 

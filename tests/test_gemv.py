@@ -25,7 +25,7 @@ from tests.test_models import scaled_error
 TOLERANCE = 1e-4
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
 }

@@ -29,7 +29,7 @@ import adreno_mlir
 from adreno_mlir.context import make_context
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "buffer4c": {"layout": "nchw4c"},
     "texture": {"textures": True, "target": "adreno-740"},
     "fp16": {"layout": "nchw4c", "precision": "fp16-acc32"},

@@ -1,5 +1,6 @@
 """Every shared torchvision graph compiles and matches onnxruntime on the default
-OpenCL device (PoCL's CPU device unless PYOPENCL_CTX says otherwise).
+OpenCL device (PoCL's CPU device unless PYOPENCL_CTX says otherwise), with the device's
+default plan and with the NCHW buffer plan.
 
 Tolerance: max |ours - ort| / max |ort| <= 1e-4 per output (fp32).
 """
@@ -20,10 +21,15 @@ def scaled_error(ours: np.ndarray, ref: np.ndarray) -> float:
     return float(np.abs(ours - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
+PLANS = {"default": {}, "nchw": {"layout": "nchw"}}
+"""The device's default plan (on CPUs NCHW4c buffers) and the NCHW buffer plan."""
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
 @pytest.mark.parametrize("name", slow_unless(MODEL_NAMES, fast={"squeezenet1_1", "mobilenet_v2", "resnet18"}))
-def test_model_matches_onnxruntime(name, model_path):
+def test_model_matches_onnxruntime(name, plan, model_path):
     path = str(model_path(name))
-    cm = adreno_mlir.compile(path)
+    cm = adreno_mlir.compile(path, **PLANS[plan])
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(1)
     feeds = {n: rng.standard_normal(cm.input_shapes[n]).astype(np.float32) for n in cm.input_names}

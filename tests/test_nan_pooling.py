@@ -28,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 import adreno_mlir
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
     "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},

@@ -34,7 +34,7 @@ from tests.test_native_runtime import (  # noqa: F401 - fixtures
 )
 
 REL_TOL = 1e-5
-PLANS = {"nchw": {}, "textures": {"textures": True, "target": "adreno-740"}}
+PLANS = {"nchw": {"layout": "nchw"}, "textures": {"textures": True, "target": "adreno-740"}}
 ADRENO_ERR_ARGUMENT, ADRENO_ERR_INPUT = 1, 11
 
 

@@ -26,7 +26,7 @@ from adreno_mlir.runtime import native
 from tests.conftest import MODEL_NAMES, NATIVE_BUILD_ERROR, _build_native, slow_unless
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
     "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},

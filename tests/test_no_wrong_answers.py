@@ -17,7 +17,7 @@ import adreno_mlir
 from adreno_mlir.cli_run import compare_outputs
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},
     "fp16-acc32": {"textures": True, "precision": "fp16-acc32", "target": "adreno-740"},

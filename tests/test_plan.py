@@ -26,7 +26,10 @@ def test_plan_resolves_defaults_and_is_frozen():
     assert gpu.profile is get_profile("adreno-740") and gpu.target == "adreno-740"
     assert gpu.local_size == () and gpu.overrides_file == ""
     cpu = make_plan("pocl-cpu")
-    assert (cpu.layout, cpu.textures) == ("nchw", False)
+    assert (cpu.layout, cpu.textures) == ("nchw4c", False)  # CPUs: NCHW4c buffers (docs/bench/issue30/cpu-layout)
+    assert make_plan("pocl-cpu", layout="nchw").layout == "nchw"
+    gpu_buffers = make_plan("adreno-740", textures=False)
+    assert gpu_buffers.layout == "nchw"  # GPUs without images keep the NCHW buffer plan
     half = make_plan("pocl-cpu", precision="fp16-acc32")
     assert (half.layout, half.storage, half.compute) == ("nchw4c", "f16", "f32")
     assert make_plan("adreno-740", precision="fp16").compute == "f16"

@@ -25,7 +25,7 @@ from tests.test_tuning import _small_model, run_cli, spaces_of
 pytest.importorskip("pyopencl")
 pytest.importorskip("optuna")
 
-QUICK = {"repeat": 3, "progress": False, "seed": 0}
+QUICK = {"repeat": 3, "progress": False, "seed": 0, "compile_options": {"layout": "nchw"}}  # test_tuning.NCHW
 FAST = {"kernel": "vec4", "co_block": 4, "x_block": 2}
 """The conv configuration the synthetic rows make 3x faster (any work_group)."""
 
@@ -147,7 +147,7 @@ def test_compile_with_a_tuning_budget_tunes_then_uses_the_database(small, tmp_pa
     import onnxruntime as ort
 
     db = tmp_path / "quick.db"
-    cm = adreno_mlir.compile(small, tune_budget_s=5, tuning_db=db)
+    cm = adreno_mlir.compile(small, layout="nchw", tune_budget_s=5, tuning_db=db)
     rep = cm.tune_report
     assert rep is not None and rep.seconds > 0 and db.is_file()
     with TuningDB(db) as t:
@@ -167,7 +167,7 @@ def test_compile_tuning_budget_errors_name_the_fix(small):
     from adreno_mlir.plan import make_plan
 
     with pytest.raises(CompileError, match="positive number of seconds"):
-        adreno_mlir.compile(small, tune_budget_s=0)
+        adreno_mlir.compile(small, layout="nchw", tune_budget_s=0)
     with pytest.raises(CompileError, match="pass the .onnx file"):
         adreno_mlir.compile(import_onnx(small), tune_budget_s=5)
     with pytest.raises(CompileError, match="make_plan"):

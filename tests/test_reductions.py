@@ -32,7 +32,7 @@ import adreno_mlir
 from tests.test_models import scaled_error
 
 PLANS = {
-    "nchw": {},
+    "nchw": {"layout": "nchw"},
     "nchw-gpu": {"layout": "nchw", "textures": False, "target": "adreno-740"},
     "nchw4c-buffers": {"textures": False, "layout": "nchw4c", "target": "adreno-740"},
     "nchw4c-textures": {"textures": True, "target": "adreno-740"},

@@ -220,7 +220,7 @@ def test_compile_dir_with_a_tuning_db_replays_from_the_folder(tmp_path, monkeypa
 
     model = _conv_model(tmp_path / "tiny.onnx")
     module = import_onnx(str(model))
-    run_stages(make_context(), module, make_plan().stages(until="config"))
+    run_stages(make_context(), module, make_plan(layout="nchw").stages(until="config"))  # the NCHW conv's keys
     (conv,) = [op for op in module.walk() if is_kernel(op)]
     sig, default = kernel_signature(conv), config_of(conv)
     tuned = {"kernel": "vec4", "co_block": 4, "x_block": 2}
@@ -232,7 +232,7 @@ def test_compile_dir_with_a_tuning_db_replays_from_the_folder(tmp_path, monkeypa
     env = {**os.environ, "ADRENO_MLIR_CACHE_DIR": str(cache)}
     out = tmp_path / "out"
     run = _tool("adreno_mlir.cli", "compile", model, "-o", out, "--tuning-db", tmp_path / "t.db", "--no-build",
-                env=env)
+                "--layout", "nchw", env=env)
     assert run.returncode == 0, run.stderr
     (cached,) = (cache / "overrides").glob("*.json")  # in the chosen cache, not ~/.cache
     assert json.loads((out / "overrides.json").read_text()) == json.loads(cached.read_text()) == {
@@ -242,7 +242,8 @@ def test_compile_dir_with_a_tuning_db_replays_from_the_folder(tmp_path, monkeypa
     assert f'cd {out} && adreno-opt 0-graph.mlir -p "$(cat pipeline.txt)" -t opencl' in run.stdout, run.stdout
     assert not [p for p in out.glob("*.mlir") if str(cache) in p.read_text()]  # no stage names the cache
     cl = (out / "tiny.cl").read_text()
-    untuned = _tool("adreno_mlir.cli", "compile", model, "-o", tmp_path / "plain", "--no-build", env=env)
+    untuned = _tool("adreno_mlir.cli", "compile", model, "-o", tmp_path / "plain", "--no-build", "--layout", "nchw",
+                    env=env)
     assert untuned.returncode == 0, untuned.stderr
     assert cl != (tmp_path / "plain" / "tiny.cl").read_text()  # the tuned entry took effect
     assert 'overrides=' not in (tmp_path / "plain" / "pipeline.txt").read_text()

@@ -44,7 +44,10 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # `tune_faults` for the worker's child (spawned with this sys.path)
 
 REPO = TESTS.parent
-QUICK = {"repeat": 3, "progress": False, "seed": 0}
+NCHW = {"layout": "nchw"}
+"""The plan these tests tune: the NCHW buffer plan, whose kernels (conv, gemm, reduce) and keys
+they name (the CPU default is NCHW4c since issue 30's layout measurements)."""
+QUICK = {"repeat": 3, "progress": False, "seed": 0, "compile_options": NCHW}
 GEMM = "graph.gemm"
 MEASURED_OK = ("ok", "slower_in_model")
 """Statuses of a candidate that ran fine: the model-level check marks a chosen one that
@@ -115,7 +118,7 @@ def spaces_of(model: str) -> dict:
     from adreno_mlir.tuning.worker import Job, _Measurer
 
     with tempfile.TemporaryDirectory() as scratch:
-        return {sp.signature: sp for sp in _Measurer(Job(model), scratch).spaces}
+        return {sp.signature: sp for sp in _Measurer(Job(model, compile_options=NCHW), scratch).spaces}
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +216,7 @@ def test_hang_times_out_and_worker_restarts(gemm_only, faults, tmp_path):
     timeout = 10.0
     # a normal measurement (a compile with a new configuration, the check, the timed
     # runs) takes a small part of the timeout used here
-    w = DeviceWorker(Job(gemm_only, repeat=3))
+    w = DeviceWorker(Job(gemm_only, repeat=3, compile_options=NCHW))
     try:
         w.start()
         res = w.measure({gemm: spaces[gemm].candidates()[1]}, 60)
@@ -371,7 +374,7 @@ def test_rows_of_other_devices_and_compilers_are_ignored(small, small_spaces, th
     # they would break this compile
     for sig, cfg in ((conv, bad_conv), (gap, bad_gap)):
         with pytest.raises(adreno_mlir.CompileError, match="is not one of"):
-            adreno_mlir.compile(small, overrides={sig: cfg})
+            adreno_mlir.compile(small, layout="nchw", overrides={sig: cfg})
     phone = DeviceKey("Other / Phone", "1", compiler_version())
     old_compiler = DeviceKey(this_key.device, this_key.driver, "0.0.1+000000000000")
     db_path = tmp_path / "t.db"
@@ -384,13 +387,13 @@ def test_rows_of_other_devices_and_compilers_are_ignored(small, small_spaces, th
         assert db.best_configs(phone) == {conv: bad_conv, gap: bad_gap}  # they would be used on the phone
         assert db.best_configs(this_key) == {}
     with pytest.warns(UserWarning, match="other devices") as rec:
-        cm = adreno_mlir.compile(small, tuning_db=db_path, keep_ir=True)
+        cm = adreno_mlir.compile(small, layout="nchw", tuning_db=db_path, keep_ir=True)
     text = " ".join(str(w.message) for w in rec)
     assert "8 entries" in text and "Other / Phone" in text and "0.0.1+000000000000" in text, text
     assert _overrides_in(cm) == {}
     configs = _kernel_configs(_config_ir(cm))
     assert configs[conv] == small_spaces[conv].default and configs[gap] == small_spaces[gap].default
-    ref = adreno_mlir.compile(small).run(_feeds())["y"]
+    ref = adreno_mlir.compile(small, layout="nchw").run(_feeds())["y"]
     np.testing.assert_allclose(cm.run(_feeds())["y"], ref, rtol=1e-5, atol=1e-6)
 
 
@@ -413,20 +416,20 @@ def test_compile_with_tuning_db_uses_the_best_entry(small, small_spaces, this_ke
         warnings.simplefilter("error")  # no rows of other devices: no warning
         # (but the OpenCL compiler's own notes: Intel's CPU runtime prints some)
         warnings.filterwarnings("ignore", message="Non-empty compiler output")
-        cm = adreno_mlir.compile(small, tuning_db=str(db_path), keep_ir=True)
+        cm = adreno_mlir.compile(small, layout="nchw", tuning_db=str(db_path), keep_ir=True)
     path = re.search(r'overrides="([^"]+)"', cm.pipeline).group(1)
     assert Path(path).is_relative_to(tmp_path / "cache")
     assert json.loads(Path(path).read_text()) == {conv: better}
     assert _kernel_configs(_config_ir(cm))[conv] == better
     assert "kernel_config = {kernel = \"vec4\", co_block = 4 : i64, x_block = 2 : i64}" in _config_ir(cm)
-    ref = adreno_mlir.compile(small).run(_feeds())["y"]
+    ref = adreno_mlir.compile(small, layout="nchw").run(_feeds())["y"]
     np.testing.assert_allclose(cm.run(_feeds())["y"], ref, rtol=1e-5, atol=1e-6)
     # overrides= win over the database's entries
-    cm2 = adreno_mlir.compile(small, tuning_db=str(db_path), overrides={conv: slower})
+    cm2 = adreno_mlir.compile(small, layout="nchw", tuning_db=str(db_path), overrides={conv: slower})
     assert _overrides_in(cm2) == {conv: slower}
     # a missing database is an error, not a silent untuned compile
     with pytest.raises(adreno_mlir.CompileError, match="does not exist"):
-        adreno_mlir.compile(small, tuning_db=str(tmp_path / "missing.db"))
+        adreno_mlir.compile(small, layout="nchw", tuning_db=str(tmp_path / "missing.db"))
 
 
 # --------------------------------------------------------------------------- a normal run
