@@ -348,6 +348,17 @@ VECTOR_ACCESS_MODES = ("typed", "vload")
 DEFAULT_VECTOR_ACCESS = "typed"
 
 
+def _module_mode(module: Operation, attr: str, modes: tuple[str, ...], default: str) -> str:
+    """The printer mode a module attribute (set by convert-graph-to-opencl) asks for, else
+    `default`; a value outside `modes` is an error naming the attribute."""
+    mode = module.attributes.get(attr) if isinstance(module, ModuleOp) else None
+    if not isinstance(mode, StringAttr):
+        return default
+    if mode.data not in modes:
+        raise OpenCLPrintError(f"module attribute {attr} = \"{mode.data}\" is not one of {', '.join(modes)}")
+    return mode.data
+
+
 def _element_bytes(t: Attribute) -> int:
     return 2 if isinstance(t, Float16Type) else 4
 
@@ -559,18 +570,8 @@ class OpenCLCPrinter:
         uses_images = any(
             isinstance(o, opencl.ReadImageOp) for k in kernels for o in k.walk()
         )
-        mode = module.attributes.get(FMA_ATTR) if isinstance(module, ModuleOp) else None
-        if isinstance(mode, StringAttr):
-            if mode.data not in FMA_MODES:
-                raise OpenCLPrintError(f"module attribute {FMA_ATTR} = \"{mode.data}\" is not one of "
-                                       f"{', '.join(FMA_MODES)}")
-            self.fma = mode.data
-        access = module.attributes.get(VECTOR_ACCESS_ATTR) if isinstance(module, ModuleOp) else None
-        if isinstance(access, StringAttr):
-            if access.data not in VECTOR_ACCESS_MODES:
-                raise OpenCLPrintError(f"module attribute {VECTOR_ACCESS_ATTR} = \"{access.data}\" is not one of "
-                                       f"{', '.join(VECTOR_ACCESS_MODES)}")
-            self.vector_access = access.data
+        self.fma = _module_mode(module, FMA_ATTR, FMA_MODES, self.fma)
+        self.vector_access = _module_mode(module, VECTOR_ACCESS_ATTR, VECTOR_ACCESS_MODES, self.vector_access)
         if not self.fp_contract:
             # arith.mulf + arith.addf must not be fused into an fma behind our back
             self.line("#pragma OPENCL FP_CONTRACT OFF")

@@ -450,17 +450,10 @@ class MatMulSpec(KernelSpec):
         (a, b), extras, out = self.split_args(args)
         tm, tn = self.tile_rows, self.tile_cols
         cid, rid, z = kb.global_id(0, "col"), kb.global_id(1, "row"), kb.global_id(2, "z")
-        bc = self._coords(kb, z)
-        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
-        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
+        bc, b_base, row0, a_rows = self._register_rows(kb, rid, z)
         m, k = self.m, self.k
-        a_rs, a_ks = self.a_strides
+        a_ks = self.a_strides[1]
         b_ks, b_cs = self.b_strides
-        row0 = kb.mul(rid, tm, "row0") if tm > 1 else rid
-        # rows past M (the last tile of a ragged M) read row M - 1 and are never stored
-        rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) for r in range(1, tm)] if m % tm else \
-            [row0] + [kb.add(row0, r) for r in range(1, tm)]
-        a_rows = [kb.add(a_base, kb.mul(r, a_rs)) for r in rows]
         if tn == 1:
             b_col = kb.add(b_base, kb.mul(cid, b_cs))
 
@@ -514,6 +507,18 @@ class MatMulSpec(KernelSpec):
             else:
                 store_row(kb)
 
+    def _register_rows(self, kb: KernelBuilder, rid: SSAValue, z: SSAValue):
+        """(batch coordinates, B's batch offset, first row, the offsets of A's rows) of the
+        register tile of row tile `rid` in batch entry `z`: tile_rows rows from rid *
+        tile_rows, those past M (the last tile of a ragged M) reading row M - 1, never stored."""
+        bc = self._coords(kb, z)
+        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
+        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
+        tm, m = self.tile_rows, self.m
+        row0 = kb.mul(rid, tm, "row0") if tm > 1 else rid
+        rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) if m % tm else kb.add(row0, r) for r in range(1, tm)]
+        return bc, b_base, row0, [kb.add(a_base, kb.mul(r, self.a_strides[0])) for r in rows]
+
     def _panel_body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
         """The CPU panel schedule (tile_cols = 8 or 16): each work-item computes tile_rows
         rows by tile_cols columns, held as tile_cols / 8 float8 accumulators per row (a
@@ -528,15 +533,9 @@ class MatMulSpec(KernelSpec):
         tm, tn = self.tile_rows, self.tile_cols
         nv = tn // PANEL_LANES
         rid, cid, z = kb.global_id(0, "rt"), kb.global_id(1, "ct"), kb.global_id(2, "z")
-        bc = self._coords(kb, z)
-        a_base = kb.linear(bc, self.a_batch_strides) if self.batch else kb.i(0)
-        b_base = kb.linear(bc, self.b_batch_strides) if self.batch else kb.i(0)
+        bc, b_base, row0, a_rows = self._register_rows(kb, rid, z)
         m, k = self.m, self.k
-        a_rs, a_ks = self.a_strides
-        b_ks, _ = self.b_strides
-        row0 = kb.mul(rid, tm, "row0") if tm > 1 else rid
-        rows = [row0] + [kb.min_i(kb.add(row0, r), m - 1) if m % tm else kb.add(row0, r) for r in range(1, tm)]
-        a_rows = [kb.add(a_base, kb.mul(r, a_rs)) for r in rows]
+        a_ks, b_ks = self.a_strides[1], self.b_strides[0]
         col0 = kb.mul(cid, tn, "col0")
         b_col = kb.add(b_base, col0)
         vk = kb.vector(f32, PANEL_LANES)
