@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 
 import adreno_mlir
-from tests.conftest import MODEL_NAMES, slow_unless
+from tests.conftest import MODEL_NAMES
 
 RTOL = 1e-4
 
@@ -25,8 +25,13 @@ PLANS = {"default": {}, "nchw": {"layout": "nchw"}}
 """The device's default plan (on CPUs NCHW4c buffers) and the NCHW buffer plan."""
 
 
-@pytest.mark.parametrize("plan", sorted(PLANS))
-@pytest.mark.parametrize("name", slow_unless(MODEL_NAMES, fast={"squeezenet1_1", "mobilenet_v2", "resnet18"}))
+FAST = {"default": {"squeezenet1_1", "mobilenet_v2", "resnet18"}, "nchw": {"squeezenet1_1"}}
+"""The rows the README's test command runs (the rest: the slow tier)."""
+
+
+@pytest.mark.parametrize(("name", "plan"), [
+    pytest.param(n, p, marks=() if n in FAST[p] else pytest.mark.slow, id=f"{n}-{p}")
+    for n in MODEL_NAMES for p in sorted(PLANS)])
 def test_model_matches_onnxruntime(name, plan, model_path):
     path = str(model_path(name))
     cm = adreno_mlir.compile(path, **PLANS[plan])
