@@ -285,7 +285,7 @@ def test_crash_is_recorded_and_the_rest_still_measured(small, small_spaces, faul
 def test_interrupted_cli_run_resumes_without_measuring_again(tinynet, tmp_path):
     db_path = tmp_path / "t.db"
     args = [sys.executable, "-m", "adreno_mlir.cli", "tune", tinynet, "--db", str(db_path), "--trials", "6",
-            "--repeat", "3", "--no-progress"]
+            "--repeat", "3", "--no-progress", "--layout", "nchw"]  # spaces_of's plan (NCHW)
     proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -318,7 +318,8 @@ def test_interrupted_cli_run_resumes_without_measuring_again(tinynet, tmp_path):
 
     before = snapshot()
     assert before
-    run = run_cli("tune", tinynet, "--db", str(db_path), "--trials", "6", "--repeat", "3", "--no-progress")
+    run = run_cli("tune", tinynet, "--db", str(db_path), "--trials", "6", "--repeat", "3", "--no-progress",
+                  "--layout", "nchw")
     assert run.returncode == 0, run.stdout + run.stderr
     after = snapshot()
     for k, (status, created) in before.items():
