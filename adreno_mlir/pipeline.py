@@ -20,11 +20,13 @@ from xdsl.utils.exceptions import VerifyException
 from adreno_mlir.errors import CompileError
 
 def graph_opt(target: str, kv_cache: str = "f32") -> tuple[str, str]:
-    """Graph cleanups, then attention fusion (after canonicalize has folded the key
+    """Graph cleanups (the convolutions of a channel split joined by a concat merged
+    before batch norms fold, so a batch norm after the concat folds into the merged one),
+    then attention fusion (after canonicalize has folded the key
     transposes into the MatMuls' perms; before layout: graph.attention stays plain;
     `fuse-attention` fuses for GPU targets only, where it pays), and, with `kv_cache`
     "f16", a decoder's KV caches kept in halves (`kv-cache-storage`)."""
-    return ("graph-opt", f"graph-canonicalize,fold-batchnorm,graph-canonicalize,fuse-attention{{target={target}}},"
+    return ("graph-opt", f"graph-canonicalize,merge-split-convs{{target={target}}},fold-batchnorm,graph-canonicalize,fuse-attention{{target={target}}},"
                          "fuse-rms-norm" + (f",kv-cache-storage{{element={kv_cache}}}" if kv_cache != "f32" else ""))
 
 

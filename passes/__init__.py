@@ -18,11 +18,12 @@ def all_passes():
     from adreno_mlir.passes.fuse_rms_norm import FuseRMSNorm
     from adreno_mlir.passes.graph_fuse import GraphFuse
     from adreno_mlir.passes.kv_cache_storage import KVCacheStorage
+    from adreno_mlir.passes.merge_split_convs import MergeSplitConvsPass
     from adreno_mlir.passes.plan_memory import PlanMemory
     from adreno_mlir.passes.select_kernel_config import SelectKernelConfig
     from adreno_mlir.passes.split_k import SplitK
 
-    return [GraphCanonicalize, FoldBatchNorm, FuseAttentionPass, FuseRMSNorm, KVCacheStorage, ConvertLayoutNCHW4c, ConvWinograd,
+    return [GraphCanonicalize, MergeSplitConvsPass, FoldBatchNorm, FuseAttentionPass, FuseRMSNorm, KVCacheStorage, ConvertLayoutNCHW4c, ConvWinograd,
             AnnotateTextureScope, GraphFuse, FusePoolPartials, FuseChannelScale, FuseDepthwiseLoad, SelectKernelConfig,
             SplitK, PlanMemory, ConvertGraphToOpenCL]
 

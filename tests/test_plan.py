@@ -167,7 +167,7 @@ def test_compile_cli_and_analyze_agree(tiny_path, tmp_path, capsys):
 
 
 def test_passes_resolve_their_target_once_per_module(tiny_path, monkeypatch):
-    """The six passes with a `target=` option look the profile up once per module
+    """The seven passes with a `target=` option look the profile up once per module
     (pass_options.target_profile); the pipeline string alone still decides it."""
     from adreno_mlir import target
     from adreno_mlir.context import make_context
@@ -177,7 +177,7 @@ def test_passes_resolve_their_target_once_per_module(tiny_path, monkeypatch):
     plan = make_plan("adreno-740")
     pipelines = [build_pipeline(spec) for _, spec in plan.stages(until="config")]
     targeted = [p for pl in pipelines for p in pl.passes if hasattr(p, "target")]
-    assert len(targeted) == 6, [p.name for p in targeted]
+    assert len(targeted) == 7, [p.name for p in targeted]
     lookups = _counting(monkeypatch, "get_profile", target)
     for _ in range(2):
         module = import_onnx(str(tiny_path))
