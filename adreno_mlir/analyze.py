@@ -258,7 +258,7 @@ def op_flops(op: Operation) -> int:
         return _value_numel(op.result) * kh * kw
     if isinstance(op, (graph.GlobalAvgPoolOp, graph.ReduceOp)):
         return _value_numel(op.input)
-    if isinstance(op, (graph.LayerNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp)):
+    if isinstance(op, (graph.LayerNormOp, graph.ChannelNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp)):
         return 5 * _value_numel(op.input)
     if isinstance(op, graph.SplitKSumOp):
         return _value_numel(op.partial)

@@ -154,13 +154,13 @@ def compile_facts(cm, seconds: float) -> dict:
     }
 
 
-def compile_job(path: str, device: str | None, cost_model, out_dir: str) -> dict:
+def compile_job(path: str, device: str | None, cost_model, out_dir: str, target: str = "auto") -> dict:
     """Worker: compile and save the artifact; its facts (or the error)."""
     try:
         import adreno_mlir
 
         t0 = time.perf_counter()
-        cm = adreno_mlir.compile(path, device=device, cost_model=cost_model)
+        cm = adreno_mlir.compile(path, device=device, cost_model=cost_model, target=target)
         facts = compile_facts(cm, time.perf_counter() - t0)
         facts["artifact"] = str(cm.save(out_dir))
         return facts
@@ -182,7 +182,7 @@ class Compiler:
                 for vname, cost_model in VARIANTS:
                     out = self.tmp / f"{model}-{vname}.adreno"
                     self.futures[(model, vname)] = self.pool.submit(compile_job, str(path), args.device,
-                                                                    cost_model, str(out))
+                                                                    cost_model, str(out), args.target)
 
     def wait_all(self, deadline: float) -> None:
         """Wait until every compile is done (or the deadline passes): the measurements run on an idle CPU."""
@@ -205,7 +205,8 @@ class Compiler:
 
         if self.pool is None:
             t0 = time.perf_counter()
-            cm = adreno_mlir.compile(str(path), device=self.args.device, cost_model=cost_model)
+            cm = adreno_mlir.compile(str(path), device=self.args.device, cost_model=cost_model,
+                                     target=self.args.target)
             return cm, compile_facts(cm, time.perf_counter() - t0)
         fut = self.futures[(model, vname)]
         try:
@@ -497,10 +498,18 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--torch-repeat", type=int, default=50, help="timed torch eager / graph-replay calls")
     ap.add_argument("--tol", type=float, default=1e-3, help="max relative error against onnxruntime")
+    ap.add_argument("--target", default="auto",
+                    help="target profile of both variants (default auto: the device's own), e.g. nvidia-h200 "
+                         "on an H100 to try the H200's learned defaults there")
+    ap.add_argument("--cost-model", default="auto",
+                    help="the learned variant's cost_model (default auto: the shipped artifact for the device, "
+                         "if any); a path tries an artifact on another device, e.g. the H200's on an H100")
     ap.add_argument("--limit-s", type=float, default=None,
                     help="start no model after this many seconds (the tables are still printed)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    global VARIANTS
+    VARIANTS = (("learned", args.cost_model), ("rules", None))
 
     shared = bench.shared_dir(args.shared)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]

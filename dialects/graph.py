@@ -256,9 +256,9 @@ class ReshapeHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
 class TransposeHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from adreno_mlir.passes.graph_canonicalize import RemoveIdentityTranspose
+        from adreno_mlir.passes.graph_canonicalize import FoldChannelLayerNorm, RemoveIdentityTranspose
 
-        return (RemoveIdentityTranspose(),)
+        return (RemoveIdentityTranspose(), FoldChannelLayerNorm())
 
 
 class ConcatHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
@@ -2129,6 +2129,50 @@ class LayerNormOp(GraphOp):
 
 
 @irdl_op_definition
+class ChannelNormOp(GraphOp):
+    """A normalization over the channels of each pixel of an NCHW tensor (axis 1 alone):
+    for every (n, h, w), `(x - mean) / sqrt(var + epsilon) * scale + bias` over its C
+    channels (biased variance; `center = 0`: RMS, as graph.layer_norm's). `scale` and the
+    optional `bias` have shape [C].
+
+    ConvNeXt's LayerNorm2d: ONNX has no such op, so exporters write a transpose to NHWC,
+    LayerNormalization over the last axis and a transpose back, which graph-canonicalize
+    folds into this op (three kernels and, on NCHW4c, an unpack and a pack: five launches
+    per normalization, 90 of convnextv2_atto's 206 on the H200). Its NCHW kernel is the
+    row normalization with a row's channels H*W apart (one pixel a work-item: neighbouring
+    work-items read neighbouring floats); its NCHW4c kernel reads a pixel's channel blocks
+    as float4s (channels a multiple of 4: the padding lanes would enter the sums)."""
+
+    name = "graph.channel_norm"
+    input = operand_def(AnyTensor)
+    scale = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    epsilon = prop_def(FloatAttr[Float32Type], default_value=f32_attr(1e-5))
+    center = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, 64))
+    traits = traits_def(Pure(), ImageOperands(operands=("input",)), NCHW4cConvertible())
+    assembly_format = (
+        "$input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale) (`,` type($bias)^)? "
+        "`->` type($result)"
+    )
+
+    def verify_shapes(self) -> None:
+        x = shape_of(self.input)
+        if len(x) != 4:
+            raise VerifyException(f"'graph.channel_norm' expects a 4-D NCHW input, got {list(x)}")
+        for what, v in (("scale", self.scale), ("bias", self.bias)):
+            if v is not None and shape_of(v) != (x[1],):
+                raise VerifyException(
+                    f"'graph.channel_norm' {what} must have shape [{x[1]}] (one per channel), got {list(shape_of(v))}")
+        if self.epsilon.value.data < 0:
+            raise VerifyException(f"'graph.channel_norm' epsilon {self.epsilon.value.data} is negative")
+        if self.center.value.data not in (0, 1):
+            raise VerifyException(f"'graph.channel_norm' center must be 0 (RMS normalization) or 1, got "
+                                  f"{self.center.value.data}")
+        _expect_shape(self, shape_of(self.result), x)
+
+
+@irdl_op_definition
 class TakeOp(GraphOp):
     """Gather with run-time indices (an embedding lookup: token ids into a table):
     `result = input.take(indices, axis)`, of shape `input[:axis] + indices + input[axis+1:]`.
@@ -3197,6 +3241,7 @@ Graph = Dialect(
         SoftmaxOp,
         LogSoftmaxOp,
         LayerNormOp,
+        ChannelNormOp,
         GatherOp,
         TakeOp,
         IntToFloatOp,

@@ -146,6 +146,10 @@ class LayoutConverter:
             return len(w) == 4 and (g == 1 or depthwise) and consts and padding_ok
         if isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp, graph.ResizeOp)):
             return len(graph.shape_of(op.results[0])) == 4
+        if isinstance(op, graph.ChannelNormOp):
+            # whole channel blocks: a padding lane would enter the pixel's sums
+            return graph.shape_of(op.input)[1] % 4 == 0 and all(
+                v is None or isinstance(v.owner, graph.ConstantOp) for v in (op.scale, op.bias))
         if isinstance(op, graph.ReduceMeanOp):
             return (len(graph.shape_of(op.input)) == 4 and graph.ints(op.axes) == (2, 3)
                     and bool(op.keepdims.value.data))
@@ -207,6 +211,10 @@ class LayoutConverter:
             new = graph.ConcatOp(operands=[[self.packed(v) for v in op.inputs]],
                                  result_types=[packed_type(out_shape, self.element)],
                                  properties=dict(op.properties))
+        elif isinstance(op, graph.ChannelNormOp):
+            new = graph.ChannelNormOp(operands=[self.packed(op.input), op.scale, [] if op.bias is None else [op.bias]],
+                                      result_types=[packed_type(out_padded, self.element)],
+                                      properties=dict(op.properties))
         elif isinstance(op, graph.DivOp):
             # x / c becomes x * (1 / c): the reciprocal's zero padding keeps padding lanes 0.
             recip = self.constant(1.0 / constant_value(op.rhs, self.store), (op.rhs.name_hint or "c") + "_recip", op)

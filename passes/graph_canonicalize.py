@@ -140,6 +140,34 @@ def unit_reshape_of_transpose(x: tuple[int, ...], perm: tuple[int, ...],
     return tuple(shape), tuple(new_perm)
 
 
+class FoldChannelLayerNorm(RewritePattern):
+    """transpose NCHW -> NHWC, graph.layer_norm over the last axis (scale and bias of shape
+    [C]), transpose back: `graph.channel_norm` of the NCHW tensor (ConvNeXt's LayerNorm2d;
+    see the op). Matched on the second transpose; the normalization must be read by it
+    alone (else its NHWC result is needed anyway)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.TransposeOp, rewriter: PatternRewriter, /):
+        norm = op.input.owner
+        if tuple(graph.ints(op.perm)) != (0, 3, 1, 2) or not isinstance(norm, graph.LayerNormOp):
+            return
+        first = norm.input.owner
+        if (not _only_user(norm.result, op) or not isinstance(first, graph.TransposeOp)
+                or tuple(graph.ints(first.perm)) != (0, 2, 3, 1) or norm.norm_axis() != 3):
+            return
+        c = graph.shape_of(first.input)[1]
+        if any(v is not None and graph.shape_of(v) != (c,) for v in (norm.scale, norm.bias)):
+            return
+        new = graph.ChannelNormOp(operands=[first.input, norm.scale, [] if norm.bias is None else [norm.bias]],
+                                  result_types=[op.result.type],
+                                  properties={"epsilon": norm.epsilon, "center": norm.center})
+        new.location = norm.location
+        rewriter.replace(op, new)
+        rewriter.erase(norm)
+        if not first.result.uses:
+            rewriter.erase(first)
+
+
 class HoistUnitReshapeAboveTranspose(RewritePattern):
     """reshape(transpose(x)) -> transpose(reshape(x)) when the reshape only inserts or
     drops unit axes and the transpose has no other user: still one copy (the reshape is

@@ -42,7 +42,9 @@ from onnx import TensorProto, helper, numpy_helper
 import adreno_mlir
 from tests.conftest import REPO
 from tests.test_artifact import PLANS
+from tests.test_channel_norm import _convnext_block
 from tests.test_concat_inplace import ConcatsToImages, dense_block
+from tests.test_merge_split_convs import MIXED, _mixed_model
 from tests.test_models import scaled_error
 
 OCLGRIND_ENV = {"OCLGRIND_CHECK_API": "1", "OCLGRIND_DATA_RACES": "1"}
@@ -99,6 +101,13 @@ CASES += [pytest.param("squeeze-excite", plan, PLANS[plan], id=f"squeeze-excite-
 # work-groups of 8 pixels of a 36-pixel row (the last one hangs 4 pixels past the row).
 CASES += [pytest.param("depthwise-load", plan, PLANS[plan], id=f"depthwise-load-{plan}")
           for plan in ("nchw4c-buffers", "nchw4c-textures")]
+# ConvNeXt's normalization over channels (graph.channel_norm): the NCHW4c per-pixel
+# kernel on images and the NCHW strided-row kernel; MixNet's mixed depthwise convs merged
+# into one zero-padded 7x7 conv (merge-split-convs, a GPU target), stride 2.
+CASES += [pytest.param("channel-norm", plan, PLANS[plan], id=f"channel-norm-{plan}")
+          for plan in ("nchw4c-textures", "nchw")]
+CASES += [pytest.param("mixed-convs", "gpu-textures", {"textures": True, "target": "adreno-740"},
+                       id="mixed-convs-gpu-textures")]
 
 RUN_ARTIFACT = """
 import sys
@@ -321,7 +330,8 @@ def models(tiny_path):
     return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
             "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model(),
             "cpu-panels": _cpu_panels_model(),
-            "squeeze-excite": _squeeze_excite_model(), "depthwise-load": _depthwise_load_model()}
+            "squeeze-excite": _squeeze_excite_model(), "depthwise-load": _depthwise_load_model(),
+            "channel-norm": _convnext_block(16), "mixed-convs": _mixed_model(MIXED["depthwise-3-5-7"], stride=2)}
 
 
 def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
@@ -360,6 +370,11 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert any("_tiles" in k for k in kernels) and not any(k.startswith(("global_avgpool", "mul")) for k in kernels), \
             sorted(kernels)
 
+    if model_name == "channel-norm":
+        expect = "channel_norm_4c" if plan_name == "nchw4c-textures" else "layer_norm_channels"
+        assert any(k.startswith(expect) for k in kernels), sorted(kernels)
+    if model_name == "mixed-convs":
+        assert not any(k.startswith(("copy_4c", "concat", "slice")) for k in kernels), sorted(kernels)
     if model_name == "depthwise-load":
         assert any(k.startswith("conv1x1") and "_dw3x3t8" in k for k in kernels), sorted(kernels)
         assert not any(k.startswith("dwconv") for k in kernels), sorted(kernels)

@@ -28,7 +28,7 @@ from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
 from adreno_mlir.lowering.kernels.common import broadcast_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
 from adreno_mlir.lowering.kernels.packed import packed_of
-from adreno_mlir.lowering.kernels.packed_pool import PackedMeanSpec
+from adreno_mlir.lowering.kernels.packed_pool import PackedChannelNormSpec, PackedMeanSpec
 from adreno_mlir.lowering.kernels.pool import ReduceSpec
 from adreno_mlir.lowering.kernels.softmax import SoftmaxSpec
 from adreno_mlir.lowering.nchw_lowering import _epi_args
@@ -111,13 +111,18 @@ class Norm(RowFamily):
     keys = (Key("reduce_items", ROW_ITEMS, "work-items per row", off=1),)
 
     def matches(self, head: Operation) -> bool:
-        return isinstance(head, (graph.LayerNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp))
+        return isinstance(head, (graph.LayerNormOp, graph.ChannelNormOp, graph.SoftmaxOp, graph.LogSoftmaxOp))
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
         """LayerNorm and Softmax: `reduce_items` work-items per row. GPUs: a work-group per row, of
         the most work-items (16 to 256) that give each at least two elements (a
         transformer has only 50-3136 rows, far too few work-items with one per row). CPUs:
-        1 (a row per work-item; PoCL's cores are already busy with the rows)."""
+        1 (a row per work-item; PoCL's cores are already busy with the rows). A channel
+        normalization: 1 everywhere (its rows are pixels, thousands of them, and a row's
+        channels are H*W apart: neighbouring work-items must take neighbouring pixels;
+        its NCHW4c kernel has no work-group form)."""
+        if isinstance(op, graph.ChannelNormOp):
+            return {"reduce_items": 1}
         shape = graph.shape_of(op.input)
         if isinstance(op, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
             length = shape[op.axis.value.data % len(shape)]
@@ -132,10 +137,14 @@ class Norm(RowFamily):
         shape = graph.shape_of(head.input)
         if isinstance(head, (graph.SoftmaxOp, graph.LogSoftmaxOp)):
             return int(shape[head.axis.value.data % len(shape)])
+        if isinstance(head, graph.ChannelNormOp):
+            return int(shape[1])
         return int(math.prod(shape[head.norm_axis():]))
 
     def rows(self, head: Operation) -> int:
         shape = graph.shape_of(head.input)
+        if isinstance(head, graph.ChannelNormOp):
+            return shape[0] * shape[2] * shape[3]
         if isinstance(head, graph.LayerNormOp):
             return numel(shape[:head.norm_axis()])
         return numel(shape) // max(1, shape[head.axis.value.data % len(shape)])
@@ -243,10 +252,13 @@ class AttentionPattern(KernelPattern):
 
 
 class LayerNormPattern(KernelPattern):
-    heads = (graph.LayerNormOp,)
+    heads = (graph.LayerNormOp, graph.ChannelNormOp)
 
     def lower(self, hb, group, cfg, loc):
-        op: graph.LayerNormOp = group.head
+        op: graph.LayerNormOp | graph.ChannelNormOp = group.head
+        if isinstance(op, graph.ChannelNormOp):
+            self.lower_channels(hb, op, cfg, loc)
+            return
         shape = graph.shape_of(op.input)
         axis = op.norm_axis()
         row_shape = tuple(shape[axis:])
@@ -259,6 +271,28 @@ class LayerNormPattern(KernelPattern):
         hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
 
 
+    @staticmethod
+    def lower_channels(hb, op: graph.ChannelNormOp, cfg, loc) -> None:
+        """graph.channel_norm on NCHW: rows of C channels H*W floats apart (LayerNormSpec.inner)."""
+        n, c, h, w = graph.shape_of(op.input)
+        spec = LayerNormSpec(rows=n * h * w, row_shape=(c,), scale_strides=(1,),
+                             bias_strides=None if op.bias is None else (1,), epsilon=op.epsilon.value.data,
+                             items=cfg["reduce_items"], center=bool(op.center.value.data), inner=h * w)
+        ins = [hb.buffer(op.input), hb.buffer(op.scale)] + ([] if op.bias is None else [hb.buffer(op.bias)])
+        hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
+
+
+class PackedChannelNormPattern(EpiloguePattern):
+    heads = (graph.ChannelNormOp,)
+
+    def spec(self, hb, op, out, pepi, cfg):
+        spec = PackedChannelNormSpec(out=out, pepi=pepi, src=packed_of(op.input), epsilon=op.epsilon.value.data,
+                                     center=bool(op.center.value.data), has_bias=op.bias is not None)
+        ins = [hb.buffer(op.input), hb.weight_buffer(op.scale)] + (
+            [] if op.bias is None else [hb.weight_buffer(op.bias)])
+        return spec, ins, []
+
+
 class PackedMeanPattern(EpiloguePattern):
     heads = (graph.GlobalAvgPoolOp, graph.ReduceMeanOp)
 
@@ -269,5 +303,5 @@ class PackedMeanPattern(EpiloguePattern):
 
 
 Reduce.patterns = (ReducePattern(), PackedMeanPattern())
-Norm.patterns = (SoftmaxPattern(), LayerNormPattern())
+Norm.patterns = (SoftmaxPattern(), LayerNormPattern(), PackedChannelNormPattern())
 Attention.patterns = (AttentionPattern(),)

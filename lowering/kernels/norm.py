@@ -33,13 +33,18 @@ class LayerNormSpec(KernelSpec):
     items: int = 1
     center: bool = True
     """False: RMS normalization (no mean subtracted: x / sqrt(mean(x^2) + eps))."""
+    inner: int = 1
+    """A row's elements are `inner` floats apart (graph.channel_norm on NCHW: a pixel's
+    channels, H*W apart): row r starts at (r // inner) * length * inner + r % inner, so
+    neighbouring rows (pixels) are neighbouring floats."""
 
     @property
     def length(self) -> int:
         return numel(self.row_shape)
 
     def base_name(self) -> str:
-        return ("layer_norm" if self.center else "rms_norm") + (f"_wg{self.items}" if self.items > 1 else "")
+        kind = ("layer_norm" if self.center else "rms_norm") + ("_channels" if self.inner > 1 else "")
+        return kind + (f"_wg{self.items}" if self.items > 1 else "")
 
     def input_names(self) -> tuple[str, ...]:
         return ("input", "scale") + (("bias",) if self.bias_strides is not None else ())
@@ -62,13 +67,19 @@ class LayerNormSpec(KernelSpec):
         n = self.length
         grouped = self.items > 1
         row = kb.global_id(1 if grouped else 0, "row")
-        base = kb.mul(row, n, "base")
+        if self.inner > 1:
+            base = kb.add(kb.mul(kb.div(row, self.inner), n * self.inner), kb.rem(row, self.inner), "base")
+        else:
+            base = kb.mul(row, n, "base")
         lid = kb.local_id(0, "l") if grouped else kb.i(0)
         step = self.items if grouped else 1
 
+        def at(k: KernelBuilder, j: SSAValue) -> SSAValue:
+            return k.add(base, k.mul(j, self.inner) if self.inner > 1 else j)
+
         def row_sum(term: Callable[[KernelBuilder, SSAValue], SSAValue], hint: str) -> SSAValue:
             (partial,) = kb.for_(lid, n, step, [kb.f(0.0)],
-                                 lambda k, j, a: [k.fadd(a[0], term(k, k.load(x, k.add(base, j))))], "j")
+                                 lambda k, j, a: [k.fadd(a[0], term(k, k.load(x, at(k, j))))], "j")
             total = work_group_allsum(kb, partial, lid, self.items, hint) if grouped else partial
             return kb.fmul(total, 1.0 / n, hint)
 
@@ -82,7 +93,7 @@ class LayerNormSpec(KernelSpec):
         inv = kb.fdiv(1.0, kb.sqrt(kb.fadd(var, self.epsilon)), "inv_std")
 
         def write(k: KernelBuilder, j: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
-            idx = k.add(base, j)
+            idx = at(k, j)
             v = k.load(x, idx)
             centered = k.fsub(v, mean) if mean is not None else v
             y = k.fmul(k.fmul(centered, inv), k.load(scale, self._param_index(k, j, self.scale_strides)))

@@ -129,3 +129,76 @@ class PackedMeanSpec(PackedSpec):
             self.finish_pixel(k, extras, out, mean, n, c4, 0, 0)
 
         work_group_sum(kb, partial, lid, self.items, finish)
+
+
+@dataclass(frozen=True)
+class PackedChannelNormSpec(PackedSpec):
+    """graph.channel_norm on NCHW4c: one work-item per pixel (grid W, H, N) walks the
+    pixel's channel blocks three times (the mean, the mean square of x - mean, the
+    normalized write), as LayerNormSpec does a row: two reductions rather than the sum and
+    the sum of squares in one, which cancel when |mean| >> std. Sums run in f32 (a half
+    kernel's too). The channels are a multiple of 4 (convert-layout-nchw4c's condition),
+    so no padding lane enters the sums; `scale` and `bias` are [C] buffers read as float4
+    per block."""
+
+    src: Packed = None  # type: ignore[assignment]
+    epsilon: float = 1e-5
+    center: bool = True
+    has_bias: bool = True
+
+    def base_name(self) -> str:
+        return ("channel_norm" if self.center else "channel_rms_norm") + f"_4c{self.pepi.suffix()}"
+
+    def head_args(self):
+        return [("input", self.src.arg_type(False)), ("scale", self.weight_type)] + (
+            [("bias", self.weight_type)] if self.has_bias else [])
+
+    def shared(self) -> PackedChannelNormSpec:
+        return self  # its loops run over the channel blocks: the count stays in the identity
+
+    def grid(self):
+        n, _, h, w = self.out.shape
+        return (w, h, n)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, extras, out = self.split(args)
+        x, scale = ins[0], ins[1]
+        bias = ins[2] if self.has_bias else None
+        c4n = self.src.shape[1]
+        w, h, n = kb.global_id(0, "w"), kb.global_id(1, "h"), kb.global_id(2, "n")
+        if self.out.shape[0] == 1:
+            n = 0
+        vf = kb.vector(f32)
+
+        def pixel(k: KernelBuilder, c4) -> SSAValue:
+            return k.cast(self.src.read(k, x, n, c4, h, w), f32)
+
+        def lanes(k: KernelBuilder, v: SSAValue) -> SSAValue:
+            return k.fadd(k.fadd(k.lane(v, 0), k.lane(v, 1)), k.fadd(k.lane(v, 2), k.lane(v, 3)))
+
+        inv_c = 1.0 / (4 * c4n)
+        mean = None
+        if self.center:
+            (total,) = kb.for_(0, c4n, 1, [vf.f(0.0)], lambda k, c4, a: [k.vector(f32).fadd(a[0], pixel(k, c4))], "c4")
+            mean = kb.fmul(lanes(kb, total), inv_c, "mean")
+
+        def square(k: KernelBuilder, c4, a):
+            v, kv = pixel(k, c4), k.vector(f32)
+            d = kv.fsub(v, kv.splat(mean)) if mean is not None else v
+            return [kv.fadd(a[0], kv.fmul(d, d))]
+
+        (sq,) = kb.for_(0, c4n, 1, [vf.f(0.0)], square, "c4")
+        var = kb.fmul(lanes(kb, sq), inv_c, "var")
+        inv = kb.fdiv(1.0, kb.sqrt(kb.fadd(var, self.epsilon)), "inv_std")
+
+        def write(k: KernelBuilder, c4, a):
+            v = pixel(k, c4)
+            kv = k.vector(f32)
+            d = kv.fsub(v, kv.splat(mean)) if mean is not None else v
+            y = kv.fmul(kv.fmul(d, kv.splat(inv)), k.cast(k.vload4(scale, c4, "scale"), f32))
+            if bias is not None:
+                y = kv.fadd(y, k.cast(k.vload4(bias, c4, "bias"), f32))
+            self.finish_pixel(k, extras, out, k.cast(y, k.ftype), n, c4, h, w)
+            return []
+
+        kb.for_(0, c4n, 1, [], write, "c4")
