@@ -99,3 +99,21 @@ def test_batch_of_two():
     cm = adreno_mlir.compile(model, keep_ir=True, **PLANS["gpu-images"])
     assert any(k.startswith("channel_norm_4c") for k in _kernels(cm))
     _check(model, cm, shape)
+
+
+@pytest.mark.parametrize("plan", ["cpu-default", "gpu-images", "nchw"])
+def test_rms_normalization_over_channels(plan):
+    """RMSNormalization (opset 23) between the same transposes: `center = 0`, no mean."""
+    rng = np.random.default_rng(0)
+    c, shape = 8, (1, 8, 5, 7)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("RMSNormalization", ["t", "g"], ["n"], axis=-1, epsilon=1e-5),
+             helper.make_node("Transpose", ["n"], ["y"], perm=[0, 3, 1, 2])]
+    g = helper.make_graph(nodes, "rms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(rng.uniform(0.5, 1.5, c).astype(np.float32), "g")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    cm = adreno_mlir.compile(model, keep_ir=True, **PLANS[plan])
+    ir = cm.stage_ir["graph-opt"]
+    assert "graph.channel_norm" in ir and "center = 0" in ir, ir
+    _check(model, cm, shape)
