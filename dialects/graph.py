@@ -2738,7 +2738,14 @@ class AttentionOp(GraphOp):
     i.e. already the keys transposed), V as [..., L, Dv]; `q_perm` / `k_perm` / `v_perm`
     (absent: identity) read an operand as `transpose(stored, perm)`, as graph.matmul's
     perms do. Batch axes broadcast as numpy's matmul; `bias` (optional) broadcasts to the
-    scores' shape [..., M, L] without widening it."""
+    scores' shape [..., M, L] without widening it.
+
+    `q_view` / `k_view` / `v_view` (optional, `array<i64: offset, d0.., s0..>`): the
+    operand is not the stored tensor itself but a strided view of it, of shape `d` (what
+    the perm then applies to), element `i` at `offset + sum(i * s)` of the operand's
+    elements. fuse-attention writes them where Q, K and V are slices, transposes and
+    reshapes of one projection (PyTorch's packed in_proj: reshape, transpose, select 0 /
+    1 / 2): the kernel reads the projection directly and those copies disappear."""
 
     name = "graph.attention"
     q = operand_def(AnyTensor)
@@ -2750,21 +2757,37 @@ class AttentionOp(GraphOp):
     q_perm = opt_prop_def(DenseArrayBase)
     k_perm = opt_prop_def(DenseArrayBase)
     v_perm = opt_prop_def(DenseArrayBase)
+    q_view = opt_prop_def(DenseArrayBase)
+    k_view = opt_prop_def(DenseArrayBase)
+    v_view = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
     assembly_format = (
         "$q `,` $k `,` $v (`,` $bias^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($bias)^)? "
         "`->` type($result)"
     )
 
+    def view(self, which: str) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+        """(offset, shape, element strides) of operand `which`'s view, None without one."""
+        view = getattr(self, f"{which}_view")
+        if view is None:
+            return None
+        v = ints(view)
+        rank = (len(v) - 1) // 2
+        return v[0], tuple(v[1:1 + rank]), tuple(v[1 + rank:])
+
+    def stored_shape(self, which: str) -> tuple[int, ...]:
+        """The shape the perm of operand `which` applies to: its view's, else the operand's."""
+        view = self.view(which)
+        return view[1] if view is not None else shape_of(getattr(self, which))
+
     def permutation(self, which: str) -> tuple[int, ...]:
         """`q_perm` / `k_perm` / `v_perm`, the identity when absent."""
         perm = getattr(self, f"{which}_perm")
-        value = getattr(self, which)
-        return ints(perm) if perm is not None else tuple(range(len(shape_of(value))))
+        return ints(perm) if perm is not None else tuple(range(len(self.stored_shape(which))))
 
     def read_shape(self, which: str) -> tuple[int, ...]:
         """The shape of operand `which` ("q", "k" or "v") as the products read it (after its perm)."""
-        s = shape_of(getattr(self, which))
+        s = self.stored_shape(which)
         return tuple(s[p] for p in self.permutation(which))
 
     def scores_shape(self) -> tuple[int, ...]:
@@ -2773,7 +2796,22 @@ class AttentionOp(GraphOp):
 
     def verify_shapes(self) -> None:
         for which in ("q", "k", "v"):
-            rank = len(shape_of(getattr(self, which)))
+            raw = getattr(self, f"{which}_view")
+            if raw is not None:
+                v = ints(raw)
+                if len(v) < 3 or len(v) % 2 == 0:
+                    raise VerifyException(f"'graph.attention' {which}_view must be [offset, dims..., strides...], "
+                                          f"got {list(v)}")
+                offset, dims, strides = self.view(which)
+                if offset < 0 or min(dims) < 1 or min(strides) < 0:
+                    raise VerifyException(f"'graph.attention' {which}_view {list(v)} needs an offset >= 0, dims >= 1 "
+                                          "and strides >= 0")
+                last = offset + sum((d - 1) * st for d, st in zip(dims, strides))
+                size = math.prod(shape_of(getattr(self, which)))
+                if last >= size:
+                    raise VerifyException(f"'graph.attention' {which}_view {list(v)} reads element {last} of an "
+                                          f"operand of {size}")
+            rank = len(self.stored_shape(which))
             perm = getattr(self, f"{which}_perm")
             if perm is not None and sorted(ints(perm)) != list(range(rank)):
                 raise VerifyException(

@@ -22,6 +22,14 @@ use is folded into `scale` too. The op takes the final MatMul's location.
 Runs right after graph-canonicalize (which folds the key transposes into the MatMul's
 perms), before the layout and fusion passes: `graph.attention` has no NCHW4c kernel,
 so it stays on plain tensors on every plan.
+
+Then each operand that is a chain of `graph.reshape`, `graph.transpose` and `graph.slice`
+(positive steps) of one tensor, with a transpose or a slice in it, becomes a strided view
+of that tensor (`q_view` / `k_view` / `v_view`: offset, shape, strides; a reshape of a
+strided tensor only where it needs no copy, as numpy's): PyTorch's
+`nn.MultiheadAttention` exports its packed projection as reshape -> transpose -> select
+q, k and v, a transpose and three slice kernels per layer that the attention kernel
+reads through instead (tiny_bert, vit_b_32: 4 launches a layer fewer).
 """
 
 from __future__ import annotations
@@ -190,6 +198,112 @@ class FuseAttention(RewritePattern):
                     rewriter.erase(c.owner)
 
 
+# --------------------------------------------------------------------------- operand views
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def reshape_strides(old: tuple[int, ...], old_strides: tuple[int, ...],
+                    new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides of `new`-shaped view of a strided tensor (shape `old`, `old_strides`)
+    with the same elements in the same order, or None where the reshape needs a copy
+    (numpy's attempt_nocopy_reshape: each run of new axes spans a run of old axes that
+    is contiguous in memory)."""
+    dims = [(d, st) for d, st in zip(old, old_strides) if d != 1]
+    od, os_ = [d for d, _ in dims], [st for _, st in dims]
+    out = [0] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(od):
+        np_, op_ = new[ni], od[oi]
+        while np_ != op_:
+            if np_ < op_:
+                if nj >= len(new):
+                    return None
+                np_ *= new[nj]
+                nj += 1
+            else:
+                if oj >= len(od):
+                    return None
+                op_ *= od[oj]
+                oj += 1
+        if any(os_[k] != od[k + 1] * os_[k + 1] for k in range(oi, oj - 1)):
+            return None
+        out[nj - 1] = os_[oj - 1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return tuple(out)  # axes of extent 1 past the last run keep stride 0: their index is 0
+
+
+def operand_view(value: SSAValue) -> tuple[SSAValue, int, tuple[int, ...], tuple[int, ...], bool] | None:
+    """(base, offset, shape, strides, through a copy) of `value` as a strided view of the
+    tensor at the start of its chain of reshapes, transposes and slices; "through a copy"
+    says whether the chain holds a transpose or a slice (ops with kernels). None where a
+    step needs a copy (a reshape of non-contiguous runs, a negative step)."""
+    op = value.owner
+    shape = graph.shape_of(value)
+    if isinstance(op, (graph.ReshapeOp, graph.TransposeOp, graph.SliceOp)):
+        inner = operand_view(op.input)
+        if inner is not None:
+            base, offset, in_shape, in_strides, copy = inner
+            if isinstance(op, graph.ReshapeOp):
+                strides = reshape_strides(in_shape, in_strides, shape)
+                if strides is not None:
+                    return base, offset, shape, strides, copy
+            elif isinstance(op, graph.TransposeOp):
+                return base, offset, shape, tuple(in_strides[p] for p in graph.ints(op.perm)), True
+            else:
+                starts, steps = graph.ints(op.starts), graph.ints(op.steps)
+                if all(st > 0 for st in steps):
+                    offset += sum(a * st for a, st in zip(starts, in_strides))
+                    return base, offset, shape, tuple(st * k for st, k in zip(in_strides, steps)), True
+    return value, 0, shape, _contiguous(shape), False
+
+
+class FoldAttentionViews(RewritePattern):
+    """Q, K and V read through their chains of reshapes, transposes and slices (see the
+    module docstring)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, graph.AttentionOp):
+            return
+        operands, props, old = list(op.operands), dict(op.properties), []
+        for index, which in enumerate(("q", "k", "v")):
+            value = operands[index]
+            if f"{which}_view" in props:
+                continue
+            base, offset, shape, strides, copy = operand_view(value)
+            if not copy or base is value:
+                continue
+            props[f"{which}_view"] = graph.i64_array([offset, *shape, *strides])
+            operands[index] = base
+            old.append(value)
+        if not old:
+            return
+        new = graph.AttentionOp.create(operands=operands, result_types=[op.result.type], properties=props,
+                                       attributes=dict(op.attributes))
+        new.location = op.location
+        new.result.name_hint = op.result.name_hint
+        rewriter.replace_matched_op(new)
+        for value in old:
+            _erase_dead_chain(value, rewriter)
+
+
+def _erase_dead_chain(value: SSAValue, rewriter: PatternRewriter) -> None:
+    """The reshapes, transposes and slices that computed `value`, now read by nothing."""
+    op = value.owner
+    while isinstance(op, (graph.ReshapeOp, graph.TransposeOp, graph.SliceOp)) and not op.result.uses:
+        inner = op.input
+        rewriter.erase(op)
+        op = inner.owner
+
+
 @dataclass(frozen=True)
 class FuseAttentionPass(CheckedPass):
     """Fuses on GPU target profiles; on CPU profiles (and with `enabled=false`) it leaves
@@ -220,3 +334,4 @@ class FuseAttentionPass(CheckedPass):
         if not self.enabled or not profile.is_gpu:
             return
         PatternRewriteWalker(FuseAttention(self.max_keys), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(FoldAttentionViews(), apply_recursively=False).rewrite_module(op)

@@ -132,3 +132,12 @@ func.func @attention(%q: tensor<2x4x6x8xf32>, %kt: tensor<2x4x8x6xf32>, %k: tens
   %c = graph.attention %qs, %qs, %vs {scale = 1.0 : f32, q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 3, 1>, v_perm = array<i64: 0, 2, 1, 3>} : tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x5xf32> -> tensor<2x4x6x5xf32>
   func.return %c : tensor<2x4x6x5xf32>
 }
+
+// graph.attention reading q, k and v as strided views of one [6, 1, 48] projection
+// (offset, shape 1x6x2x8, strides; fuse-attention writes these).
+// CHECK-LABEL: func.func @attention_views
+// CHECK-NEXT:    %o = graph.attention %qkv, %qkv, %qkv {q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 3, 1>, v_perm = array<i64: 0, 2, 1, 3>, q_view = array<i64: 0, 1, 6, 2, 8, 288, 48, 8, 1>, k_view = array<i64: 16, 1, 6, 2, 8, 288, 48, 8, 1>, v_view = array<i64: 32, 1, 6, 2, 8, 288, 48, 8, 1>} : tensor<6x1x48xf32>, tensor<6x1x48xf32>, tensor<6x1x48xf32> -> tensor<1x2x6x8xf32>
+func.func @attention_views(%qkv: tensor<6x1x48xf32>) -> tensor<1x2x6x8xf32> {
+  %o = graph.attention %qkv, %qkv, %qkv {q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 3, 1>, v_perm = array<i64: 0, 2, 1, 3>, q_view = array<i64: 0, 1, 6, 2, 8, 288, 48, 8, 1>, k_view = array<i64: 16, 1, 6, 2, 8, 288, 48, 8, 1>, v_view = array<i64: 32, 1, 6, 2, 8, 288, 48, 8, 1>} : tensor<6x1x48xf32>, tensor<6x1x48xf32>, tensor<6x1x48xf32> -> tensor<1x2x6x8xf32>
+  func.return %o : tensor<1x2x6x8xf32>
+}

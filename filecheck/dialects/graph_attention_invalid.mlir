@@ -41,3 +41,30 @@ func.func @attention_result(%q: tensor<2x3x4xf32>, %k: tensor<2x4x6xf32>, %v: te
   func.return %o : tensor<2x3x6xf32>
 }
 // CHECK: 'graph.attention' result shape [2, 3, 6] does not match the shape implied by its operands and attributes: [2, 3, 7]
+
+// -----
+
+// A view reading past its operand: k at offset 40 of a [6, 1, 48] projection reaches
+// element 40 + 5 * 48 + 8 + 7 = 295.
+
+func.func @view_past_the_operand(%qkv: tensor<6x1x48xf32>) -> tensor<1x2x6x8xf32> {
+  %o = graph.attention %qkv, %qkv, %qkv {q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 3, 1>, v_perm = array<i64: 0, 2, 1, 3>, q_view = array<i64: 0, 1, 6, 2, 8, 288, 48, 8, 1>, k_view = array<i64: 40, 1, 6, 2, 8, 288, 48, 8, 1>, v_view = array<i64: 32, 1, 6, 2, 8, 288, 48, 8, 1>} : tensor<6x1x48xf32>, tensor<6x1x48xf32>, tensor<6x1x48xf32> -> tensor<1x2x6x8xf32>
+  func.return %o : tensor<1x2x6x8xf32>
+}
+// CHECK: 'graph.attention' k_view [40, 1, 6, 2, 8, 288, 48, 8, 1] reads element 295 of an operand of 288
+
+// -----
+
+func.func @view_without_strides(%qkv: tensor<6x1x48xf32>, %k: tensor<16x6xf32>, %v: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %o = graph.attention %qkv, %k, %v {q_view = array<i64: 0, 6, 16, 48>} : tensor<6x1x48xf32>, tensor<16x6xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+  func.return %o : tensor<6x8xf32>
+}
+// CHECK: 'graph.attention' q_view must be [offset, dims..., strides...], got [0, 6, 16, 48]
+
+// -----
+
+func.func @view_negative_stride(%qkv: tensor<6x1x48xf32>, %k: tensor<16x6xf32>, %v: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %o = graph.attention %qkv, %k, %v {q_view = array<i64: 200, 6, 16, -48, 1>} : tensor<6x1x48xf32>, tensor<16x6xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+  func.return %o : tensor<6x8xf32>
+}
+// CHECK: 'graph.attention' q_view [200, 6, 16, -48, 1] needs an offset >= 0, dims >= 1 and strides >= 0

@@ -138,3 +138,52 @@ func.func @not_attention(%q: tensor<4x7x8xf32>, %kt: tensor<4x8x7xf32>, %v: tens
   %o2 = graph.matmul %p2, %v : (tensor<4x7x7xf32>, tensor<4x7x5xf32>) -> tensor<4x7x5xf32>
   func.return %o, %o2 : tensor<4x7x5xf32>, tensor<4x7x5xf32>
 }
+
+// -----
+
+// PyTorch's packed in_proj (nn.MultiheadAttention): one [L, B, 3E] projection reshaped to
+// [L, 3, B, E], transposed to [3, L, B, E], q / k / v selected (slices), each reshaped to
+// heads. The attention reads q, k and v from the projection through strided views
+// (offset, shape, strides: q at 0, k at E = 16, v at 2E = 32 elements; rows 48 apart);
+// the transpose and the three slices are gone.
+
+// CHECK-LABEL: func.func @packed_projection
+// CHECK-NOT:     graph.transpose
+// CHECK-NOT:     graph.slice
+// CHECK:         %o = graph.attention %qkv, %qkv, %qkv {scale = 1.250000e-01 : f32, q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 3, 1>, v_perm = array<i64: 0, 2, 1, 3>, q_view = array<i64: 0, 1, 6, 2, 8, 288, 48, 8, 1>, k_view = array<i64: 16, 1, 6, 2, 8, 288, 48, 8, 1>, v_view = array<i64: 32, 1, 6, 2, 8, 288, 48, 8, 1>} : tensor<6x1x48xf32>, tensor<6x1x48xf32>, tensor<6x1x48xf32> -> tensor<1x2x6x8xf32>
+// CHECK-NEXT:    func.return %o
+func.func @packed_projection(%qkv: tensor<6x1x48xf32>) -> tensor<1x2x6x8xf32> {
+  %r = graph.reshape %qkv : (tensor<6x1x48xf32>) -> tensor<6x3x1x16xf32>
+  %t = graph.transpose %r {perm = array<i64: 1, 0, 2, 3>} : (tensor<6x3x1x16xf32>) -> tensor<3x6x1x16xf32>
+  %q0 = graph.slice %t {starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<3x6x1x16xf32>) -> tensor<1x6x1x16xf32>
+  %k0 = graph.slice %t {starts = array<i64: 1, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<3x6x1x16xf32>) -> tensor<1x6x1x16xf32>
+  %v0 = graph.slice %t {starts = array<i64: 2, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : (tensor<3x6x1x16xf32>) -> tensor<1x6x1x16xf32>
+  %q = graph.reshape %q0 : (tensor<1x6x1x16xf32>) -> tensor<1x6x2x8xf32>
+  %k = graph.reshape %k0 : (tensor<1x6x1x16xf32>) -> tensor<1x6x2x8xf32>
+  %v = graph.reshape %v0 : (tensor<1x6x1x16xf32>) -> tensor<1x6x2x8xf32>
+  %c = graph.constant dense<0.125> : tensor<1xf32>
+  %s = graph.matmul %q, %k {lhs_perm = array<i64: 0, 2, 1, 3>, rhs_perm = array<i64: 0, 2, 3, 1>} : (tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>) -> tensor<1x2x6x6xf32>
+  %ts = graph.mul %s, %c : (tensor<1x2x6x6xf32>, tensor<1xf32>) -> tensor<1x2x6x6xf32>
+  %p = graph.softmax %ts {axis = 3 : i64} : tensor<1x2x6x6xf32>
+  %o = graph.matmul %p, %v {rhs_perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x6x6xf32>, tensor<1x6x2x8xf32>) -> tensor<1x2x6x8xf32>
+  func.return %o : tensor<1x2x6x8xf32>
+}
+
+// -----
+
+// A copy the view cannot express (a reshape merging axes a transpose took apart) keeps
+// its operand as it is: q is the transposed tensor reshaped back to rows, which needs
+// the transpose's copy; k and v have no transpose or slice to save.
+
+// CHECK-LABEL: func.func @reshape_needs_a_copy
+// CHECK:         graph.transpose
+// CHECK:         %o = graph.attention %q, %k, %v : tensor<4x6xf32>, tensor<6x5xf32>, tensor<5x3xf32> -> tensor<4x3xf32>
+func.func @reshape_needs_a_copy(%x: tensor<6x4xf32>, %k: tensor<6x5xf32>, %v: tensor<5x3xf32>) -> tensor<4x3xf32> {
+  %t = graph.transpose %x {perm = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %r = graph.reshape %t : (tensor<4x6xf32>) -> tensor<24xf32>
+  %q = graph.reshape %r : (tensor<24xf32>) -> tensor<4x6xf32>
+  %s = graph.matmul %q, %k : (tensor<4x6xf32>, tensor<6x5xf32>) -> tensor<4x5xf32>
+  %p = graph.softmax %s {axis = 1 : i64} : tensor<4x5xf32>
+  %o = graph.matmul %p, %v : (tensor<4x5xf32>, tensor<5x3xf32>) -> tensor<4x3xf32>
+  func.return %o : tensor<4x3xf32>
+}

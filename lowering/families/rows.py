@@ -231,7 +231,11 @@ class AttentionPattern(KernelPattern):
                                 f"in local memory, at most {MAX_KEYS}; leave fuse-attention out of the pipeline")
 
         def strides(which: str) -> tuple[int, ...]:
-            read = read_strides(graph.shape_of(getattr(op, which)), op.permutation(which))
+            view = op.view(which)
+            if view is not None:  # a strided view of the operand (fuse-attention's q/k/v views)
+                read = tuple(view[2][p] for p in op.permutation(which))
+            else:
+                read = read_strides(graph.shape_of(getattr(op, which)), op.permutation(which))
             shape = op.read_shape(which)
             lead = len(batch) - (len(shape) - 2)
             batch_st = tuple(0 if dim == 1 else st for dim, st in zip(shape[:-2], read[:-2]))
@@ -243,7 +247,9 @@ class AttentionPattern(KernelPattern):
         try:
             spec = AttentionSpec(batch=batch, m=m, d=d, keys=keys, dv=dv, q_strides=strides("q"),
                                  k_strides=strides("k"), v_strides=strides("v"), bias_strides=bias_st,
-                                 scale=op.scale.value.data, items=cfg["reduce_items"])
+                                 scale=op.scale.value.data, items=cfg["reduce_items"],
+                                 offsets=tuple(view[0] if (view := op.view(w)) is not None else 0
+                                               for w in ("q", "k", "v")))
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
         ins = [hb.buffer(op.q), hb.buffer(op.k), hb.buffer(op.v)]

@@ -53,6 +53,9 @@ class AttentionSpec(KernelSpec):
     bias_strides: tuple[int, ...] | None
     scale: float = 1.0
     items: int = 1
+    offsets: tuple[int, int, int] = (0, 0, 0)
+    """Element offsets of Q, K and V in their buffers (graph.attention's views: the three
+    read from one projection)."""
 
     def __post_init__(self):
         if self.items < 1 or self.items & (self.items - 1):
@@ -100,6 +103,7 @@ class AttentionSpec(KernelSpec):
         q0 = base(self.q_strides, q_ms)
         k0 = base(self.k_strides, None)
         v0 = base(self.v_strides, None)
+        q0, k0, v0 = (kb.add(b, o) if o else b for b, o in zip((q0, k0, v0), self.offsets))
         b0 = base(self.bias_strides, self.bias_strides[nb]) if self.bias_strides is not None else None
 
         blk = BLOCK  # keys per work-item step: each q element loaded once for 4 keys
