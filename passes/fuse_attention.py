@@ -290,7 +290,7 @@ class FoldAttentionViews(RewritePattern):
                                        attributes=dict(op.attributes))
         new.location = op.location
         new.result.name_hint = op.result.name_hint
-        rewriter.replace_matched_op(new)
+        rewriter.replace(op, new)
         for value in old:
             _erase_dead_chain(value, rewriter)
 
