@@ -2745,7 +2745,10 @@ class AttentionOp(GraphOp):
     the perm then applies to), element `i` at `offset + sum(i * s)` of the operand's
     elements. fuse-attention writes them where Q, K and V are slices, transposes and
     reshapes of one projection (PyTorch's packed in_proj: reshape, transpose, select 0 /
-    1 / 2): the kernel reads the projection directly and those copies disappear."""
+    1 / 2): the kernel reads the projection directly and those copies disappear.
+    `out_perm` (optional): the result is stored as `transpose(softmax(..) @ V, out_perm)`
+    (the heads put back in token order, [B, H, M, Dv] -> [M, B, H, Dv], as the output
+    projection reads them), written so by the kernel instead of a transpose kernel."""
 
     name = "graph.attention"
     q = operand_def(AnyTensor)
@@ -2760,6 +2763,7 @@ class AttentionOp(GraphOp):
     q_view = opt_prop_def(DenseArrayBase)
     k_view = opt_prop_def(DenseArrayBase)
     v_view = opt_prop_def(DenseArrayBase)
+    out_perm = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
     assembly_format = (
         "$q `,` $k `,` $v (`,` $bias^)? attr-dict `:` type($q) `,` type($k) `,` type($v) (`,` type($bias)^)? "
@@ -2793,6 +2797,10 @@ class AttentionOp(GraphOp):
     def scores_shape(self) -> tuple[int, ...]:
         """[..., M, L]: the shape of scale * (Q @ K) (+ bias)."""
         return matmul_shape(self.read_shape("q"), self.read_shape("k"))
+
+    def product_shape(self) -> tuple[int, ...]:
+        """[..., M, Dv]: the shape of softmax(..) @ V, before `out_perm`."""
+        return matmul_shape(self.scores_shape(), self.read_shape("v"))
 
     def verify_shapes(self) -> None:
         for which in ("q", "k", "v"):
@@ -2837,7 +2845,14 @@ class AttentionOp(GraphOp):
                 raise VerifyException(
                     f"'graph.attention' bias of shape {list(b)} does not broadcast to the scores' shape "
                     f"{list(scores)}")
-        _expect_shape(self, shape_of(self.result), matmul_shape(scores, v))
+        product = matmul_shape(scores, v)
+        if self.out_perm is not None:
+            perm = ints(self.out_perm)
+            if sorted(perm) != list(range(len(product))):
+                raise VerifyException(f"'graph.attention' out_perm {list(perm)} is not a permutation of "
+                                      f"0..{len(product) - 1} (the product has rank {len(product)})")
+            product = tuple(product[p] for p in perm)
+        _expect_shape(self, shape_of(self.result), product)
 
 
 # --------------------------------------------------------------------------- kernels in IR

@@ -29,7 +29,9 @@ of that tensor (`q_view` / `k_view` / `v_view`: offset, shape, strides; a reshap
 strided tensor only where it needs no copy, as numpy's): PyTorch's
 `nn.MultiheadAttention` exports its packed projection as reshape -> transpose -> select
 q, k and v, a transpose and three slice kernels per layer that the attention kernel
-reads through instead (tiny_bert, vit_b_32: 4 launches a layer fewer).
+reads through instead (tiny_bert, vit_b_32: 4 launches a layer fewer). An attention
+whose one reader transposes its output (the heads back in token order) writes it
+transposed (`out_perm`): one launch a layer fewer again.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.graph_constants import constant_value
@@ -284,13 +287,23 @@ class FoldAttentionViews(RewritePattern):
             props[f"{which}_view"] = graph.i64_array([offset, *shape, *strides])
             operands[index] = base
             old.append(value)
-        if not old:
+        result, replaced = op.result, op
+        users = [u.operation for u in op.result.uses]
+        if "out_perm" not in props and len(users) == 1 and isinstance(users[0], graph.TransposeOp):
+            # the output transposed by its one reader: written transposed
+            props["out_perm"] = users[0].perm
+            result, replaced = users[0].result, users[0]
+        if not old and replaced is op:
             return
-        new = graph.AttentionOp.create(operands=operands, result_types=[op.result.type], properties=props,
+        new = graph.AttentionOp.create(operands=operands, result_types=[result.type], properties=props,
                                        attributes=dict(op.attributes))
         new.location = op.location
-        new.result.name_hint = op.result.name_hint
-        rewriter.replace(op, new)
+        new.result.name_hint = result.name_hint
+        rewriter.insert_op(new, InsertPoint.before(op))
+        rewriter.replace_all_uses_with(result, new.result)
+        if replaced is not op:
+            rewriter.erase(replaced)
+        rewriter.erase(op)
         for value in old:
             _erase_dead_chain(value, rewriter)
 

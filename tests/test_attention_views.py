@@ -75,3 +75,33 @@ def test_operand_view_reads_the_chains_elements(seed):
 ])
 def test_reshape_strides(old, strides, new, expected):
     assert reshape_strides(old, strides, new) == expected
+
+
+@pytest.mark.parametrize("out_perm", [(2, 0, 1, 3), (0, 2, 1, 3), (1, 3, 0, 2)])
+def test_attention_writes_its_output_transposed(out_perm):
+    """Q, K, V given as [B, L, H, D] (two batches, three heads), the product transposed by
+    its one reader: graph.attention's out_perm, checked against onnxruntime (a GPU
+    target's pipeline on the suite's CPU device)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    import adreno_mlir
+
+    f, shape = TensorProto.FLOAT, [2, 5, 3, 8]
+    nodes = [helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["qt", "kt"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "vt"], ["o"]),
+             helper.make_node("Transpose", ["o"], ["y"], perm=list(out_perm))]
+    g = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info(n, f, shape) for n in "qkv"],
+                          [helper.make_tensor_value_info("y", f, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    cm = adreno_mlir.compile(model, layout="nchw", textures=False, target="adreno-740", keep_ir=True)
+    ir = cm.stage_ir["graph-opt"]
+    assert "out_perm" in ir and "graph.transpose" not in ir, ir
+    rng = np.random.default_rng(3)
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in "qkv"}
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    np.testing.assert_allclose(cm.run(feeds)["y"], ref, rtol=1e-5, atol=1e-6)

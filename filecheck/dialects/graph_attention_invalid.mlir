@@ -68,3 +68,19 @@ func.func @view_negative_stride(%qkv: tensor<6x1x48xf32>, %k: tensor<16x6xf32>, 
   func.return %o : tensor<6x8xf32>
 }
 // CHECK: 'graph.attention' q_view [200, 6, 16, -48, 1] needs an offset >= 0, dims >= 1 and strides >= 0
+
+// -----
+
+func.func @out_perm_rank(%q: tensor<2x3x4xf32>, %k: tensor<2x4x6xf32>, %v: tensor<2x6x7xf32>) -> tensor<3x2x7xf32> {
+  %o = graph.attention %q, %k, %v {out_perm = array<i64: 1, 0>} : tensor<2x3x4xf32>, tensor<2x4x6xf32>, tensor<2x6x7xf32> -> tensor<3x2x7xf32>
+  func.return %o : tensor<3x2x7xf32>
+}
+// CHECK: 'graph.attention' out_perm [1, 0] is not a permutation of 0..2 (the product has rank 3)
+
+// -----
+
+func.func @out_perm_result(%q: tensor<2x3x4xf32>, %k: tensor<2x4x6xf32>, %v: tensor<2x6x7xf32>) -> tensor<2x3x7xf32> {
+  %o = graph.attention %q, %k, %v {out_perm = array<i64: 1, 0, 2>} : tensor<2x3x4xf32>, tensor<2x4x6xf32>, tensor<2x6x7xf32> -> tensor<2x3x7xf32>
+  func.return %o : tensor<2x3x7xf32>
+}
+// CHECK: 'graph.attention' result shape [2, 3, 7] does not match the shape implied by its operands and attributes: [3, 2, 7]

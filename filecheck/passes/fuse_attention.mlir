@@ -187,3 +187,22 @@ func.func @reshape_needs_a_copy(%x: tensor<6x4xf32>, %k: tensor<6x5xf32>, %v: te
   %o = graph.matmul %p, %v : (tensor<4x5xf32>, tensor<5x3xf32>) -> tensor<4x3xf32>
   func.return %o : tensor<4x3xf32>
 }
+
+// -----
+
+// The attention's one reader transposes its output ([B, H, M, Dv] -> [M, B, H, Dv], the
+// heads back in token order for the output projection): the attention writes it so
+// (`out_perm`) and the transpose is gone.
+
+// CHECK-LABEL: func.func @output_transposed
+// CHECK-NOT:     graph.transpose
+// CHECK:         %t = graph.attention %q, %k, %v {q_perm = array<i64: 0, 2, 1, 3>, k_perm = array<i64: 0, 2, 3, 1>, v_perm = array<i64: 0, 2, 1, 3>, out_perm = array<i64: 2, 0, 1, 3>} : tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32> -> tensor<6x1x2x8xf32>
+// CHECK-NEXT:    %r = graph.reshape %t
+func.func @output_transposed(%q: tensor<1x6x2x8xf32>, %k: tensor<1x6x2x8xf32>, %v: tensor<1x6x2x8xf32>) -> tensor<6x16xf32> {
+  %s = graph.matmul %q, %k {lhs_perm = array<i64: 0, 2, 1, 3>, rhs_perm = array<i64: 0, 2, 3, 1>} : (tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>) -> tensor<1x2x6x6xf32>
+  %p = graph.softmax %s {axis = 3 : i64} : tensor<1x2x6x6xf32>
+  %a = graph.matmul %p, %v {rhs_perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x6x6xf32>, tensor<1x6x2x8xf32>) -> tensor<1x2x6x8xf32>
+  %t = graph.transpose %a {perm = array<i64: 2, 0, 1, 3>} : (tensor<1x2x6x8xf32>) -> tensor<6x1x2x8xf32>
+  %r = graph.reshape %t : (tensor<6x1x2x8xf32>) -> tensor<6x16xf32>
+  func.return %r : tensor<6x16xf32>
+}

@@ -223,9 +223,14 @@ class AttentionPattern(KernelPattern):
         op: graph.AttentionOp = group.head
         if group.has_epilogue:
             raise LoweringError(f"{where(op)}: graph.attention takes no fused element-wise epilogue")
-        out = graph.shape_of(op.result)
+        out = op.product_shape()
         batch, (m, dv) = tuple(out[:-2]), out[-2:]
         d, keys = op.read_shape("k")[-2:]
+        out_strides = None
+        if op.out_perm is not None:  # stored transposed: logical axis perm[j] is stored axis j
+            stored = read_strides(graph.shape_of(op.result), tuple(range(len(out))))
+            perm = graph.ints(op.out_perm)
+            out_strides = tuple(stored[perm.index(i)] for i in range(len(out)))
         if keys > MAX_KEYS:
             raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its kernel keeps a row's scores "
                                 f"in local memory, at most {MAX_KEYS}; leave fuse-attention out of the pipeline")
@@ -249,7 +254,7 @@ class AttentionPattern(KernelPattern):
                                  k_strides=strides("k"), v_strides=strides("v"), bias_strides=bias_st,
                                  scale=op.scale.value.data, items=cfg["reduce_items"],
                                  offsets=tuple(view[0] if (view := op.view(w)) is not None else 0
-                                               for w in ("q", "k", "v")))
+                                               for w in ("q", "k", "v")), out_strides=out_strides)
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
         ins = [hb.buffer(op.q), hb.buffer(op.k), hb.buffer(op.v)]

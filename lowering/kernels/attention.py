@@ -56,6 +56,9 @@ class AttentionSpec(KernelSpec):
     offsets: tuple[int, int, int] = (0, 0, 0)
     """Element offsets of Q, K and V in their buffers (graph.attention's views: the three
     read from one projection)."""
+    out_strides: tuple[int, ...] | None = None
+    """Element strides of the output over (batch..., m, dv) (graph.attention's out_perm);
+    None: contiguous."""
 
     def __post_init__(self):
         if self.items < 1 or self.items & (self.items - 1):
@@ -146,7 +149,11 @@ class AttentionSpec(KernelSpec):
             total = work_group_allsum(kb, total, lid, self.items, "row_sum")
             kb.barrier()  # every p_j written (the sum's own barriers order them too)
         inv = kb.fdiv(1.0, total, "inv")
-        out0 = kb.mul(r, self.dv, "out0")
+        if self.out_strides is None:
+            out0, out_cs = kb.mul(r, self.dv, "out0"), 1
+        else:
+            out0 = kb.linear([*bc, m], self.out_strides[:-1])
+            out_cs = self.out_strides[-1]
 
         cols = BLOCK if self.dv % BLOCK == 0 else 1  # columns per work-item step: p_j loaded once for 4
 
@@ -159,7 +166,8 @@ class AttentionSpec(KernelSpec):
 
             accs = k1.for_(0, self.keys, 1, [k1.f(0.0)] * cols, mac, "j")
             for t, acc in enumerate(accs):
-                k1.store(k1.fmul(acc, inv), out, k1.add(out0, k1.add(c0, t) if t else c0))
+                col = k1.add(c0, t) if t else c0
+                k1.store(k1.fmul(acc, inv), out, k1.add(out0, k1.mul(col, out_cs) if out_cs != 1 else col))
             return []
 
         kb.for_(kb.mul(lid, cols), self.dv, step * cols, [], column, "c")
