@@ -117,3 +117,18 @@ def test_rms_normalization_over_channels(plan):
     ir = cm.stage_ir["graph-opt"]
     assert "graph.channel_norm" in ir and "center = 0" in ir, ir
     _check(model, cm, shape)
+
+
+@pytest.mark.parametrize("textures", [True, False])
+def test_channel_norm_with_half_storage(textures):
+    """fp16-acc32: half pixels in and out (vload_half4 / half images), the sums in f32."""
+    import onnxruntime as ort
+
+    model = _convnext_block(16)
+    cm = adreno_mlir.compile(model, precision="fp16-acc32", target="adreno-740", textures=textures, layout="nchw4c")
+    assert any(k.startswith("channel_norm_4c") for k in _kernels(cm))
+    x = np.random.default_rng(1).standard_normal((1, 3, 9, 11)).astype(np.float32)
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    # half storage rounds every stored value to 2^-11 relative: the fp16 tolerance of the suite
+    err = float(np.abs(cm.run({"x": x})["y"] - ref).max() / np.abs(ref).max())
+    assert err <= 5e-3, err
