@@ -48,3 +48,10 @@ def new_constant(store: WeightStore, arr: np.ndarray, hint: str) -> graph.Consta
     if arr.size <= INLINE_LIMIT:
         return graph.ConstantOp(t, value=DenseIntOrFPElementsAttr.from_list(t, arr.reshape(-1).tolist()))
     return graph.ConstantOp(t, ref=store.add(hint, arr))
+
+
+def erase_dead_constants(module: ModuleOp) -> None:
+    """Erase the `graph.constant`s nothing reads any more (the weights a pass replaced)."""
+    for c in [o for o in module.walk() if isinstance(o, graph.ConstantOp) and not o.result.uses]:
+        c.detach()
+        c.erase()

@@ -48,7 +48,7 @@ from adreno_mlir.dialects import graph, texture
 from adreno_mlir.errors import CompileError, op_where
 from adreno_mlir.kernel_math.winograd import winograd_weight
 from adreno_mlir.lowering.families import MODEL_SCOPE
-from adreno_mlir.graph_constants import constant_value, module_of, new_constant
+from adreno_mlir.graph_constants import constant_value, erase_dead_constants, module_of, new_constant
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 from adreno_mlir.target import TargetProfile
 from adreno_mlir.weights import store_of
@@ -293,6 +293,4 @@ class ConvWinograd(CheckedPass):
         PatternRewriteWalker(GreedyRewritePatternApplier([WinogradConv(tile, profile, chosen, self.overrides)]),
                              apply_recursively=False).rewrite_module(op)
         # The direct convolutions' packed weights are dead now.
-        for c in [o for o in op.walk() if isinstance(o, graph.ConstantOp) and not o.result.uses]:
-            c.detach()
-            c.erase()
+        erase_dead_constants(op)

@@ -24,7 +24,7 @@ from xdsl.pattern_rewriter import (
 
 from adreno_mlir.weights import store_of
 from adreno_mlir.dialects import graph
-from adreno_mlir.graph_constants import constant_value, module_of, new_constant
+from adreno_mlir.graph_constants import constant_value, erase_dead_constants, module_of, new_constant
 
 
 def _bn_affine(op: graph.BatchNormOp) -> tuple[np.ndarray, np.ndarray] | None:
@@ -93,6 +93,4 @@ class FoldBatchNorm(ModulePass):
         PatternRewriteWalker(FoldIntoConv(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(DecomposeBatchNorm(), apply_recursively=False).rewrite_module(op)
         # the unfolded weights and statistics are dead now
-        for c in [o for o in op.walk() if isinstance(o, graph.ConstantOp) and not o.result.uses]:
-            c.detach()
-            c.erase()
+        erase_dead_constants(op)

@@ -47,6 +47,7 @@ from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
 from adreno_mlir.graph_constants import constant_value
+from adreno_mlir.kernel_math.matmul import contiguous_strides
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 
 
@@ -204,14 +205,6 @@ class FuseAttention(RewritePattern):
 # --------------------------------------------------------------------------- operand views
 
 
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
-
-
 def reshape_strides(old: tuple[int, ...], old_strides: tuple[int, ...],
                     new: tuple[int, ...]) -> tuple[int, ...] | None:
     """The strides of `new`-shaped view of a strided tensor (shape `old`, `old_strides`)
@@ -244,29 +237,28 @@ def reshape_strides(old: tuple[int, ...], old_strides: tuple[int, ...],
     return tuple(out)  # axes of extent 1 past the last run keep stride 0: their index is 0
 
 
-def operand_view(value: SSAValue) -> tuple[SSAValue, int, tuple[int, ...], tuple[int, ...], bool] | None:
+def operand_view(value: SSAValue) -> tuple[SSAValue, int, tuple[int, ...], tuple[int, ...], bool]:
     """(base, offset, shape, strides, through a copy) of `value` as a strided view of the
     tensor at the start of its chain of reshapes, transposes and slices; "through a copy"
-    says whether the chain holds a transpose or a slice (ops with kernels). None where a
-    step needs a copy (a reshape of non-contiguous runs, a negative step)."""
+    says whether the chain holds a transpose or a slice (ops with kernels). A step the
+    view cannot take (a reshape of non-contiguous runs, a negative step) starts the chain
+    at its own result instead."""
     op = value.owner
     shape = graph.shape_of(value)
     if isinstance(op, (graph.ReshapeOp, graph.TransposeOp, graph.SliceOp)):
-        inner = operand_view(op.input)
-        if inner is not None:
-            base, offset, in_shape, in_strides, copy = inner
-            if isinstance(op, graph.ReshapeOp):
-                strides = reshape_strides(in_shape, in_strides, shape)
-                if strides is not None:
-                    return base, offset, shape, strides, copy
-            elif isinstance(op, graph.TransposeOp):
-                return base, offset, shape, tuple(in_strides[p] for p in graph.ints(op.perm)), True
-            else:
-                starts, steps = graph.ints(op.starts), graph.ints(op.steps)
-                if all(st > 0 for st in steps):
-                    offset += sum(a * st for a, st in zip(starts, in_strides))
-                    return base, offset, shape, tuple(st * k for st, k in zip(in_strides, steps)), True
-    return value, 0, shape, _contiguous(shape), False
+        base, offset, in_shape, in_strides, copy = operand_view(op.input)
+        if isinstance(op, graph.ReshapeOp):
+            strides = reshape_strides(in_shape, in_strides, shape)
+            if strides is not None:
+                return base, offset, shape, strides, copy
+        elif isinstance(op, graph.TransposeOp):
+            return base, offset, shape, tuple(in_strides[p] for p in graph.ints(op.perm)), True
+        else:
+            starts, steps = graph.ints(op.starts), graph.ints(op.steps)
+            if all(st > 0 for st in steps):
+                offset += sum(a * st for a, st in zip(starts, in_strides))
+                return base, offset, shape, tuple(st * k for st, k in zip(in_strides, steps)), True
+    return value, 0, shape, contiguous_strides(shape), False
 
 
 class FoldAttentionViews(RewritePattern):

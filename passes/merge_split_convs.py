@@ -51,7 +51,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 
 from adreno_mlir.dialects import graph
-from adreno_mlir.graph_constants import constant_value, module_of, new_constant
+from adreno_mlir.graph_constants import constant_value, erase_dead_constants, module_of, new_constant
 from adreno_mlir.pass_options import CheckedPass, option, target_option, target_profile
 from adreno_mlir.weights import store_of
 
@@ -202,6 +202,4 @@ class MergeSplitConvsPass(CheckedPass):
         ratio = self.max_flop_ratio if target_profile(self, op).is_gpu else min(self.max_flop_ratio, 1)
         PatternRewriteWalker(MergeSplitConvs(ratio), apply_recursively=False).rewrite_module(op)
         # the parts' weights are dead now
-        for c in [o for o in op.walk() if isinstance(o, graph.ConstantOp) and not o.result.uses]:
-            c.detach()
-            c.erase()
+        erase_dead_constants(op)

@@ -227,10 +227,9 @@ class AttentionPattern(KernelPattern):
         batch, (m, dv) = tuple(out[:-2]), out[-2:]
         d, keys = op.read_shape("k")[-2:]
         out_strides = None
-        if op.out_perm is not None:  # stored transposed: logical axis perm[j] is stored axis j
-            stored = read_strides(graph.shape_of(op.result), tuple(range(len(out))))
+        if op.out_perm is not None:  # stored transposed: logical axis i is stored axis perm.index(i)
             perm = graph.ints(op.out_perm)
-            out_strides = tuple(stored[perm.index(i)] for i in range(len(out)))
+            out_strides = read_strides(graph.shape_of(op.result), tuple(perm.index(i) for i in range(len(out))))
         if keys > MAX_KEYS:
             raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its kernel keeps a row's scores "
                                 f"in local memory, at most {MAX_KEYS}; leave fuse-attention out of the pipeline")
@@ -263,13 +262,10 @@ class AttentionPattern(KernelPattern):
 
 
 class LayerNormPattern(KernelPattern):
-    heads = (graph.LayerNormOp, graph.ChannelNormOp)
+    heads = (graph.LayerNormOp,)
 
     def lower(self, hb, group, cfg, loc):
-        op: graph.LayerNormOp | graph.ChannelNormOp = group.head
-        if isinstance(op, graph.ChannelNormOp):
-            self.lower_channels(hb, op, cfg, loc)
-            return
+        op: graph.LayerNormOp = group.head
         shape = graph.shape_of(op.input)
         axis = op.norm_axis()
         row_shape = tuple(shape[axis:])
@@ -281,10 +277,13 @@ class LayerNormPattern(KernelPattern):
         ins = [hb.buffer(op.input), hb.buffer(op.scale)] + ([] if bias is None else [hb.buffer(bias)])
         hb.launch(spec, [*ins, hb.alloc(op.result)], loc)
 
+class ChannelNormPattern(KernelPattern):
+    """graph.channel_norm on NCHW: rows of C channels H*W floats apart (LayerNormSpec.inner)."""
 
-    @staticmethod
-    def lower_channels(hb, op: graph.ChannelNormOp, cfg, loc) -> None:
-        """graph.channel_norm on NCHW: rows of C channels H*W floats apart (LayerNormSpec.inner)."""
+    heads = (graph.ChannelNormOp,)
+
+    def lower(self, hb, group, cfg, loc):
+        op: graph.ChannelNormOp = group.head
         n, c, h, w = graph.shape_of(op.input)
         spec = LayerNormSpec(rows=n * h * w, row_shape=(c,), scale_strides=(1,),
                              bias_strides=None if op.bias is None else (1,), epsilon=op.epsilon.value.data,
@@ -314,5 +313,5 @@ class PackedMeanPattern(EpiloguePattern):
 
 
 Reduce.patterns = (ReducePattern(), PackedMeanPattern())
-Norm.patterns = (SoftmaxPattern(), LayerNormPattern(), PackedChannelNormPattern())
+Norm.patterns = (SoftmaxPattern(), LayerNormPattern(), ChannelNormPattern(), PackedChannelNormPattern())
 Attention.patterns = (AttentionPattern(),)

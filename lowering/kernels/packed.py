@@ -20,7 +20,7 @@ The kernels, by family:
 |---|---|
 | `packed_layout.py` | pack / unpack at the NCHW boundary |
 | `packed_conv.py` | convolution (an input source and a reduction), the pooled depthwise conv, split-K's sum |
-| `packed_pool.py` | max / avg pool, spatial mean |
+| `packed_pool.py` | max / avg pool, spatial mean, normalization over channels |
 | `packed_resize.py` | resize |
 | `packed_map.py` | element-wise maps (and channel concat through an output channel offset) |
 | `winograd.py` | Winograd F(2,3) / F(4,3) transforms and products |
