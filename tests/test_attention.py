@@ -10,7 +10,6 @@ Tolerance: max |ours - ort| / max |ort| <= 1e-5 (fp32).
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import onnxruntime as ort
@@ -63,13 +62,15 @@ def _attention_model(q_shape, k_shape, v_shape, scale=0.25, scale_at="after", bi
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _check(model, plan="nchw", items=None, tmp_path=None, tolerance=1e-5):
+def _check(model, plan="nchw", items=None, tolerance=1e-5, config=None):
+    """`items`: the row kernel with that many work-items a row; `config`: any
+    kernel_config of the attention (an override of node mm2)."""
     options = dict(PLANS[plan])
     if items is not None:
-        path = tmp_path / "overrides.json"
-        path.write_text(json.dumps({"loc:mm2": {"reduce_items": items}}))
-        options["pipeline"] = lambda p: p.replace("select-kernel-config{", f'select-kernel-config{{overrides="{path}" ')
-    cm = adreno_mlir.compile(model, **options)
+        config = {"reduce_items": items, "tile": 0}
+    if config is not None:
+        options["overrides"] = {"loc:mm2": config}
+    cm = adreno_mlir.compile(model, keep_ir=True, **options)
     feeds = {n: (RNG.standard_normal(s) * 2).astype(np.float32) for n, s in cm.input_shapes.items()}
     (got,) = cm.run(feeds).values()
     (ref,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
@@ -115,9 +116,9 @@ def test_attention_matches_onnxruntime(case, plan):
 
 @pytest.mark.parametrize("items", [1, 16, 64])
 @pytest.mark.parametrize("case", ["4d_mask", "cross", "broadcast_batch"])
-def test_attention_reduce_items(case, items, tmp_path):
+def test_attention_reduce_items(case, items):
     q, k, v, kw = CASES[case]
-    cm = _check(_attention_model(q, k, v, **kw), "nchw", items=items, tmp_path=tmp_path)
+    cm = _check(_attention_model(q, k, v, **kw), "nchw", items=items)
     assert ("attention_bias" if "bias" in kw else "attention") + (f"_wg{items}" if items > 1 else "") in cm.source
 
 
@@ -127,12 +128,59 @@ def test_softmax_off_the_last_axis_is_not_fused():
     assert "attention" not in cm.source and "softmax" in cm.source
 
 
-def test_too_many_keys_is_refused():
-    """Fused (max-keys=0: any length), 4100 keys do not fit the kernel's local memory."""
+# (tile, key_split, kv_tile) of the tiled kernel: one work-item a row, shares of 2-8 keys,
+# tiles smaller than the keys (several tiles, a ragged last one), tiles larger than the
+# keys, work-groups wider than the rows (2 rows, 8 shares), more shares than keys.
+TILED = [(4, 1, 4), (8, 4, 16), (2, 8, 8), (16, 2, 32), (32, 4, 4), (1, 16, 16)]
+
+
+@pytest.mark.parametrize("tiled", TILED, ids=lambda c: "t{}_s{}_kv{}".format(*c))
+@pytest.mark.parametrize("case", ["4d_mask", "cross", "broadcast_batch", "3d_bias_rows"])
+def test_attention_tiled_kernel(case, tiled):
+    """The tiled kernel (AttentionTiledSpec) for each (tile, key_split, kv_tile): masks
+    with -inf, keys not a multiple of the tile, M != L, broadcast batches."""
+    q, k, v, kw = CASES[case]
+    tile, split, kv_tile = tiled
+    cm = _check(_attention_model(q, k, v, **kw), "nchw",
+                config={"tile": tile, "key_split": split, "kv_tile": kv_tile})
+    assert f"_t{tile}_s{split}_kv{kv_tile}" in cm.source
+
+
+def test_attention_gpu_default_is_the_tiled_kernel():
+    """A GPU profile's default: the tiled kernel (the Adreno profiles give no compute
+    units, so 32 rows a work-group where M allows), config visible in the IR."""
+    cm = _check(_attention_model([1, 4, 40, 16], [1, 4, 40, 16], [1, 4, 40, 16]), "nchw")
+    assert "tile = 32 : i64, key_split = 4 : i64, kv_tile = 32 : i64" in cm.stage_ir["config"]
+    assert "attention_t32_s4_kv32" in cm.source
+
+
+def test_more_keys_than_the_row_kernel_holds():
+    """Fused (max-keys=0: any length), 4100 keys: the tiled kernel (no row of scores in
+    local memory) matches onnxruntime; the row kernel is refused, naming the tiled one."""
     model = _attention_model([1, 2, 1], [1, 4100, 1], [1, 4100, 1])
-    with pytest.raises(CompileError, match=r"mm2.*4100 keys"):
-        adreno_mlir.compile(model, layout="nchw", textures=False, target="adreno-740",
-                            pipeline=lambda p: p.replace("fuse-attention{", "fuse-attention{max-keys=0 "))
+    fuse_all = lambda p: p.replace("fuse-attention{", "fuse-attention{max-keys=0 ")  # noqa: E731
+    options = dict(PLANS["nchw"], pipeline=fuse_all)
+    cm = adreno_mlir.compile(model, **options)
+    assert "attention_t" in cm.source
+    rng = np.random.default_rng(0)  # its own: the shared RNG's state depends on the tests run before
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in cm.input_shapes.items()}
+    (got,) = cm.run(feeds).values()
+    (ref,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+    with pytest.raises(CompileError, match=r"mm2.*4100 scores.*tiled kernel"):
+        adreno_mlir.compile(model, overrides={"loc:mm2": {"reduce_items": 16, "tile": 0}}, **options)
+
+
+def test_tiled_kernel_config_errors_name_the_key():
+    model = _attention_model([1, 4, 40, 16], [1, 4, 40, 16], [1, 4, 40, 16])
+    for config, message in [({"tile": 32, "key_split": 16}, "exceed 256 work-items"),
+                            ({"tile": 4, "key_split": 8, "kv_tile": 4}, "kv_tile >= key_split"),
+                            ({"tile": 4, "key_split": 1, "kv_tile": 32}, "exceed 16"),
+                            ({"tile": 4, "key_split": 4, "kv_tile": 64}, "local memory")]:
+        if message == "local memory":  # 64 keys of K and V rows of 64: 8192 floats
+            model = _attention_model([1, 2, 40, 64], [1, 2, 40, 64], [1, 2, 40, 64])
+        with pytest.raises(CompileError, match=f"mm2.*{message}"):
+            _check(model, "nchw", config=config)
 
 
 def test_long_attention_rows_stay_unfused():

@@ -109,6 +109,14 @@ CASES += [pytest.param("channel-norm", plan, PLANS[plan], id=f"channel-norm-{pla
 CASES += [pytest.param("mixed-convs", "gpu-textures", {"textures": True, "target": "adreno-740"},
                        id="mixed-convs-gpu-textures")]
 
+# Fused attention's tiled kernel (a GPU target): 7 query rows over 37 keys with a -inf
+# mask (a ragged second K/V tile, rows past M, shares combined through local memory), by
+# default (8 rows x 4 shares, tiles of 32) and with 8 shares of tiles of 8 keys.
+ATTENTION_PLAN = {"layout": "nchw", "textures": False, "target": "adreno-740"}
+CASES += [pytest.param("attention", "tiled-default", ATTENTION_PLAN, id="attention-tiled-default"),
+          pytest.param("attention", "tiled-split8", dict(ATTENTION_PLAN, overrides={
+              "loc:mm2": {"tile": 2, "key_split": 8, "kv_tile": 8}}), id="attention-tiled-split8")]
+
 RUN_ARTIFACT = """
 import sys
 import numpy as np
@@ -325,13 +333,34 @@ def _depthwise_load_model() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _attention_model() -> onnx.ModelProto:
+    """softmax(q @ k^T * 0.25 + mask) @ v: q [2, 7, 16], k [2, 37, 16], v [2, 37, 24], the
+    mask -inf at a third of the scores (never a whole row)."""
+    rng = np.random.default_rng(3)
+    mask = np.where(rng.random([7, 37]) < 0.3, -np.inf, 0.0).astype(np.float32)
+    mask[:, 0] = 0.0
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["s0"], name="mm1"),
+             helper.make_node("Mul", ["s0", "c"], ["s1"]),
+             helper.make_node("Add", ["s1", "mask"], ["s2"]),
+             helper.make_node("Softmax", ["s2"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="mm2")]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+           for n, s in (("q", [2, 7, 16]), ("k", [2, 37, 16]), ("v", [2, 37, 24]))]
+    g = helper.make_graph(nodes, "attention", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([0.25], np.float32), "c"),
+                           numpy_helper.from_array(mask, "mask")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @pytest.fixture(scope="module")
 def models(tiny_path):
     return {"tinynet": onnx.load(str(tiny_path)), "split-k": _split_k_model(), "gemv": _gemv_model(),
             "means": _means_model(), "dense": dense_block(), "cpu-convs": _cpu_convs_model(),
             "cpu-panels": _cpu_panels_model(),
             "squeeze-excite": _squeeze_excite_model(), "depthwise-load": _depthwise_load_model(),
-            "channel-norm": _convnext_block(16), "mixed-convs": _mixed_model(MIXED["depthwise-3-5-7"], stride=2)}
+            "channel-norm": _convnext_block(16), "mixed-convs": _mixed_model(MIXED["depthwise-3-5-7"], stride=2),
+            "attention": _attention_model()}
 
 
 def _artifact(model: onnx.ModelProto, plan: dict, tmp_path: Path) -> tuple[Path, Path, dict[str, np.ndarray]]:
@@ -375,6 +404,9 @@ def test_kernels_are_memory_safe_under_oclgrind(model_name, plan_name, plan, mod
         assert any(k.startswith(expect) for k in kernels), sorted(kernels)
     if model_name == "mixed-convs":
         assert not any(k.startswith(("copy_4c", "concat", "slice")) for k in kernels), sorted(kernels)
+    if model_name == "attention":
+        expect = "attention_bias_t2_s8_kv8" if plan_name == "tiled-split8" else "attention_bias_t8_s4_kv32"
+        assert expect in kernels, sorted(kernels)
     if model_name == "depthwise-load":
         assert any(k.startswith("conv1x1") and "_dw3x3t8" in k for k in kernels), sorted(kernels)
         assert not any(k.startswith("dwconv") for k in kernels), sorted(kernels)

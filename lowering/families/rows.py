@@ -24,7 +24,8 @@ from adreno_mlir.dialects import graph, texture
 from adreno_mlir.kernel_math.matmul import read_strides
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, group_items, numel, value_numel
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
-from adreno_mlir.lowering.kernels.attention import MAX_KEYS, AttentionSpec
+from adreno_mlir.lowering.kernels.attention import (LOCAL_FLOATS, MAX_KEYS, AttentionSpec, AttentionTiledSpec,
+                                                    tiled_local_floats)
 from adreno_mlir.lowering.kernels.common import broadcast_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
 from adreno_mlir.lowering.kernels.packed import packed_of
@@ -152,27 +153,109 @@ class Norm(RowFamily):
 
 class Attention(RowFamily):
     name = "attention"
-    keys = (Key("reduce_items", (1, 2, 4, 8, 16, 32, 64, 128), "work-items per query row", off=1),)
+    keys = (
+        Key("reduce_items", (1, 2, 4, 8, 16, 32, 64, 128), "work-items per query row (row kernel)", off=1),
+        Key("tile", (0, 1, 2, 4, 8, 16, 32, 64), "query rows per work-group of the tiled kernel (0: the row kernel)",
+            off=0),
+        Key("key_split", (1, 2, 4, 8, 16), "work-items per query row of the tiled kernel (its keys shared out)", off=1),
+        Key("kv_tile", (4, 8, 16, 32, 64), "keys per K/V tile in local memory (tiled kernel)", off=32),
+    )
 
     def matches(self, head: Operation) -> bool:
         return isinstance(head, graph.AttentionOp)
 
+    def applicable(self, head: Operation, cfg: dict[str, Any]) -> tuple[str, ...]:
+        """The tiled kernel reads tile, key_split and kv_tile; the row kernel reduce_items (and tile 0)."""
+        return ("tile", "key_split", "kv_tile") if cfg.get("tile", 0) else ("reduce_items", "tile")
+
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        """Fused attention: `reduce_items` work-items per query row (AttentionSpec). GPUs: the
-        most (16 to 128) that give each at least two keys, since a row's work-group also
-        shares its Dv output columns; CPUs: 1 (a serial row per work-item: PoCL's cores are
-        already busy with the rows, and a barrier costs more there)."""
-        keys = op.scores_shape()[-1]
-        items = 1
-        if rules.gpu:
-            items = group_items(keys, most=128)
-        return {"reduce_items": items}
+        """GPUs: the tiled kernel (AttentionTiledSpec) unless a `reduce_items` given asks for
+        the row kernel. key_split: the most work-items a row (at most 8) that leave each at
+        least 8 keys of the row; kv_tile: 32 keys (at most 16 a work-item, at most L rounded up
+        to a power of two; fewer where K and V rows exceed local memory); tile: 32 query rows (at most M rounded up), halved while
+        the work-groups are fewer than the target's compute units, down to 4: many rows a
+        work-group share each K/V read, many work-groups fill the GPU. tiny_bert's 4 heads of
+        128 rows make 128 work-groups of 4 rows on an H100 (132 compute units).
+
+        The row kernel (`tile` 0): `reduce_items` work-items per query row, the most (16 to
+        128) that give each at least two keys, since a row's work-group also shares its Dv
+        output columns. CPUs: the row kernel with 1 (a serial row per work-item: PoCL's
+        cores are already busy with the rows, and a barrier costs more there)."""
+        if not rules.gpu:
+            return {"reduce_items": 1, "tile": 0}
+        if given.get("reduce_items", 1) != 1 and not given.get("tile", 0):
+            return {"reduce_items": given["reduce_items"], "tile": 0}
+        return self.tiled_defaults(op, rules, given)
+
+    def tiled_defaults(self, op: graph.AttentionOp, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        shape = op.scores_shape()
+        m, keys = shape[-2], shape[-1]
+        d, dv = op.read_shape("k")[-2], op.product_shape()[-1]
+        split = given.get("key_split") or max(n for n in (1, 2, 4, 8) if n == 1 or 8 * n <= keys)
+        kv_tile = given.get("kv_tile") or max(split, min(32, 16 * split, 1 << max(0, keys - 1).bit_length()))
+        while kv_tile > split and tiled_local_floats(kv_tile, d, dv, 1, split) > LOCAL_FLOATS:
+            kv_tile //= 2
+        if "tile" in given and given["tile"]:
+            tile = given["tile"]
+        else:
+            tile = 1
+            while tile < min(32, m) and tile * 2 * split <= 256:
+                tile *= 2
+            batch = numel(shape[:-2])
+            while tile > 4 and rules.compute_units and batch * cdiv(m, tile) < rules.compute_units:
+                tile //= 2
+        return {"tile": tile, "key_split": split, "kv_tile": kv_tile}
+
+    def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
+        if not cfg.get("tile", 0):
+            keys = head.scores_shape()[-1]
+            if keys > MAX_KEYS:
+                return (f"the row kernel keeps a row's {keys} scores in local memory, at most {MAX_KEYS}: "
+                        "take the tiled kernel (tile > 0)")
+            return None
+        tile, split, kv_tile = cfg["tile"], cfg.get("key_split", 1), cfg.get("kv_tile", 32)
+        d, dv = head.read_shape("k")[-2], head.product_shape()[-1]
+        if tile * split > 256:
+            return f"tile x key_split = {tile} x {split} exceed 256 work-items a work-group"
+        if kv_tile < split:
+            return f"kv_tile = {kv_tile} gives the {split} work-items of a row no key each: take kv_tile >= key_split"
+        if kv_tile // split > 16:
+            return f"kv_tile / key_split = {kv_tile // split} keys a work-item a tile exceed 16 (they are unrolled)"
+        if tiled_local_floats(kv_tile, d, dv, tile, split) > LOCAL_FLOATS:
+            return (f"kv_tile = {kv_tile} keys of K and V ({d} + {dv} floats each) exceed the {LOCAL_FLOATS} floats "
+                    "of local memory a work-group may take: use a smaller kv_tile")
+        return None
+
+    def space(self, head: Operation, default: dict[str, Any]) -> list:
+        """The row kernel's reduce_items, and the tiled kernel's tile, key_split and kv_tile
+        (normalize drops what the chosen kernel does not read)."""
+        keys = self.reduced_extent(head)
+        m = head.scores_shape()[-2]
+        return [("reduce_items", tuple(n for n in self.keys[0].choices if n == 1 or n <= keys)),
+                ("tile", tuple(t for t in (0, 4, 8, 16, 32, 64) if t < 2 * m)),
+                ("key_split", tuple(s for s in (1, 2, 4, 8, 16) if s == 1 or s <= keys)),
+                ("kv_tile", (8, 16, 32, 64))]
+
+    def normalize(self, cfg: dict[str, Any], default: dict[str, Any], head: Operation) -> dict[str, Any]:
+        """The tiled kernel reads no reduce_items; the row kernel no key_split or kv_tile."""
+        if cfg.get("tile", 0):
+            cfg.pop("reduce_items", None)
+        else:
+            cfg.pop("key_split", None)
+            cfg.pop("kv_tile", None)
+        return cfg
 
     def reduced_extent(self, head: Operation) -> int:
         return int(head.scores_shape()[-1])
 
     def rows(self, head: Operation) -> int:
         return numel(head.scores_shape()[:-1])
+
+    def work_items(self, head: Operation, cfg: dict[str, Any], kop: Operation) -> int:
+        if cfg.get("tile", 0):
+            shape = head.scores_shape()
+            return numel(shape[:-2]) * cdiv(shape[-2], cfg["tile"]) * cfg["tile"] * cfg.get("key_split", 1)
+        return self.rows(head) * cfg.get("reduce_items", 1)
 
 
 REDUCE, NORM, ATTENTION = Reduce(), Norm(), Attention()
@@ -230,9 +313,9 @@ class AttentionPattern(KernelPattern):
         if op.out_perm is not None:  # stored transposed: logical axis i is stored axis perm.index(i)
             perm = graph.ints(op.out_perm)
             out_strides = read_strides(graph.shape_of(op.result), tuple(perm.index(i) for i in range(len(out))))
-        if keys > MAX_KEYS:
-            raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its kernel keeps a row's scores "
-                                f"in local memory, at most {MAX_KEYS}; leave fuse-attention out of the pipeline")
+        if keys > MAX_KEYS and not cfg.get("tile", 0):
+            raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its row kernel keeps a row's scores "
+                                f"in local memory, at most {MAX_KEYS}; take the tiled kernel (kernel_config tile > 0)")
 
         def strides(which: str) -> tuple[int, ...]:
             view = op.view(which)
@@ -248,12 +331,15 @@ class AttentionPattern(KernelPattern):
         bias_st = None
         if op.bias is not None:
             bias_st = broadcast_strides(graph.shape_of(op.bias), (*batch, m, keys))
+        common = dict(batch=batch, m=m, d=d, keys=keys, dv=dv, q_strides=strides("q"), k_strides=strides("k"),
+                      v_strides=strides("v"), bias_strides=bias_st, scale=op.scale.value.data,
+                      offsets=tuple(view[0] if (view := op.view(w)) is not None else 0 for w in ("q", "k", "v")),
+                      out_strides=out_strides)
         try:
-            spec = AttentionSpec(batch=batch, m=m, d=d, keys=keys, dv=dv, q_strides=strides("q"),
-                                 k_strides=strides("k"), v_strides=strides("v"), bias_strides=bias_st,
-                                 scale=op.scale.value.data, items=cfg["reduce_items"],
-                                 offsets=tuple(view[0] if (view := op.view(w)) is not None else 0
-                                               for w in ("q", "k", "v")), out_strides=out_strides)
+            if cfg.get("tile", 0):
+                spec = AttentionTiledSpec(**common, tile=cfg["tile"], split=cfg["key_split"], kv_tile=cfg["kv_tile"])
+            else:
+                spec = AttentionSpec(**common, items=cfg["reduce_items"])
         except ValueError as e:
             raise LoweringError(f"{where(op)}: kernel_config: {e}") from None
         ins = [hb.buffer(op.q), hb.buffer(op.k), hb.buffer(op.v)]

@@ -171,3 +171,264 @@ class AttentionSpec(KernelSpec):
             return []
 
         kb.for_(kb.mul(lid, cols), self.dv, step * cols, [], column, "c")
+
+
+LOCAL_FLOATS = 4096
+"""The floats of local memory the tiled kernel's work-group may take (16 KiB, as the
+decoder's tiled prefill attention: lowering/kernels/gqa.py)."""
+
+
+def row_stride(width: int, tile: int) -> int:
+    """The local stride of a K or V row of `width` floats in the tiled kernel. Under 8 rows a
+    work-group, a warp's quarter (8 work-items, one float4 access each) reads rows of
+    several key shares at once; rows `width` floats apart fall on the same banks when
+    width is a multiple of 32, so rows are padded by a float4 (by one float for a width
+    not a multiple of 4)."""
+    if tile >= 8:
+        return width
+    return width + (4 if width % 4 == 0 else 1)
+
+
+def tiled_local_floats(kv_tile: int, d: int, dv: int, tile: int, split: int) -> int:
+    """Local floats of the tiled kernel: its K and V tile, and (with several work-items a
+    row) room for the combine's maxima and sums plus at least one output column."""
+    need = kv_tile * (row_stride(d, tile) + row_stride(dv, tile))
+    if split > 1:
+        need = max(need, 3 * tile * split)
+    return need
+
+
+@dataclass(frozen=True)
+class AttentionTiledSpec(KernelSpec):
+    """The same product as AttentionSpec, tiled over query rows (flash attention): one
+    work-group per (batch entry, `tile` query rows), `split` work-items per row, `tile *
+    split` in all (work-item l takes row l % tile and key share l // tile, so a warp's
+    neighbours share their K/V reads).
+
+    The work-group walks the keys in tiles of `kv_tile`: it copies each tile's K and V rows
+    into local memory once (kv_tile (D + Dv) floats) for all its rows, where the row
+    kernel reads them once per row. Work-item (row, share) takes the tile's keys
+    share, share + split, ...: it computes their scores at once (kv_tile / split of them,
+    unrolled, its query row in registers), then keeps an online softmax: its running
+    maximum, its sum and its Dv outputs, rescaled by exp(old max - new max) once a tile.
+    At the end the `split` shares of a row are combined through local memory (maxima,
+    then the sums and the outputs rescaled to the row's maximum), a chunk of columns at
+    a time. Keys past L (a ragged last tile) read row L - 1 and score -inf. No row's
+    scores are stored anywhere, so L is unbounded. A row whose every score is -inf gives
+    NaN, as the unfused softmax does."""
+
+    batch: tuple[int, ...]
+    m: int
+    d: int
+    keys: int
+    dv: int
+    q_strides: tuple[int, ...]
+    k_strides: tuple[int, ...]
+    v_strides: tuple[int, ...]
+    bias_strides: tuple[int, ...] | None
+    scale: float = 1.0
+    tile: int = 16
+    split: int = 4
+    kv_tile: int = 32
+    offsets: tuple[int, int, int] = (0, 0, 0)
+    out_strides: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        for name in ("tile", "split", "kv_tile"):
+            n = getattr(self, name)
+            if n < 1 or n & (n - 1):
+                raise ValueError(f"{name} must be a power of two, got {n}")
+        if self.tile * self.split > 256:
+            raise ValueError(f"tile x split = {self.tile} x {self.split} exceed 256 work-items a work-group")
+        if self.kv_tile < self.split:
+            raise ValueError(f"kv_tile = {self.kv_tile} gives the {self.split} work-items of a row no key each: "
+                             "take kv_tile >= split")
+        if self.kv_tile // self.split > 16:
+            raise ValueError(f"kv_tile / split = {self.kv_tile // self.split} keys a work-item a tile (unrolled) "
+                             "exceed 16: use a smaller kv_tile or a larger split")
+        need = tiled_local_floats(self.kv_tile, self.d, self.dv, self.tile, self.split)
+        if need > LOCAL_FLOATS:
+            raise ValueError(f"kv_tile = {self.kv_tile} rows of K and V ({need} floats with the combine) exceed the "
+                             f"{LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
+
+    def base_name(self) -> str:
+        return ("attention" + ("_bias" if self.bias_strides is not None else "")
+                + f"_t{self.tile}_s{self.split}_kv{self.kv_tile}")
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("q", "k", "v") + (("bias",) if self.bias_strides is not None else ())
+
+    @property
+    def tiles(self) -> int:
+        return -(-self.m // self.tile)
+
+    @property
+    def items(self) -> int:
+        return self.tile * self.split
+
+    def global_size(self) -> tuple[int, ...]:
+        return (self.items, max(1, numel(self.batch)) * self.tiles)
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.items, 1)
+
+    def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
+        ins, _, out = self.split_args(args)
+        q, k, v = ins[:3]
+        bias = ins[3] if self.bias_strides is not None else None
+        nb, d, dv, keys = len(self.batch), self.d, self.dv, self.keys
+        tile, split, kt = self.tile, self.split, self.kv_tile
+        cap = tiled_local_floats(kt, d, dv, tile, split)
+        kv = kb.local_alloc(cap, f32, "kv_tile")  # kernel scope, declared first
+        lid = kb.local_id(0, "l")
+        t, share = (kb.rem(lid, tile, "t"), kb.div(lid, tile, "share")) if split > 1 else (lid, kb.i(0))
+        z, ti = kb.div(kb.group_id(1), self.tiles, "z"), kb.rem(kb.group_id(1), self.tiles, "ti")
+        bc = kb.unravel(z, self.batch) if nb else []
+        m = kb.add(kb.mul(ti, tile), t, "m")
+        valid = kb.cmp("slt", m, self.m)
+        m_in = kb.min_i(m, self.m - 1)  # a row past M computes row M - 1 again, unwritten
+
+        def base(strides: tuple[int, ...], row: SSAValue | None = None, row_stride: int = 0) -> SSAValue:
+            coords = [*bc, *([row] if row is not None else [])]
+            return kb.linear(coords, (*strides[:nb], *([row_stride] if row is not None else [])))
+
+        q_ms, q_ds = self.q_strides[nb:]
+        k_ds, k_js = self.k_strides[nb:]
+        v_js, v_cs = self.v_strides[nb:]
+        q0, k0, v0 = (kb.add(b, o) if o else b for b, o in zip(
+            (base(self.q_strides, m_in, q_ms), base(self.k_strides), base(self.v_strides)), self.offsets))
+        b0 = base(self.bias_strides, m_in, self.bias_strides[nb]) if bias is not None else None
+        if q_ds == 1 and d % 4 == 0:
+            qv = [kb.lane(v4, n) for c in range(0, d, 4) for v4 in [kb.vload(q, kb.add(q0, c) if c else q0, 4)]
+                  for n in range(4)]
+        else:
+            qv = [kb.load(q, kb.add(q0, c * q_ds) if c else q0) for c in range(d)]
+        if self.scale != 1.0:
+            qv = [kb.fmul(x, self.scale) for x in qv]
+        ninf = float("-inf")
+
+        dk, dvk = row_stride(d, tile), row_stride(dv, tile)  # local row strides of K and V
+
+        def copy(k1: KernelBuilder, j0: SSAValue, src: SSAValue, src0: SSAValue, width: int, row_st: int,
+                 col_st: int, at: int, stride: int) -> None:
+            """kv[at + r * stride + c] = src[row (j0 + r, at most L - 1), column c] for the
+            tile's kt rows, in the order of the source's contiguous axis (neighbouring
+            work-items read neighbouring floats)."""
+            lanes = 4 if col_st == 1 and width % 4 == 0 else 1
+            by_rows = col_st == 1 or row_st != 1  # consecutive elements run along a row
+
+            def one(k2: KernelBuilder, e: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                if by_rows:
+                    r, c = k2.div(e, width), k2.rem(e, width)
+                else:
+                    c, r = k2.div(e, kt), k2.rem(e, kt)
+                j = k2.min_i(k2.add(j0, r), keys - 1)
+                src_at = k2.add(src0, k2.add(k2.mul(j, row_st), k2.mul(c, col_st) if col_st != 1 else c))
+                dst = k2.add(k2.mul(r, stride), c)
+                dst = k2.add(dst, at) if at else dst
+                if lanes == 4:
+                    k2.vstore(k2.vload(src, src_at, 4), kv, dst)
+                else:
+                    k2.store(k2.load(src, src_at), kv, dst)
+                return []
+
+            k1.for_(k1.mul(lid, lanes), kt * width, self.items * lanes, [], one, "e")
+
+        def read_row(k1: KernelBuilder, at: SSAValue, width: int) -> list[SSAValue]:
+            if width % 4:
+                return [k1.load(kv, k1.add(at, c) if c else at) for c in range(width)]
+            return [k1.lane(v4, n) for c in range(0, width, 4)
+                    for v4 in [k1.vload(kv, k1.add(at, c) if c else at, 4)] for n in range(4)]
+
+        per = kt // split  # keys a work-item takes per tile
+        ragged = keys % kt != 0
+
+        def tile_body(k1: KernelBuilder, j0: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            mx, total, o = acc[0], acc[1], acc[2:]
+            k1.barrier()  # the previous tile's readers are done
+            copy(k1, j0, k, k0, d, k_js, k_ds, 0, dk)
+            copy(k1, j0, v, v0, dv, v_js, v_cs, kt * dk, dvk)
+            k1.barrier()
+            rows = [k1.add(share, i * split) if i else share for i in range(per)]
+            scores = []
+            for r in rows:
+                kr = read_row(k1, k1.mul(r, dk), d)
+                s = k1.f(0.0)
+                for x, y in zip(qv, kr):
+                    s = k1.fma(x, y, s)
+                j = k1.add(j0, r)
+                if bias is not None:
+                    jb = k1.min_i(j, keys - 1) if ragged else j
+                    s = k1.fadd(s, k1.load(bias, k1.add(b0, k1.mul(jb, self.bias_strides[nb + 1]))))
+                if ragged:
+                    s = k1.select(k1.cmp("slt", j, keys), s, k1.f(ninf))
+                scores.append(s)
+            new = mx
+            for s in scores:
+                new = k1.fmax(new, s)
+            safe = k1.select(k1.fcmp("oeq", new, k1.f(ninf)), k1.f(0.0), new)  # no key yet: exp(-inf) = 0
+            alpha = k1.exp(k1.fsub(mx, safe))
+            ps = [k1.exp(k1.fsub(s, safe)) for s in scores]
+            total = k1.fmul(total, alpha)
+            for p in ps:
+                total = k1.fadd(total, p)
+            o = [k1.fmul(x, alpha) for x in o]
+            for r, p in zip(rows, ps):
+                vr = read_row(k1, k1.add(k1.mul(r, dvk), kt * dk), dv)
+                o = [k1.fma(p, y, x) for x, y in zip(o, vr)]
+            return [new, total, *o]
+
+        res = kb.for_(0, keys, kt, [kb.f(ninf), kb.f(0.0)] + [kb.f(0.0)] * dv, tile_body, "j0")
+        mx, total, o = res[0], res[1], res[2:]
+        if self.out_strides is None:
+            out0, out_cs = kb.mul(kb.add(kb.mul(z, self.m), m_in), dv, "out0"), 1
+        else:
+            out0 = kb.linear([*bc, m_in], self.out_strides[:-1])
+            out_cs = self.out_strides[-1]
+
+        def out_at(k1: KernelBuilder, col) -> SSAValue:
+            col = k1.i(col)
+            return k1.add(out0, k1.mul(col, out_cs) if out_cs != 1 else col)
+
+        if split == 1:
+            inv = kb.fdiv(1.0, total, "inv")
+
+            def write(k1: KernelBuilder) -> None:
+                for c, x in enumerate(o):
+                    k1.store(k1.fmul(x, inv), out, out_at(k1, c))
+
+            kb.if_(valid, write)
+            return
+        # combine the row's `split` shares: slots [share][t] (lid), maxima then sums
+        n = self.items
+        kb.barrier()  # every work-item is done with the last tile
+        kb.store(mx, kv, lid)
+        kb.barrier()
+        row_max = kb.f(ninf)
+        for s2 in range(split):
+            row_max = kb.fmax(row_max, kb.load(kv, kb.add(t, s2 * tile) if s2 else t))
+        safe = kb.select(kb.fcmp("oeq", row_max, kb.f(ninf)), kb.f(0.0), row_max)
+        f = kb.exp(kb.fsub(mx, safe))
+        kb.store(kb.fmul(total, f), kv, kb.add(lid, n))
+        kb.barrier()
+        row_sum = kb.f(0.0)
+        for s2 in range(split):
+            row_sum = kb.fadd(row_sum, kb.load(kv, kb.add(t, n + s2 * tile)))
+        inv = kb.fdiv(1.0, row_sum, "inv")
+        chunk = min(dv, (cap - 2 * n) // n)
+        for c0 in range(0, dv, chunk):
+            width = min(chunk, dv - c0)
+            for c in range(width):  # slot [column][share][t]
+                kb.store(kb.fmul(o[c0 + c], f), kv, kb.add(lid, 2 * n + c * n))
+            kb.barrier()
+
+            def column(k1: KernelBuilder, c: SSAValue, _: list[SSAValue], c0: int = c0) -> list[SSAValue]:
+                at = k1.add(k1.add(k1.mul(c, n), t), 2 * n)
+                acc = k1.f(0.0)
+                for s2 in range(split):
+                    acc = k1.fadd(acc, k1.load(kv, k1.add(at, s2 * tile) if s2 else at))
+                k1.if_(valid, lambda k2: k2.store(k2.fmul(acc, inv), out, out_at(k2, k2.add(c, c0) if c0 else c)))
+                return []
+
+            kb.for_(share, width, split, [], column, "c")
+            kb.barrier()  # read before the next chunk overwrites
