@@ -224,13 +224,18 @@ def verify_kernel_config(op: Operation) -> None:
 
 class ElementwiseHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
     """Element-wise ops on constants are evaluated (with the op's `evaluate`); a transpose
-    scaled by a scalar moves below the scaling (towards the matmul that can absorb it)."""
+    scaled by a scalar moves below the scaling (towards the matmul that can absorb it); a
+    reshape of a product moves below the op (which then fuses into the product)."""
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from adreno_mlir.passes.graph_canonicalize import FoldConstantElementwise, SinkTransposeBelowScalarOp
+        from adreno_mlir.passes.graph_canonicalize import (
+            FoldConstantElementwise,
+            SinkReshapeBelowElementwise,
+            SinkTransposeBelowScalarOp,
+        )
 
-        return (FoldConstantElementwise(), SinkTransposeBelowScalarOp())
+        return (FoldConstantElementwise(), SinkTransposeBelowScalarOp(), SinkReshapeBelowElementwise())
 
 
 class ClipHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
@@ -896,11 +901,12 @@ class MulHasCanonicalizationPatterns(HasCanonicalizationPatternsTrait):
             FoldScaleIntoRmsNorm,
             RecognizeGelu,
             RecognizeRmsNorm,
+            SinkReshapeBelowElementwise,
             SinkTransposeBelowScalarOp,
         )
 
         return (FoldConstantElementwise(), RecognizeGelu(), RecognizeRmsNorm(), FoldScaleIntoRmsNorm(),
-                SinkTransposeBelowScalarOp(), FoldScalarMulChain())
+                SinkTransposeBelowScalarOp(), FoldScalarMulChain(), SinkReshapeBelowElementwise())
 
 
 @irdl_op_definition

@@ -280,6 +280,90 @@ class SinkTransposeBelowScalarOp(RewritePattern):
             return
 
 
+def _product_root(value, depth: int = 8) -> bool:
+    """Whether `value` is a matmul's or Gemm's result, directly or through single-user
+    element-wise ops (its first operand each time): a chain graph-fuse makes one kernel,
+    the product with an element-wise epilogue."""
+    for _ in range(depth):
+        owner = value.owner
+        if isinstance(owner, (graph.MatMulOp, graph.GemmOp)):
+            return True
+        if not isinstance(owner, (graph.UnaryOp, graph.BinaryOp)) or len(list(value.uses)) != 1:
+            return False
+        value = owner.operands[0]
+    return False
+
+
+def _reshaped_operand(other, inner: tuple[int, ...], outer: tuple[int, ...]):
+    """How the other operand `other` of an element-wise op on `outer` (a reshape of
+    `inner`) reads the same elements on `inner`: "full" (it has `outer`'s shape: reshape it
+    too, a free view), "same" (it broadcasts over trailing axes that the reshape keeps, or
+    is a scalar: use it as it is), or None (the move would change what it meets)."""
+    if not isinstance(other.type, TensorType):
+        return None
+    s = tuple(graph.shape_of(other))
+    if s == outer:
+        return "full"
+    while s and s[0] == 1:
+        s = s[1:]
+    k = len(s)
+    if k == 0:
+        return "same" if len(graph.shape_of(other)) <= len(inner) else None
+    if len(graph.shape_of(other)) > len(inner) or k > len(inner) or inner[len(inner) - k:] != outer[len(outer) - k:]:
+        return None
+    return "same"
+
+
+class SinkReshapeBelowElementwise(RewritePattern):
+    """op(reshape(x), ...) -> reshape(op(x, ...)) for an element-wise op whose reshaped
+    operand `x` is a matmul's or Gemm's result (or an element-wise chain on one): the op
+    then reads the product directly and graph-fuse makes it the product's epilogue, where
+    the reshape between them kept it a kernel of its own. The reshape is a free view, so
+    it costs nothing below the op.
+
+    PyTorch exports Linear + BatchNorm1d (LeViT) as MatMul -> Flatten -> Mul, Add ->
+    Reshape, and nn.MultiheadAttention's output projection as Gemm -> Reshape -> the
+    residual Add: each a kernel of its own before this. The other operand must read the
+    same elements after the move: a tensor of the op's full shape is reshaped too; one
+    that broadcasts must do so over trailing axes the reshape keeps (a per-channel scale
+    over the last axis); a scalar always does. Not when both operands are such reshapes
+    (which one moves would be arbitrary, and the two moves would undo each other)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, (graph.UnaryOp, graph.BinaryOp)) or not isinstance(op.results[0].type, TensorType):
+            return
+        candidates = [i for i, v in enumerate(op.operands)
+                      if isinstance(v.owner, graph.ReshapeOp) and _only_user(v, op)
+                      and isinstance(v.owner.input.type, TensorType) and _product_root(v.owner.input)]
+        if len(candidates) != 1:
+            return
+        index = candidates[0]
+        reshape = op.operands[index].owner
+        inner, outer = tuple(graph.shape_of(reshape.input)), tuple(graph.shape_of(op.results[0]))
+        if tuple(graph.shape_of(reshape.result)) != outer:
+            return  # the reshaped operand is the one broadcast
+        new_ops: list[Operation] = []
+        operands = []
+        for i, v in enumerate(op.operands):
+            if i == index:
+                operands.append(reshape.input)
+                continue
+            how = _reshaped_operand(v, inner, outer)
+            if how is None:
+                return
+            if how == "full":
+                view = graph.ReshapeOp(operands=[v], result_types=[TensorType(v.type.element_type, inner)])
+                new_ops.append(view)
+                v = view.result
+            operands.append(v)
+        moved = type(op).create(operands=operands, properties=dict(op.properties), attributes=dict(op.attributes),
+                                result_types=[TensorType(op.results[0].type.element_type, inner)])
+        moved.location = op.location
+        back = graph.ReshapeOp(operands=[moved.results[0]], result_types=[op.results[0].type])
+        back.location = reshape.location
+        rewriter.replace(op, [*new_ops, moved, back], [back.result])
+
+
 class FoldTransposeIntoMatMul(RewritePattern):
     """matmul(transpose(x, p), y) -> matmul(x, y) {lhs_perm = p} (composed with a perm the
     matmul already has), and likewise for the right operand: the kernel reads x through

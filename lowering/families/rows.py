@@ -4,13 +4,18 @@ work-items per row (1: a serial loop; else a work-group reduction in local memor
 - `reduce`: global average pools and every `graph.ReduceOp` kind (mean, sum, max, min, prod,
   L1, L2, ...), NCHW (`ReduceSpec`) and NCHW4c (`PackedMeanSpec`);
 - `norm`: LayerNorm and (Log)Softmax (`LayerNormSpec`, `SoftmaxSpec`);
-- `attention`: fused attention, `graph.attention` (`AttentionSpec`): work-items per query row.
+- `attention`: fused attention, `graph.attention`: the row kernel (`AttentionSpec`, work-items per
+  query row) or the tiled kernel (`AttentionTiledSpec`, query rows per work-group sharing K/V
+  tiles in local memory).
 
 | key | values | what |
 |---|---|---|
 | `reduce_items` | reduce, norm: 1, 16, 32 ... 256; attention: 1, 2, 4 ... 128 | work-items per output (row) |
+| `tile` | attention: 0, 1, 2 ... 64 | query rows per work-group of the tiled kernel; 0: the row kernel |
+| `key_split` | attention: 1, 2 ... 16 | work-items per query row of the tiled kernel, each taking a share of the keys |
+| `kv_tile` | attention: 4, 8 ... 64 | keys per K/V tile in local memory (tiled kernel) |
 
-Their kernels fix their own work-group (a row each): `work_group` is not tuned.
+Their kernels fix their own work-group (a row, or a tile of rows, each): `work_group` is not tuned.
 """
 
 from __future__ import annotations
@@ -169,8 +174,8 @@ class Attention(RowFamily):
         return ("tile", "key_split", "kv_tile") if cfg.get("tile", 0) else ("reduce_items", "tile")
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        """GPUs: the tiled kernel (AttentionTiledSpec) unless a `reduce_items` given asks for
-        the row kernel. key_split: the most work-items a row (at most 8) that leave each at
+        """GPUs: the tiled kernel (AttentionTiledSpec) unless `tile` 0 or a `reduce_items` given
+        asks for the row kernel. key_split: the most work-items a row (at most 8) that leave each at
         least 8 keys of the row; kv_tile: 32 keys (at most 16 a work-item, at most L rounded up
         to a power of two; fewer where K and V rows exceed local memory); tile: 32 query rows (at most M rounded up), halved while
         the work-groups are fewer than the target's compute units, down to 4: many rows a
@@ -183,8 +188,9 @@ class Attention(RowFamily):
         cores are already busy with the rows, and a barrier costs more there)."""
         if not rules.gpu:
             return {"reduce_items": 1, "tile": 0}
-        if given.get("reduce_items", 1) != 1 and not given.get("tile", 0):
-            return {"reduce_items": given["reduce_items"], "tile": 0}
+        if given.get("tile") == 0 or (given.get("reduce_items", 1) != 1 and not given.get("tile", 0)):
+            return {"reduce_items": given.get("reduce_items") or group_items(op.scores_shape()[-1], most=128),
+                    "tile": 0}
         return self.tiled_defaults(op, rules, given)
 
     def tiled_defaults(self, op: graph.AttentionOp, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
