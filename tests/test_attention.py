@@ -146,17 +146,23 @@ def test_attention_tiled_kernel(case, tiled):
     assert f"_t{tile}_s{split}_kv{kv_tile}" in cm.source
 
 
-def test_attention_gpu_default_is_the_tiled_kernel():
-    """A GPU profile's default: the tiled kernel (the Adreno profiles give no compute
-    units, so 32 rows a work-group where M allows), config visible in the IR."""
-    cm = _check(_attention_model([1, 4, 40, 16], [1, 4, 40, 16], [1, 4, 40, 16]), "nchw")
-    assert "tile = 32 : i64, key_split = 4 : i64, kv_tile = 32 : i64" in cm.stage_ir["config"]
-    assert "attention_t32_s4_kv32" in cm.source
+def test_attention_defaults_row_kernel_and_tiled_keys_completed():
+    """A GPU profile's default is the row kernel (the tiled one is not yet timed on a GPU);
+    a `tile` given gets the tiled kernel's other keys from its defaults (the Adreno
+    profiles give no compute units: key_split 4 for 40 keys, kv_tile 32)."""
+    model = _attention_model([1, 4, 40, 16], [1, 4, 40, 16], [1, 4, 40, 16])
+    cm = _check(model, "nchw")
+    assert "reduce_items = 16 : i64, tile = 0 : i64" in cm.stage_ir["config"]
+    assert "attention_wg16" in cm.source
+    cm = _check(model, "nchw", config={"tile": 8})
+    assert "tile = 8 : i64, key_split = 4 : i64, kv_tile = 32 : i64" in cm.stage_ir["config"]
+    assert "attention_t8_s4_kv32" in cm.source
 
 
 def test_more_keys_than_the_row_kernel_holds():
-    """Fused (max-keys=0: any length), 4100 keys: the tiled kernel (no row of scores in
-    local memory) matches onnxruntime; the row kernel is refused, naming the tiled one."""
+    """Fused (max-keys=0: any length), 4100 keys: the default is the tiled kernel (no row of
+    scores in local memory), which matches onnxruntime; the row kernel is refused, naming
+    the tiled one."""
     model = _attention_model([1, 2, 1], [1, 4100, 1], [1, 4100, 1])
     fuse_all = lambda p: p.replace("fuse-attention{", "fuse-attention{max-keys=0 ")  # noqa: E731
     options = dict(PLANS["nchw"], pipeline=fuse_all)

@@ -130,8 +130,10 @@ def test_tune_measures_every_tile_and_the_database_entry_drives_conv_winograd(mo
     # whatever was decided, compiling with the database gives that tile and the right numbers
     cm = adreno_mlir.compile(model, textures=True, tuning_db=db_path)
     overrides = json.loads(Path(cm.compile_plan.overrides_file).read_text())
-    tile = overrides[node.signature]["winograd"]
     (default,) = [r.config for r in rows if r.is_default]
+    # no entry where the database's best is the default (timing noise on a loaded machine
+    # can make it so): conv-winograd then keeps its rule, the default's tile
+    tile = overrides.get(node.signature, default)["winograd"]
     assert tile == rep.chosen.get(node.signature, default)["winograd"]
     names = _kernels(cm)
     assert any(f"winograd_input_f{tile}" in k for k in names) if tile else not any("winograd" in k for k in names)

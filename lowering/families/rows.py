@@ -174,26 +174,30 @@ class Attention(RowFamily):
         return ("tile", "key_split", "kv_tile") if cfg.get("tile", 0) else ("reduce_items", "tile")
 
     def defaults(self, op: Operation, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
-        """GPUs: the tiled kernel (AttentionTiledSpec) unless `tile` 0 or a `reduce_items` given
-        asks for the row kernel. key_split: the most work-items a row (at most 8) that leave each at
-        least 8 keys of the row; kv_tile: 32 keys (at most 16 a work-item, at most L rounded up
-        to a power of two; fewer where K and V rows exceed local memory); tile: 32 query rows (at most M rounded up), halved while
-        the work-groups are fewer than the target's compute units, down to 4: many rows a
-        work-group share each K/V read, many work-groups fill the GPU. tiny_bert's 4 heads of
-        128 rows make 128 work-groups of 4 rows on an H100 (132 compute units).
+        """The row kernel (`tile` 0, AttentionSpec) unless a tiled key is given (`tile` > 0,
+        `key_split` or `kv_tile`) or the row's scores do not fit its local memory (more than
+        MAX_KEYS keys): then the tiled kernel (AttentionTiledSpec, `tiled_defaults`).
 
-        The row kernel (`tile` 0): `reduce_items` work-items per query row, the most (16 to
-        128) that give each at least two keys, since a row's work-group also shares its Dv
-        output columns. CPUs: the row kernel with 1 (a serial row per work-item: PoCL's
-        cores are already busy with the rows, and a barrier costs more there)."""
-        if not rules.gpu:
-            return {"reduce_items": 1, "tile": 0}
-        if given.get("tile") == 0 or (given.get("reduce_items", 1) != 1 and not given.get("tile", 0)):
-            return {"reduce_items": given.get("reduce_items") or group_items(op.scores_shape()[-1], most=128),
-                    "tile": 0}
-        return self.tiled_defaults(op, rules, given)
+        The row kernel: `reduce_items` work-items per query row; GPUs: the most (16 to 128)
+        that give each at least two keys, since a row's work-group also shares its Dv output
+        columns; CPUs: 1 (a serial row per work-item: PoCL's cores are already busy with the
+        rows, and a barrier costs more there). It stays the default until the tiled kernel
+        is timed on a GPU (bench/attention.py compares the two and a sweep of the tiled
+        kernel's keys against PyTorch's SDPA; the tuner's space has both kernels)."""
+        tiled_given = given.get("tile", 0) or any(k in given for k in ("key_split", "kv_tile"))
+        if given.get("tile") != 0 and (tiled_given or op.scores_shape()[-1] > MAX_KEYS):
+            return self.tiled_defaults(op, rules, given)
+        items = given.get("reduce_items") or (group_items(op.scores_shape()[-1], most=128) if rules.gpu else 1)
+        return {"reduce_items": items, "tile": 0}
 
     def tiled_defaults(self, op: graph.AttentionOp, rules: Rules, given: dict[str, Any]) -> dict[str, Any]:
+        """The tiled kernel's keys not given. key_split: the most work-items a row (at most
+        8) that leave each at least 8 keys of the row; kv_tile: 32 keys (at most 16 a
+        work-item, at most L rounded up to a power of two; fewer where K and V rows exceed
+        local memory); tile: 32 query rows (at most M rounded up, at most 256 work-items),
+        halved while the work-groups are fewer than the target's compute units, down to 4:
+        many rows a work-group share each K/V read, many work-groups fill the GPU
+        (tiny_bert's 4 heads of 128 rows: 128 work-groups of 4 rows for 132 compute units)."""
         shape = op.scores_shape()
         m, keys = shape[-2], shape[-1]
         d, dv = op.read_shape("k")[-2], op.product_shape()[-1]
