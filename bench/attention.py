@@ -6,10 +6,11 @@
 For attention shapes of the shared transformers (and a 197-token ViT-B/16 and a 512-token
 BERT), each an ONNX model softmax(q @ k^T * scale [+ bias]) @ v compiled for the device:
 
+- `default`: the compile's default configuration (the row kernel up to 4096 keys);
 - `row`: the row kernel (kernel_config tile 0: a work-group per query row, its scores in
-  local memory; the GPU default until the tiled kernel);
-- `tiled`: the default now (AttentionTiledSpec: query rows per work-group sharing K/V tiles
-  in local memory, key shares with an online softmax);
+  local memory);
+- `tiled`: the tiled kernel with its defaults for the device (AttentionTiledSpec: query rows
+  per work-group sharing K/V tiles in local memory, key shares with an online softmax);
 - with `--sweep`, every (tile, key_split, kv_tile) of a small grid;
 - `unfused`: fuse-attention off (two products and a softmax, three or four kernels);
 - PyTorch on the same GPU when there is one: `F.scaled_dot_product_attention` and the
@@ -129,7 +130,10 @@ def run(args):
                  "k": rng.standard_normal((*batch, keys, d)).astype(np.float32),
                  "v": rng.standard_normal((*batch, keys, dv)).astype(np.float32)}
         ref = reference(feeds, bias, d ** -0.5)
-        configs = [("row", {"tile": 0}), ("tiled", None)]
+        # the tiled kernel with its defaults for the device (a key given selects it; the
+        # split is the default's rule: up to 8 work-items a row, 8+ keys each)
+        split = max(n for n in (1, 2, 4, 8) if n == 1 or 8 * n <= keys)
+        configs = [("default", None), ("row", {"tile": 0}), ("tiled", {"key_split": split})]
         if args.sweep:
             configs += [(f"t{t}_s{s}_kv{kv}", {"tile": t, "key_split": s, "kv_tile": kv}) for t, s, kv in SWEEP]
         configs.append(("unfused", "unfused"))

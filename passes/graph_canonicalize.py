@@ -11,6 +11,8 @@
 - a Gemm with transB and a constant B (more than one output row) gets B transposed at
   compile time;
 - a scalar multiply of a matmul operand moves after the matmul (its epilogue);
+- an element-wise op on a reshaped product moves above the reshape (graph-fuse then makes
+  it the product's epilogue);
 - PyTorch's exported exact GELU (Div, Erf, Add, Mul, Mul) becomes one graph.gelu;
 - element-wise ops and reshapes whose operands are all constants are evaluated with
   numpy, each element-wise op with its own `evaluate` (small results inline, larger

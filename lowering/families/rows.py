@@ -202,10 +202,7 @@ class Attention(RowFamily):
         m, keys = shape[-2], shape[-1]
         d, dv = op.read_shape("k")[-2], op.product_shape()[-1]
         split = given.get("key_split") or max(n for n in (1, 2, 4, 8) if n == 1 or 8 * n <= keys)
-        kv_tile = given.get("kv_tile") or max(split, min(32, 16 * split, 1 << max(0, keys - 1).bit_length()))
-        while kv_tile > split and tiled_local_floats(kv_tile, d, dv, 1, split) > LOCAL_FLOATS:
-            kv_tile //= 2
-        if "tile" in given and given["tile"]:
+        if given.get("tile"):
             tile = given["tile"]
         else:
             tile = 1
@@ -214,6 +211,11 @@ class Attention(RowFamily):
             batch = numel(shape[:-2])
             while tile > 4 and rules.compute_units and batch * cdiv(m, tile) < rules.compute_units:
                 tile //= 2
+        kv_tile = given.get("kv_tile")
+        if not kv_tile:  # a given one is checked as it is (check() names what it exceeds)
+            kv_tile = max(split, min(32, 16 * split, 1 << max(0, keys - 1).bit_length()))
+            while kv_tile > split and tiled_local_floats(kv_tile, d, dv, tile, split) > LOCAL_FLOATS:
+                kv_tile //= 2
         return {"tile": tile, "key_split": split, "kv_tile": kv_tile}
 
     def check(self, head: Operation, cfg: dict[str, Any]) -> str | None:
