@@ -62,7 +62,7 @@ def stages_for(layout: str, textures: bool, storage: str, target: str,
 
         profile = get_profile(target)
     # PoCL vectorizes a * b + c but not fma() (TargetProfile.split_fma, lowering/opencl_printer.py).
-    lowering = "convert-graph-to-opencl" + ("{fma=split}" if profile.split_fma else "")
+    lowering = "convert-graph-to-opencl" + ("{fma=contract}" if profile.split_fma else "")
     tail = [
         ("fuse", "graph-fuse"),
         ("config", config),

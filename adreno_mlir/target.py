@@ -68,10 +68,12 @@ class TargetProfile:
     compute_units: int = 0
     peak_source: str = ""
     split_fma: bool = False
-    """Print multiply-adds as `a * b + c` (convert-graph-to-opencl{fma=split}): the
-    device's OpenCL compiler does not vectorize `fma()` calls. PoCL: a 1x1 convolution ran
-    at 3.1 GFLOP/s with fma() and 20.7 with a * b + c; Intel's CPU runtime was 10% faster
-    with fma() on resnet18, so only PoCL devices set it."""
+    """Print multiply-adds as `a * b + c` that the compiler may contract
+    (convert-graph-to-opencl{fma=contract}): the device's OpenCL compiler does not vectorize
+    `fma()` calls. PoCL: a 1x1 convolution ran at 3.1 GFLOP/s with fma() and 20.7 with
+    a * b + c under FP_CONTRACT OFF (`split`); letting it contract them took resnet18 from
+    62.0 to 52.7 ms and vit_b_32 from 198 to 164 (docs/bench/issue30/fp-contract). Intel's
+    CPU runtime was 10% faster with fma() on resnet18, so only PoCL devices set it."""
 
     @property
     def has_peaks(self) -> bool:

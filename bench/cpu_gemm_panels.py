@@ -14,7 +14,7 @@ work-group's items one after another on one core, so the panel of B is read from
 once), `cols` the column panels along dimension 0 with the driver's work-groups. Kernels
 are printed as the compiler prints them for CPUs: `#pragma OPENCL FP_CONTRACT OFF` and
 multiply-adds as `a * b + c` (fma=split); `--contract` drops the pragma (the compiler may
-then fuse them), `--fma` writes fma() calls (PoCL's fma() is a library call: slow).
+then fuse them), `--fma` writes fma() calls (PoCL's fma() is a library call: slow), `--mad` mad() calls.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def source(m: int, k: int, n: int, mr: int, nr: int, order: str, contract: bool, fma: bool) -> str:
+def source(m: int, k: int, n: int, mr: int, nr: int, order: str, contract: bool, fma: bool | str) -> str:
     nv = nr // 8
     decl = "\n    ".join(f"float8 c{r}_{v} = (float8)(0.0f);" for r in range(mr) for v in range(nv))
     rows = "\n    ".join(f"const int r{r} = min(row0 + {r}, {m - 1});" for r in range(mr))
@@ -39,7 +39,7 @@ def source(m: int, k: int, n: int, mr: int, nr: int, order: str, contract: bool,
     body = []
     for r in range(mr):
         body.append(f"const float8 a{r} = (float8)(A[r{r} * {k} + k]);")
-        body += [f"c{r}_{v} = fma(a{r}, b{v}, c{r}_{v});" if fma else f"c{r}_{v} = a{r} * b{v} + c{r}_{v};"
+        body += [f"c{r}_{v} = {fma}(a{r}, b{v}, c{r}_{v});" if fma else f"c{r}_{v} = a{r} * b{v} + c{r}_{v};"
                  for v in range(nv)]
     stores = []
     for r in range(mr):
@@ -72,7 +72,8 @@ def run(ctx, m, k, n, mr, nr, order, args) -> dict:
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    prg = cl.Program(ctx, source(m, k, n, mr, nr, order, args.contract, args.fma)).build()
+    prg = cl.Program(ctx, source(m, k, n, mr, nr, order, args.contract,
+                                 "fma" if args.fma else "mad" if args.mad else False)).build()
     mf = cl.mem_flags
     bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x) for x in (a, b)]
     out = cl.Buffer(ctx, mf.WRITE_ONLY, 4 * m * n)
@@ -105,6 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=8)
     ap.add_argument("--contract", action="store_true", help="no FP_CONTRACT OFF pragma")
     ap.add_argument("--fma", action="store_true", help="fma() calls instead of a * b + c")
+    ap.add_argument("--mad", action="store_true", help="mad() calls instead of a * b + c")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     dev = find_device(args.device)

@@ -57,7 +57,8 @@ class ConvertGraphToOpenCL(CheckedPass):
 
     fma: str = option("", choices=FMA_MODES)
     """How the OpenCL C printer writes multiply-adds (`math.fma`) in this program: `call`
-    (`fma(a, b, c)`) or `split` (`a * b + c`, for PoCL, whose vectorizer skips fma(); see
+    (`fma(a, b, c)`), `split` (`a * b + c` under FP_CONTRACT OFF) or `contract` (`a * b + c`
+    that the compiler may fuse: PoCL's default, whose vectorizer skips fma(); see
     lowering/opencl_printer.py FMA_MODES). Recorded as the module attribute `opencl.fma`,
     so `-t opencl` prints the same program; empty: not recorded (the printer's default)."""
 

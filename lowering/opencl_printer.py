@@ -491,7 +491,7 @@ class OpenCLCPrinter:
         if t in BINARY_OPERATORS:
             a, b = op.operands
             return f"{self.arg(a)} {BINARY_OPERATORS[t]} {self.arg(b)}", False
-        if t is math.FmaOp and self.fma == "split":
+        if t is math.FmaOp and self.fma in ("split", "contract"):
             a, b, c = op.operands
             return f"{self.arg(a)} * {self.arg(b)} + {self.arg(c)}", False
         if t in CALLS:
@@ -572,12 +572,13 @@ class OpenCLCPrinter:
         )
         self.fma = _module_mode(module, FMA_ATTR, FMA_MODES, self.fma)
         self.vector_access = _module_mode(module, VECTOR_ACCESS_ATTR, VECTOR_ACCESS_MODES, self.vector_access)
-        if not self.fp_contract:
+        contract_off = not self.fp_contract and self.fma != "contract"
+        if contract_off:
             # arith.mulf + arith.addf must not be fused into an fma behind our back
             self.line("#pragma OPENCL FP_CONTRACT OFF")
         if uses_half:
             self.line("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
-        if uses_half or not self.fp_contract:
+        if uses_half or contract_off:
             self.line()
         if uses_images:
             self.line(
@@ -922,13 +923,20 @@ FMA_ATTR = "opencl.fma"
 """Module attribute (set by `convert-graph-to-opencl{fma=...}`) that overrides the
 printer's `fma` mode for that program."""
 
-FMA_MODES = ("call", "split")
+FMA_MODES = ("call", "split", "contract")
 """How `math.fma` prints: `call` (default: `fma(a, b, c)`, one rounding; GPUs have the
-instruction), or `split` (`a * b + c`, two roundings under FP_CONTRACT OFF). CPU OpenCL
-compilers want `split`: PoCL's `fma()` is a library call its work-group vectorizer does not
-widen, and a 1x1 convolution ran 7x slower with it (3.1 against 20.7 GFLOP/s on a 2-core
-EPYC); `compile()` prints `split` for target profiles with `split_fma` (PoCL). The difference is one rounding
-per multiply-add (far below the 1e-4 the tests hold every plan to)."""
+instruction), `split` (`a * b + c`, two roundings under FP_CONTRACT OFF) or `contract`
+(`a * b + c` in a program without the FP_CONTRACT OFF pragma: OpenCL C's default lets the
+compiler fuse the multiply-add of one expression into one fused instruction, one rounding
+as `fma` says; a multiply and an add the printer writes as one expression contract too).
+CPU OpenCL compilers want `split` or `contract`: PoCL's `fma()` is a library call its
+work-group vectorizer does not widen, and a 1x1 convolution ran 7x slower with it (3.1
+against 20.7 GFLOP/s on a 2-core EPYC). `contract` then gives PoCL's LLVM the vector
+multiply-add instructions: the CPU panel GEMM ran 1.22-1.34x faster than with `split` on
+the same EPYC, kernels alternated (bench/cpu_gemm_panels.py, docs/bench/issue30/fp-contract);
+`compile()` prints `contract` for target profiles with `split_fma` (PoCL). The difference
+from `call` is at most one rounding per multiply-add where the compiler does not fuse (far
+below the 1e-4 the tests hold every plan to)."""
 
 
 def print_opencl(
@@ -968,7 +976,7 @@ class OpenCLTarget(Target):
 
     fma: str = "call"
     """`math.fma` as `fma(a, b, c)` or, for PoCL, `a * b + c`
-    (`-t 'opencl{fma=split}'`; see FMA_MODES)."""
+    (`-t 'opencl{fma=split}'`, `-t 'opencl{fma=contract}'`; see FMA_MODES)."""
 
     vector_access: str = DEFAULT_VECTOR_ACCESS
     """Vector loads and stores through typed pointers where aligned, or all as vloadN

@@ -54,7 +54,7 @@ def test_plan_stages_and_records():
     assert p.pipeline_stages(lambda s: s.replace("split-k,", ""))[-3:] == [
         ("select-kernel-config", stages["config"]), ("plan-memory", "plan-memory"),
         ("convert-graph-to-opencl", "convert-graph-to-opencl")]
-    assert dict(make_plan("pocl-cpu").stages())["opencl"] == "convert-graph-to-opencl{fma=split}"
+    assert dict(make_plan("pocl-cpu").stages())["opencl"] == "convert-graph-to-opencl{fma=contract}"
     assert p.describe() == "layout nchw4c, textures, fp16, target adreno-740"
     assert p.describe(custom_pipeline=True).endswith("(custom pipeline: see .pipeline)")
     assert p.record() == {"layout": "nchw4c", "textures": True, "precision": "fp16", "storage": "f16",

@@ -65,7 +65,7 @@
 // TARGET-TYPE: error: fuse-depthwise-load: option target must be a target profile: {{.*}}; got 7
 
 // RUN: not adreno-opt %s -p 'graph-fuse{epilogues=false},convert-graph-to-opencl{fma=fused}' 2>&1 | filecheck %s --check-prefix=FMA
-// FMA: error: convert-graph-to-opencl: option fma must be a string, one of call, split; got 'fused'
+// FMA: error: convert-graph-to-opencl: option fma must be a string, one of call, split, contract; got 'fused'
 
 // RUN: not adreno-opt %s -p 'graph-fuze' 2>&1 | filecheck %s --check-prefix=PASS
 // PASS: error: unknown pass 'graph-fuze' (did you mean graph-fuse?)
