@@ -36,8 +36,9 @@ MAX_KEYS = 4096
 
 
 @dataclass(frozen=True)
-class AttentionSpec(KernelSpec):
-    """out[b, m, :] = softmax_j(scale * sum_d Q[b, m, d] K[b, d, j] + bias[b, m, j]) V[b, j, :].
+class AttentionOperands(KernelSpec):
+    """What both attention kernels compute and read:
+    out[b, m, :] = softmax_j(scale * sum_d Q[b, m, d] K[b, d, j] + bias[b, m, j]) V[b, j, :].
 
     Each operand's strides are (batch strides over `batch`, then its two matrix axes):
     Q (m, d), K (d, j), V (j, dv), bias (m, j); `bias_strides` None: no bias."""
@@ -52,13 +53,50 @@ class AttentionSpec(KernelSpec):
     v_strides: tuple[int, ...]
     bias_strides: tuple[int, ...] | None
     scale: float = 1.0
-    items: int = 1
     offsets: tuple[int, int, int] = (0, 0, 0)
     """Element offsets of Q, K and V in their buffers (graph.attention's views: the three
     read from one projection)."""
     out_strides: tuple[int, ...] | None = None
     """Element strides of the output over (batch..., m, dv) (graph.attention's out_perm);
     None: contiguous."""
+
+    def input_names(self) -> tuple[str, ...]:
+        return ("q", "k", "v") + (("bias",) if self.bias_strides is not None else ())
+
+    def name_stem(self) -> str:
+        return "attention" + ("_bias" if self.bias_strides is not None else "")
+
+    def local_size(self) -> tuple[int, ...] | None:
+        return (self.items, 1)  # both kernels' work-groups: `items` work-items in a row
+
+    def operands(self, args: list[SSAValue]) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue | None, SSAValue]:
+        """(q, k, v, bias or None, out) of the kernel's arguments."""
+        ins, _, out = self.split_args(args)
+        return ins[0], ins[1], ins[2], ins[3] if self.bias_strides is not None else None, out
+
+    def operand_bases(self, kb: KernelBuilder, bc: list[SSAValue], row: SSAValue
+                      ) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue | None]:
+        """The element index of query row `row`'s Q row, of K's and V's matrices and of the
+        row's bias row (None: no bias) for batch coordinates `bc`."""
+        nb = len(self.batch)
+
+        def base(strides: tuple[int, ...], row_stride: int | None) -> SSAValue:
+            coords = [*bc, *([row] if row_stride is not None else [])]
+            return kb.linear(coords, (*strides[:nb], *([row_stride] if row_stride is not None else [])))
+
+        q0, k0, v0 = (kb.add(b, o) if o else b for b, o in zip(
+            (base(self.q_strides, self.q_strides[nb]), base(self.k_strides, None), base(self.v_strides, None)),
+            self.offsets))
+        b0 = base(self.bias_strides, self.bias_strides[nb]) if self.bias_strides is not None else None
+        return q0, k0, v0, b0
+
+
+@dataclass(frozen=True)
+class AttentionSpec(AttentionOperands):
+    """The row kernel: a work-group of `items` work-items per query row (see the module
+    docstring)."""
+
+    items: int = 1
 
     def __post_init__(self):
         if self.items < 1 or self.items & (self.items - 1):
@@ -67,11 +105,7 @@ class AttentionSpec(KernelSpec):
             raise ValueError(f"{self.keys} keys exceed the {MAX_KEYS} a row's local scores may hold")
 
     def base_name(self) -> str:
-        return "attention" + ("_bias" if self.bias_strides is not None else "") + (
-            f"_wg{self.items}" if self.items > 1 else "")
-
-    def input_names(self) -> tuple[str, ...]:
-        return ("q", "k", "v") + (("bias",) if self.bias_strides is not None else ())
+        return self.name_stem() + (f"_wg{self.items}" if self.items > 1 else "")
 
     @property
     def rows(self) -> int:
@@ -80,13 +114,8 @@ class AttentionSpec(KernelSpec):
     def global_size(self) -> tuple[int, ...]:
         return (self.items, self.rows)
 
-    def local_size(self) -> tuple[int, ...] | None:
-        return (self.items, 1)
-
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        ins, _, out = self.split_args(args)
-        q, k, v = ins[:3]
-        bias = ins[3] if self.bias_strides is not None else None
+        q, k, v, bias, out = self.operands(args)
         nb = len(self.batch)
         scores = kb.local_alloc(self.keys, f32, "scores")  # kernel scope, declared first
         grouped = self.items > 1
@@ -96,18 +125,10 @@ class AttentionSpec(KernelSpec):
         z, m = (kb.div(r, self.m, "z"), kb.rem(r, self.m, "m")) if self.m > 1 else (r, kb.i(0))
         bc = kb.unravel(z, self.batch) if nb else []
 
-        def base(strides: tuple[int, ...], row_stride: int | None) -> SSAValue:
-            coords = [*bc, *([m] if row_stride is not None else [])]
-            return kb.linear(coords, (*strides[:nb], *([row_stride] if row_stride is not None else [])))
-
-        q_ms, q_ds = self.q_strides[nb:]
+        q_ds = self.q_strides[nb + 1]
         k_ds, k_js = self.k_strides[nb:]
         v_js, v_cs = self.v_strides[nb:]
-        q0 = base(self.q_strides, q_ms)
-        k0 = base(self.k_strides, None)
-        v0 = base(self.v_strides, None)
-        q0, k0, v0 = (kb.add(b, o) if o else b for b, o in zip((q0, k0, v0), self.offsets))
-        b0 = base(self.bias_strides, self.bias_strides[nb]) if self.bias_strides is not None else None
+        q0, k0, v0, b0 = self.operand_bases(kb, bc, m)
 
         blk = BLOCK  # keys per work-item step: each q element loaded once for 4 keys
         ragged = self.keys % blk != 0
@@ -199,7 +220,7 @@ def tiled_local_floats(kv_tile: int, d: int, dv: int, tile: int, split: int) -> 
 
 
 @dataclass(frozen=True)
-class AttentionTiledSpec(KernelSpec):
+class AttentionTiledSpec(AttentionOperands):
     """The same product as AttentionSpec, tiled over query rows (flash attention): one
     work-group per (batch entry, `tile` query rows), `split` work-items per row, `tile *
     split` in all (work-item l takes row l % tile and key share l // tile, so a warp's
@@ -217,21 +238,9 @@ class AttentionTiledSpec(KernelSpec):
     scores are stored anywhere, so L is unbounded. A row whose every score is -inf gives
     NaN, as the unfused softmax does."""
 
-    batch: tuple[int, ...]
-    m: int
-    d: int
-    keys: int
-    dv: int
-    q_strides: tuple[int, ...]
-    k_strides: tuple[int, ...]
-    v_strides: tuple[int, ...]
-    bias_strides: tuple[int, ...] | None
-    scale: float = 1.0
     tile: int = 16
     split: int = 4
     kv_tile: int = 32
-    offsets: tuple[int, int, int] = (0, 0, 0)
-    out_strides: tuple[int, ...] | None = None
 
     def __post_init__(self):
         for name in ("tile", "split", "kv_tile"):
@@ -252,11 +261,7 @@ class AttentionTiledSpec(KernelSpec):
                              f"{LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
 
     def base_name(self) -> str:
-        return ("attention" + ("_bias" if self.bias_strides is not None else "")
-                + f"_t{self.tile}_s{self.split}_kv{self.kv_tile}")
-
-    def input_names(self) -> tuple[str, ...]:
-        return ("q", "k", "v") + (("bias",) if self.bias_strides is not None else ())
+        return self.name_stem() + f"_t{self.tile}_s{self.split}_kv{self.kv_tile}"
 
     @property
     def tiles(self) -> int:
@@ -269,13 +274,8 @@ class AttentionTiledSpec(KernelSpec):
     def global_size(self) -> tuple[int, ...]:
         return (self.items, max(1, numel(self.batch)) * self.tiles)
 
-    def local_size(self) -> tuple[int, ...] | None:
-        return (self.items, 1)
-
     def body(self, kb: KernelBuilder, args: list[SSAValue]) -> None:
-        ins, _, out = self.split_args(args)
-        q, k, v = ins[:3]
-        bias = ins[3] if self.bias_strides is not None else None
+        q, k, v, bias, out = self.operands(args)
         nb, d, dv, keys = len(self.batch), self.d, self.dv, self.keys
         tile, split, kt = self.tile, self.split, self.kv_tile
         cap = tiled_local_floats(kt, d, dv, tile, split)
@@ -288,16 +288,10 @@ class AttentionTiledSpec(KernelSpec):
         valid = kb.cmp("slt", m, self.m)
         m_in = kb.min_i(m, self.m - 1)  # a row past M computes row M - 1 again, unwritten
 
-        def base(strides: tuple[int, ...], row: SSAValue | None = None, row_stride: int = 0) -> SSAValue:
-            coords = [*bc, *([row] if row is not None else [])]
-            return kb.linear(coords, (*strides[:nb], *([row_stride] if row is not None else [])))
-
-        q_ms, q_ds = self.q_strides[nb:]
+        q_ds = self.q_strides[nb + 1]
         k_ds, k_js = self.k_strides[nb:]
         v_js, v_cs = self.v_strides[nb:]
-        q0, k0, v0 = (kb.add(b, o) if o else b for b, o in zip(
-            (base(self.q_strides, m_in, q_ms), base(self.k_strides), base(self.v_strides)), self.offsets))
-        b0 = base(self.bias_strides, m_in, self.bias_strides[nb]) if bias is not None else None
+        q0, k0, v0, b0 = self.operand_bases(kb, bc, m_in)
         if q_ds == 1 and d % 4 == 0:
             qv = [kb.lane(v4, n) for c in range(0, d, 4) for v4 in [kb.vload(q, kb.add(q0, c) if c else q0, 4)]
                   for n in range(4)]
