@@ -30,7 +30,7 @@ from adreno_mlir.kernel_math.matmul import read_strides
 from adreno_mlir.lowering.families.base import Family, Key, Rules, cdiv, group_items, numel, value_numel
 from adreno_mlir.lowering.groups import KernelPattern, LoweringError, where
 from adreno_mlir.lowering.kernels.attention import (LOCAL_FLOATS, MAX_KEYS, AttentionSpec, AttentionTiledSpec,
-                                                    tiled_local_floats)
+                                                    tiled_config_error, tiled_local_floats)
 from adreno_mlir.lowering.kernels.common import broadcast_strides
 from adreno_mlir.lowering.kernels.norm import LayerNormSpec
 from adreno_mlir.lowering.kernels.packed import packed_of
@@ -225,18 +225,8 @@ class Attention(RowFamily):
                 return (f"the row kernel keeps a row's {keys} scores in local memory, at most {MAX_KEYS}: "
                         "take the tiled kernel (tile > 0)")
             return None
-        tile, split, kv_tile = cfg["tile"], cfg.get("key_split", 1), cfg.get("kv_tile", 32)
-        d, dv = head.read_shape("k")[-2], head.product_shape()[-1]
-        if tile * split > 256:
-            return f"tile x key_split = {tile} x {split} exceed 256 work-items a work-group"
-        if kv_tile < split:
-            return f"kv_tile = {kv_tile} gives the {split} work-items of a row no key each: take kv_tile >= key_split"
-        if kv_tile // split > 16:
-            return f"kv_tile / key_split = {kv_tile // split} keys a work-item a tile exceed 16 (they are unrolled)"
-        if tiled_local_floats(kv_tile, d, dv, tile, split) > LOCAL_FLOATS:
-            return (f"kv_tile = {kv_tile} keys of K and V ({d} + {dv} floats each) exceed the {LOCAL_FLOATS} floats "
-                    "of local memory a work-group may take: use a smaller kv_tile")
-        return None
+        return tiled_config_error(cfg["tile"], cfg.get("key_split", 1), cfg.get("kv_tile", 32),
+                                  head.read_shape("k")[-2], head.product_shape()[-1])
 
     def space(self, head: Operation, default: dict[str, Any]) -> list:
         """The row kernel's reduce_items, and the tiled kernel's tile, key_split and kv_tile
@@ -325,9 +315,6 @@ class AttentionPattern(KernelPattern):
         if op.out_perm is not None:  # stored transposed: logical axis i is stored axis perm.index(i)
             perm = graph.ints(op.out_perm)
             out_strides = read_strides(graph.shape_of(op.result), tuple(perm.index(i) for i in range(len(out))))
-        if keys > MAX_KEYS and not cfg.get("tile", 0):
-            raise LoweringError(f"{where(op)}: graph.attention over {keys} keys: its row kernel keeps a row's scores "
-                                f"in local memory, at most {MAX_KEYS}; take the tiled kernel (kernel_config tile > 0)")
 
         def strides(which: str) -> tuple[int, ...]:
             view = op.view(which)

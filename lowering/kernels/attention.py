@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, numel, work_group_allsum
+from adreno_mlir.lowering.kernels.common import KernelSpec, numel, row_floats, work_group_allsum
 
 BLOCK = 4
 """Keys (scores) and output columns a work-item computes per loop step."""
@@ -219,6 +219,27 @@ def tiled_local_floats(kv_tile: int, d: int, dv: int, tile: int, split: int) -> 
     return need
 
 
+def tiled_config_error(tile: int, split: int, kv_tile: int, d: int, dv: int) -> str | None:
+    """Why the tiled kernel cannot run with `tile` rows, `split` work-items a row
+    (kernel_config `key_split`) and `kv_tile` keys a tile for heads of D and Dv; None if it
+    can. The attention family's `check` and AttentionTiledSpec both ask this."""
+    for name, n in (("tile", tile), ("key_split", split), ("kv_tile", kv_tile)):
+        if n < 1 or n & (n - 1):
+            return f"{name} must be a power of two, got {n}"
+    if tile * split > 256:
+        return f"tile x key_split = {tile} x {split} exceed 256 work-items a work-group"
+    if kv_tile < split:
+        return f"kv_tile = {kv_tile} gives the {split} work-items of a row no key each: take kv_tile >= key_split"
+    if kv_tile // split > 16:
+        return (f"kv_tile / key_split = {kv_tile // split} keys a work-item a tile exceed 16 (they are unrolled): "
+                "use a smaller kv_tile or a larger key_split")
+    need = tiled_local_floats(kv_tile, d, dv, tile, split)
+    if need > LOCAL_FLOATS:
+        return (f"kv_tile = {kv_tile} keys of K and V rows of {d} and {dv} ({need} floats with the combine) exceed "
+                f"the {LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
+    return None
+
+
 @dataclass(frozen=True)
 class AttentionTiledSpec(AttentionOperands):
     """The same product as AttentionSpec, tiled over query rows (flash attention): one
@@ -243,22 +264,9 @@ class AttentionTiledSpec(AttentionOperands):
     kv_tile: int = 32
 
     def __post_init__(self):
-        for name in ("tile", "split", "kv_tile"):
-            n = getattr(self, name)
-            if n < 1 or n & (n - 1):
-                raise ValueError(f"{name} must be a power of two, got {n}")
-        if self.tile * self.split > 256:
-            raise ValueError(f"tile x split = {self.tile} x {self.split} exceed 256 work-items a work-group")
-        if self.kv_tile < self.split:
-            raise ValueError(f"kv_tile = {self.kv_tile} gives the {self.split} work-items of a row no key each: "
-                             "take kv_tile >= split")
-        if self.kv_tile // self.split > 16:
-            raise ValueError(f"kv_tile / split = {self.kv_tile // self.split} keys a work-item a tile (unrolled) "
-                             "exceed 16: use a smaller kv_tile or a larger split")
-        need = tiled_local_floats(self.kv_tile, self.d, self.dv, self.tile, self.split)
-        if need > LOCAL_FLOATS:
-            raise ValueError(f"kv_tile = {self.kv_tile} rows of K and V ({need} floats with the combine) exceed the "
-                             f"{LOCAL_FLOATS} floats of local memory a work-group may take: use a smaller kv_tile")
+        error = tiled_config_error(self.tile, self.split, self.kv_tile, self.d, self.dv)
+        if error is not None:
+            raise ValueError(error)
 
     def base_name(self) -> str:
         return self.name_stem() + f"_t{self.tile}_s{self.split}_kv{self.kv_tile}"
@@ -292,11 +300,7 @@ class AttentionTiledSpec(AttentionOperands):
         k_ds, k_js = self.k_strides[nb:]
         v_js, v_cs = self.v_strides[nb:]
         q0, k0, v0, b0 = self.operand_bases(kb, bc, m_in)
-        if q_ds == 1 and d % 4 == 0:
-            qv = [kb.lane(v4, n) for c in range(0, d, 4) for v4 in [kb.vload(q, kb.add(q0, c) if c else q0, 4)]
-                  for n in range(4)]
-        else:
-            qv = [kb.load(q, kb.add(q0, c * q_ds) if c else q0) for c in range(d)]
+        qv = row_floats(kb, q, q0, d, q_ds)
         if self.scale != 1.0:
             qv = [kb.fmul(x, self.scale) for x in qv]
         ninf = float("-inf")
@@ -328,12 +332,6 @@ class AttentionTiledSpec(AttentionOperands):
 
             k1.for_(k1.mul(lid, lanes), kt * width, self.items * lanes, [], one, "e")
 
-        def read_row(k1: KernelBuilder, at: SSAValue, width: int) -> list[SSAValue]:
-            if width % 4:
-                return [k1.load(kv, k1.add(at, c) if c else at) for c in range(width)]
-            return [k1.lane(v4, n) for c in range(0, width, 4)
-                    for v4 in [k1.vload(kv, k1.add(at, c) if c else at, 4)] for n in range(4)]
-
         per = kt // split  # keys a work-item takes per tile
         ragged = keys % kt != 0
 
@@ -346,7 +344,7 @@ class AttentionTiledSpec(AttentionOperands):
             rows = [k1.add(share, i * split) if i else share for i in range(per)]
             scores = []
             for r in rows:
-                kr = read_row(k1, k1.mul(r, dk), d)
+                kr = row_floats(k1, kv, k1.mul(r, dk), d)
                 s = k1.f(0.0)
                 for x, y in zip(qv, kr):
                     s = k1.fma(x, y, s)
@@ -368,7 +366,7 @@ class AttentionTiledSpec(AttentionOperands):
                 total = k1.fadd(total, p)
             o = [k1.fmul(x, alpha) for x in o]
             for r, p in zip(rows, ps):
-                vr = read_row(k1, k1.add(k1.mul(r, dvk), kt * dk), dv)
+                vr = row_floats(k1, kv, k1.add(k1.mul(r, dvk), kt * dk), dv)
                 o = [k1.fma(p, y, x) for x, y in zip(o, vr)]
             return [new, total, *o]
 

@@ -156,6 +156,16 @@ class KernelSpec:
         return args[len(args) - len(names) + names.index(name)]
 
 
+def row_floats(kb: KernelBuilder, ptr: SSAValue, at: SSAValue, count: int, stride: int = 1) -> list[SSAValue]:
+    """The `count` floats at ptr[at], ptr[at + stride], ...: float4 loads where they are
+    contiguous and whole (stride 1, count % 4 == 0), else a float at a time. An attention
+    kernel keeps a query row, or a K or V row of a local tile, in registers so."""
+    if stride != 1 or count % 4:
+        return [kb.load(ptr, kb.add(at, c * stride) if c else at) for c in range(count)]
+    return [kb.lane(v4, n) for c in range(0, count, 4) for v4 in [kb.vload(ptr, kb.add(at, c) if c else at, 4)]
+            for n in range(4)]
+
+
 def local_fragment(kb: KernelBuilder, ptr: SSAValue, tid: SSAValue, offset: int, count: int, width: int,
                    spacing: int) -> list[SSAValue]:
     """The `count` floats a work-item reads from a local array as `count / width` groups of

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from adreno_mlir.lowering.kernel_builder import GLOBAL_F16, KernelBuilder
-from adreno_mlir.lowering.kernels.common import KernelSpec, work_group_allreduce
+from adreno_mlir.lowering.kernels.common import KernelSpec, row_floats, work_group_allreduce
 
 LOCAL_FLOATS = 4096
 """Floats of local memory (16 KiB) a work-group of the attention kernels may use: G queries
@@ -415,14 +415,7 @@ class GQAPrefillSpec(_Geometry):
         vec = d % 4 == 0
         lanes = 4 if vec else 1
 
-        def read_row(k1: KernelBuilder, ptr: SSAValue, at: SSAValue) -> list[SSAValue]:
-            """The D floats at ptr[at ..], as float4 loads where D % 4 == 0."""
-            if not vec:
-                return [k1.load(ptr, k1.add(at, c)) for c in range(d)]
-            return [k1.lane(v4, k) for c in range(0, d, 4) for v4 in [k1.vload(ptr, k1.add(at, c), 4)]
-                    for k in range(4)]
-
-        qv = read_row(kb, q, row0)
+        qv = row_floats(kb, q, row0, d)
         if self.scale != 1.0:
             qv = [kb.fmul(x, self.scale) for x in qv]
         cache0 = kb.mul(kb.add(kb.mul(b, kvh), kv), self.length * d, "cache0")
@@ -447,14 +440,14 @@ class GQAPrefillSpec(_Geometry):
             def row(k2: KernelBuilder, r: SSAValue, a: list[SSAValue]) -> list[SSAValue]:
                 m, l, o = a[0], a[1], a[2:]
                 at = k2.mul(r, d)
-                kr = read_row(k2, keys, at)
+                kr = row_floats(k2, keys, at, d)
                 score = k2.f(0.0)
                 for x, y in zip(qv, kr):
                     score = k2.fma(x, y, score)
                 m2 = k2.fmax(m, score)
                 alpha = k2.exp(k2.fsub(m, m2))
                 p = k2.exp(k2.fsub(score, m2))
-                vr = read_row(k2, values, at)
+                vr = row_floats(k2, values, at, d)
                 return [m2, k2.fma(l, alpha, p)] + [k2.fma(p, v, k2.fmul(x, alpha)) for x, v in zip(o, vr)]
 
             n = k1.min_i(k1.sub(mine, j0), tile_rows)  # this token's rows of the tile (none past it)
