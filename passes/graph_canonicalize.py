@@ -306,14 +306,10 @@ def _reshaped_operand(other, inner: tuple[int, ...], outer: tuple[int, ...]):
     s = tuple(graph.shape_of(other))
     if s == outer:
         return "full"
-    while s and s[0] == 1:
-        s = s[1:]
-    k = len(s)
-    if k == 0:
-        return "same" if len(graph.shape_of(other)) <= len(inner) else None
-    if len(graph.shape_of(other)) > len(inner) or k > len(inner) or inner[len(inner) - k:] != outer[len(outer) - k:]:
+    if len(s) > len(inner):  # it would give the op's result more axes than `inner` has
         return None
-    return "same"
+    k = len(s) - next((i for i, e in enumerate(s) if e != 1), len(s))  # its axes from the first non-unit one
+    return "same" if k == 0 or inner[len(inner) - k:] == outer[len(outer) - k:] else None
 
 
 class SinkReshapeBelowElementwise(RewritePattern):
